@@ -1,0 +1,142 @@
+//! Codec for variable-length values (text, bytea, jsonb, numeric, arrays... as
+//! their raw bytes). Repeated values, the common case for tags and states, get a
+//! dictionary; everything else is length-prefixed and lz4-compressed.
+
+use super::int;
+use crate::bits::{put_chunk, put_varint, Cursor};
+use crate::column::ByteValues;
+use crate::error::{DecodeError, Result};
+use std::collections::HashMap;
+
+const DICTIONARY: u8 = 0;
+const PLAIN: u8 = 1;
+/// lz4 cannot expand more than ~255x; a larger claim is corruption.
+const LZ4_MAX_RATIO: usize = 255;
+
+pub fn encode(values: &ByteValues, out: &mut Vec<u8>) {
+    let plain = encode_plain(values);
+    if let Some(dict) = encode_dictionary(values)
+        && dict.len() < plain.len()
+    {
+        out.extend_from_slice(&dict);
+        return;
+    }
+    out.extend_from_slice(&plain);
+}
+
+fn encode_plain(values: &ByteValues) -> Vec<u8> {
+    let mut out = vec![PLAIN];
+    let lengths: Vec<i64> = values.iter().map(|v| v.len() as i64).collect();
+    int::encode(&lengths, &mut out);
+    put_chunk(&mut out, &compress(values.data()));
+    out
+}
+
+fn encode_dictionary(values: &ByteValues) -> Option<Vec<u8>> {
+    let mut ids: HashMap<&[u8], i64> = HashMap::new();
+    let mut dict = ByteValues::default();
+    let mut codes = Vec::with_capacity(values.len());
+    for v in values.iter() {
+        let next = ids.len() as i64;
+        let id = *ids.entry(v).or_insert_with(|| {
+            dict.push(v);
+            next
+        });
+        codes.push(id);
+    }
+    if dict.len() * 2 > values.len() {
+        return None;
+    }
+    let mut out = vec![DICTIONARY];
+    out.extend_from_slice(&encode_plain(&dict)[1..]);
+    int::encode(&codes, &mut out);
+    Some(out)
+}
+
+fn compress(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_varint(&mut out, data.len() as u64);
+    out.extend_from_slice(&lz4_flex::block::compress(data));
+    out
+}
+
+fn decompress(chunk: &[u8]) -> Result<Vec<u8>> {
+    let mut c = Cursor::new(chunk);
+    let limit = chunk.len().saturating_mul(LZ4_MAX_RATIO).saturating_add(64);
+    let size = c.len("uncompressed size", limit)?;
+    let rest = c.take(c.remaining(), "lz4 block")?;
+    lz4_flex::block::decompress(rest, size).map_err(|_| DecodeError::Invalid("lz4 block is corrupt"))
+}
+
+fn decode_plain(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
+    let lengths = int::decode(c, limit)?;
+    let data = decompress(c.chunk("lz4 data")?)?;
+    let mut offsets = Vec::with_capacity(lengths.len() + 1);
+    offsets.push(0u32);
+    let mut end: u64 = 0;
+    for len in lengths {
+        if len < 0 {
+            return Err(DecodeError::Invalid("negative value length"));
+        }
+        end += len as u64;
+        if end > data.len() as u64 {
+            return Err(DecodeError::Invalid("value lengths exceed data"));
+        }
+        offsets.push(end as u32);
+    }
+    if end != data.len() as u64 {
+        return Err(DecodeError::Invalid("value lengths do not cover data"));
+    }
+    Ok(ByteValues::from_parts(offsets, data))
+}
+
+pub fn decode(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
+    match c.u8("bytes codec")? {
+        PLAIN => decode_plain(c, limit),
+        DICTIONARY => {
+            let dict = decode_plain(c, limit)?;
+            let codes = int::decode(c, limit)?;
+            let mut out = ByteValues::default();
+            for code in codes {
+                let v = usize::try_from(code)
+                    .ok()
+                    .and_then(|i| dict.get(i))
+                    .ok_or(DecodeError::Invalid("dictionary code out of range"))?;
+                out.push(v);
+            }
+            Ok(out)
+        }
+        tag => Err(DecodeError::UnknownTag { what: "bytes codec", tag }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(values: &[&[u8]]) -> usize {
+        let mut bv = ByteValues::default();
+        values.iter().for_each(|v| bv.push(v));
+        let mut out = Vec::new();
+        encode(&bv, &mut out);
+        let got = decode(&mut Cursor::new(&out), values.len()).unwrap();
+        assert_eq!(got.iter().collect::<Vec<_>>(), values);
+        out.len()
+    }
+
+    #[test]
+    fn repeated_tags_are_nearly_free() {
+        let v: Vec<&[u8]> = (0..1000).map(|_| b"host_42".as_slice()).collect();
+        assert!(round_trip(&v) < 30);
+    }
+
+    #[test]
+    fn distinct_and_empty_values_round_trip() {
+        let owned: Vec<String> = (0..300).map(|i| format!("note number {i}")).collect();
+        let mut v: Vec<&[u8]> = owned.iter().map(|s| s.as_bytes()).collect();
+        v.push(b"");
+        round_trip(&v);
+        round_trip(&[]);
+        round_trip(&[b""]);
+    }
+}

@@ -1,0 +1,1 @@
+use pgrx::prelude::*; ::pgrx::pg_module_magic!();
