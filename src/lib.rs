@@ -1,1 +1,46 @@
-use pgrx::prelude::*; ::pgrx::pg_module_magic!();
+//! tsbucket: MongoDB-style time-series tables for PostgreSQL.
+//!
+//! Layers (see README "Architecture"): `tsbucket-format` (pure Rust codecs and
+//! payloads) <- `catalog`/`shape` (configuration) <- `write` and `modify`
+//! (write path) <- `am` (table access method callbacks) <- `hooks` and `api`
+//! (statement boundaries, SQL functions).
+
+use pgrx::prelude::*;
+
+mod am;
+mod api;
+mod catalog;
+mod datum;
+mod error;
+mod gucs;
+mod hooks;
+mod modify;
+mod shape;
+mod store;
+mod tid;
+mod write;
+
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+::pgrx::pg_module_magic!();
+
+extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
+extension_sql_file!("../sql/catalog_functions.sql", name = "catalog_functions", finalize);
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    gucs::init();
+    catalog::init();
+    hooks::init();
+}
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}

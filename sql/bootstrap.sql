@@ -1,0 +1,26 @@
+-- Objects the Rust code relies on: the configuration catalog and the access method.
+
+CREATE SCHEMA IF NOT EXISTS tsbucket_internal;
+REVOKE ALL ON SCHEMA tsbucket_internal FROM PUBLIC;
+
+CREATE TABLE tsbucket.catalog (
+    relid            oid PRIMARY KEY,
+    store_relid      oid NOT NULL,
+    id_index         oid NOT NULL,
+    id_sequence      oid NOT NULL,
+    time_attnum      int2 NOT NULL,
+    time_type        oid NOT NULL,
+    meta_attnums     int2[] NOT NULL,
+    meta_types       oid[] NOT NULL,
+    granularity      text,
+    bucket_max_span  interval NOT NULL,
+    span_micros      int8 NOT NULL CHECK (span_micros > 0),
+    expire_after     interval,
+    created_at       timestamptz NOT NULL DEFAULT now()
+);
+GRANT SELECT ON tsbucket.catalog TO PUBLIC;
+
+CREATE FUNCTION tsbucket.tsbucket_tableam_handler(internal) RETURNS table_am_handler
+    LANGUAGE c STRICT AS 'MODULE_PATHNAME', 'tsbucket_tableam_handler';
+CREATE ACCESS METHOD tsbucket TYPE TABLE HANDLER tsbucket.tsbucket_tableam_handler;
+COMMENT ON ACCESS METHOD tsbucket IS 'time-series tables stored as compressed columnar buckets';

@@ -1,0 +1,332 @@
+-- The SQL surface: declaring time-series tables, the DDL guards, and the
+-- catalog functions a DBA uses. See README "SQL reference".
+
+REVOKE EXECUTE ON FUNCTION tsbucket._depend_internal(oid, oid) FROM PUBLIC;
+
+CREATE FUNCTION tsbucket._create_store(
+    relation regclass, time_attnum int2, meta_attnums int2[], granularity text,
+    span interval, span_micros int8, expire_after interval)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    store_name text := format('bucket_store_%s', relation::oid);
+    time_type text;
+    meta_defs text := '';
+    meta_keys text := '';
+    meta_types oid[] := '{}';
+    att record;
+    i int;
+    store regclass;
+    id_index regclass;
+    id_seq regclass;
+BEGIN
+    -- Callers reach this only through create_timeseries, which checked ownership;
+    -- check again, since this runs with the extension owner's rights.
+    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('must be owner of table %s', relation);
+    END IF;
+    SELECT format_type(atttypid, atttypmod) INTO time_type
+      FROM pg_attribute WHERE attrelid = relation AND attnum = time_attnum;
+    FOR i IN 1 .. coalesce(array_length(meta_attnums, 1), 0) LOOP
+        SELECT a.atttypid, format_type(a.atttypid, a.atttypmod) AS typ,
+               CASE WHEN a.attcollation <> 0 THEN
+                   ' COLLATE ' || quote_ident(n.nspname) || '.' || quote_ident(c.collname) ELSE '' END AS coll
+          INTO att
+          FROM pg_attribute a
+          LEFT JOIN pg_collation c ON c.oid = a.attcollation
+          LEFT JOIN pg_namespace n ON n.oid = c.collnamespace
+         WHERE a.attrelid = relation AND a.attnum = meta_attnums[i];
+        meta_defs := meta_defs || format(', meta_%s %s%s', i, att.typ, att.coll);
+        meta_keys := meta_keys || format('meta_%s, ', i);
+        meta_types := meta_types || att.atttypid;
+    END LOOP;
+    EXECUTE format('CREATE TABLE tsbucket_internal.%I (
+        bucket_id int8 NOT NULL, window_start %s NOT NULL, min_time %s NOT NULL, max_time %s NOT NULL,
+        row_count int4 NOT NULL, uncompressed_bytes int8 NOT NULL, close_reason int2 NOT NULL,
+        column_stats bytea, payload bytea NOT NULL%s)', store_name, time_type, time_type, time_type, meta_defs);
+    store := format('tsbucket_internal.%I', store_name)::regclass;
+    -- Payloads are compressed already; keep TOAST from trying again.
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN payload SET STORAGE EXTERNAL', store);
+    EXECUTE format('CREATE INDEX %I ON %s (bucket_id)', store_name || '_id', store);
+    EXECUTE format('CREATE INDEX %I ON %s (%swindow_start)', store_name || '_series', store, meta_keys);
+    EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 1 OWNED BY %s.bucket_id', store_name || '_ids', store);
+    -- Inserting sessions draw bucket ids (row TIDs) from it under their own role.
+    EXECUTE format('GRANT USAGE ON SEQUENCE tsbucket_internal.%I TO PUBLIC', store_name || '_ids');
+    id_index := format('tsbucket_internal.%I', store_name || '_id')::regclass;
+    id_seq := format('tsbucket_internal.%I', store_name || '_ids')::regclass;
+    INSERT INTO tsbucket.catalog (relid, store_relid, id_index, id_sequence, time_attnum, time_type,
+                                  meta_attnums, meta_types, granularity, bucket_max_span, span_micros, expire_after)
+    VALUES (relation, store, id_index, id_seq, time_attnum,
+            (SELECT atttypid FROM pg_attribute WHERE attrelid = relation AND attnum = time_attnum),
+            meta_attnums, meta_types, granularity, span, span_micros, expire_after);
+    PERFORM tsbucket._depend_internal(store, relation);
+END $$;
+REVOKE EXECUTE ON FUNCTION tsbucket._create_store(regclass, int2, int2[], text, interval, int8, interval) FROM PUBLIC;
+
+CREATE FUNCTION tsbucket.create_timeseries(
+    relation regclass,
+    time_column name,
+    meta_column name DEFAULT NULL,
+    granularity text DEFAULT NULL,
+    bucket_max_span interval DEFAULT NULL,
+    bucket_rounding interval DEFAULT NULL,
+    expire_after interval DEFAULT NULL,
+    meta_columns name[] DEFAULT NULL)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    amname name;
+    time_att record;
+    metas name[];
+    meta_attnums int2[] := '{}';
+    m name;
+    meta_attnum int2;
+    span interval;
+    gran text;
+BEGIN
+    SELECT a.amname INTO amname FROM pg_class c LEFT JOIN pg_am a ON a.oid = c.relam WHERE c.oid = relation;
+    IF amname IS DISTINCT FROM 'tsbucket' THEN
+        RAISE EXCEPTION USING ERRCODE = 'wrong_object_type',
+            MESSAGE = format('table %s does not use the tsbucket access method', relation),
+            HINT = 'Create the table with CREATE TABLE ... USING tsbucket.';
+    END IF;
+    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('must be owner of table %s', relation);
+    END IF;
+    IF EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation) THEN
+        RAISE EXCEPTION USING ERRCODE = 'duplicate_object',
+            MESSAGE = format('table %s is already a time-series table', relation),
+            HINT = 'The time and meta columns and the bucket span are fixed at creation.';
+    END IF;
+
+    SELECT attnum, atttypid, attnotnull INTO time_att FROM pg_attribute
+     WHERE attrelid = relation AND attname = time_column AND attnum > 0 AND NOT attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'undefined_column',
+            MESSAGE = format('time column "%s" does not exist in table %s', time_column, relation);
+    END IF;
+    IF time_att.atttypid NOT IN ('timestamptz'::regtype, 'timestamp'::regtype) THEN
+        RAISE EXCEPTION USING ERRCODE = 'datatype_mismatch',
+            MESSAGE = format('time column "%s" has type %s', time_column, format_type(time_att.atttypid, NULL)),
+            HINT = 'The time column must be of type timestamptz or timestamp.';
+    END IF;
+    IF NOT time_att.attnotnull THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_table_definition',
+            MESSAGE = format('time column "%s" must be NOT NULL', time_column),
+            HINT = format('ALTER TABLE %s ALTER COLUMN %I SET NOT NULL', relation, time_column);
+    END IF;
+
+    IF meta_column IS NOT NULL AND meta_columns IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'meta_column and meta_columns cannot both be given',
+            HINT = 'Use meta_columns for several meta columns.';
+    END IF;
+    metas := coalesce(meta_columns, CASE WHEN meta_column IS NULL THEN '{}'::name[] ELSE ARRAY[meta_column] END);
+    FOREACH m IN ARRAY metas LOOP
+        SELECT attnum INTO meta_attnum FROM pg_attribute
+         WHERE attrelid = relation AND attname = m AND attnum > 0 AND NOT attisdropped;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'undefined_column',
+                MESSAGE = format('meta column "%s" does not exist in table %s', m, relation);
+        END IF;
+        IF meta_attnum = time_att.attnum THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('column "%s" cannot be both the time column and a meta column', m);
+        END IF;
+        IF meta_attnum = ANY (meta_attnums) THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('meta column "%s" is given twice', m);
+        END IF;
+        meta_attnums := meta_attnums || meta_attnum;
+    END LOOP;
+
+    IF granularity IS NOT NULL AND (bucket_max_span IS NOT NULL OR bucket_rounding IS NOT NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'granularity cannot be combined with bucket_max_span and bucket_rounding',
+            HINT = 'Give either a granularity or a custom span.';
+    END IF;
+    IF (bucket_max_span IS NULL) <> (bucket_rounding IS NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'bucket_max_span and bucket_rounding must be given together',
+            HINT = 'Give both, with the same value.';
+    END IF;
+    IF bucket_max_span IS NOT NULL THEN
+        IF bucket_max_span <> bucket_rounding THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span (%s) and bucket_rounding (%s) must be equal', bucket_max_span, bucket_rounding);
+        END IF;
+        IF bucket_max_span <= interval '0' THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span must be positive, not %s', bucket_max_span);
+        END IF;
+        IF extract(month FROM bucket_max_span) <> 0 OR extract(year FROM bucket_max_span) <> 0 THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span %s uses months or years, whose length varies', bucket_max_span),
+                HINT = 'Give the span in days, hours, minutes or seconds.';
+        END IF;
+        IF bucket_max_span > interval '365 days' THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span %s exceeds the maximum of 365 days', bucket_max_span);
+        END IF;
+        IF extract(epoch FROM bucket_max_span) < 1 OR extract(microseconds FROM bucket_max_span) % 1000000 <> 0 THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span %s must be a whole number of seconds', bucket_max_span);
+        END IF;
+        span := bucket_max_span;
+        gran := NULL;
+    ELSE
+        gran := coalesce(granularity, 'seconds');
+        span := CASE gran WHEN 'seconds' THEN interval '1 hour' WHEN 'minutes' THEN interval '1 day'
+                          WHEN 'hours' THEN interval '30 days' END;
+        IF span IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('unknown granularity "%s"', gran),
+                HINT = 'Use seconds (1 hour buckets), minutes (1 day) or hours (30 days), or bucket_max_span.';
+        END IF;
+    END IF;
+    IF expire_after IS NOT NULL AND expire_after <= interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('expire_after must be positive, not %s', expire_after);
+    END IF;
+
+    PERFORM tsbucket._create_store(relation, time_att.attnum::int2, meta_attnums, gran, span,
+                                   (extract(epoch FROM span) * 1000000)::int8, expire_after);
+    -- Buckets are read by one process; a parallel plan would need a shared cursor.
+    EXECUTE format('ALTER TABLE %s SET (parallel_workers = 0)', relation);
+    PERFORM tsbucket._invalidate(relation);
+END $$;
+
+CREATE VIEW tsbucket.timeseries AS
+SELECT c.relid::regclass AS table_name,
+       t.attname AS time_column,
+       ARRAY(SELECT a.attname FROM unnest(c.meta_attnums) WITH ORDINALITY AS m(attnum, ord)
+               JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = m.attnum ORDER BY m.ord) AS meta_columns,
+       c.granularity,
+       c.bucket_max_span,
+       c.expire_after,
+       c.store_relid::regclass AS bucket_store,
+       c.created_at
+  FROM tsbucket.catalog c
+  JOIN pg_attribute t ON t.attrelid = c.relid AND t.attnum = c.time_attnum;
+GRANT SELECT ON tsbucket.timeseries TO PUBLIC;
+
+CREATE FUNCTION tsbucket._store_of(relation regclass) RETURNS regclass
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE store regclass;
+BEGIN
+    SELECT store_relid INTO store FROM tsbucket.catalog WHERE relid = relation;
+    IF store IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('table %s is not a time-series table', relation),
+            HINT = 'Call tsbucket.create_timeseries() on it first.';
+    END IF;
+    RETURN store;
+END $$;
+
+CREATE FUNCTION tsbucket.stats(relation regclass)
+RETURNS TABLE (buckets bigint, rows bigint, avg_rows_per_bucket numeric, compressed_bytes bigint,
+               uncompressed_bytes bigint, compression_ratio numeric, total_bytes bigint,
+               closed_by_count bigint, closed_by_size bigint, closed_by_time_window bigint,
+               closed_by_memory_limit bigint, closed_by_end_of_statement bigint, rewritten bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE store regclass := tsbucket._store_of(relation);
+BEGIN
+    IF NOT has_table_privilege(session_user, relation, 'SELECT') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('permission denied for table %s', relation);
+    END IF;
+    RETURN QUERY EXECUTE format($q$
+        SELECT count(*), coalesce(sum(row_count), 0)::bigint,
+               round(coalesce(avg(row_count), 0), 1),
+               coalesce(sum(pg_column_size(payload) + coalesce(pg_column_size(column_stats), 0)), 0)::bigint,
+               coalesce(sum(uncompressed_bytes), 0)::bigint,
+               round(coalesce(sum(uncompressed_bytes)::numeric
+                     / nullif(sum(pg_column_size(payload) + coalesce(pg_column_size(column_stats), 0)), 0), 0), 2),
+               pg_total_relation_size(%L::regclass),
+               count(*) FILTER (WHERE close_reason = 1), count(*) FILTER (WHERE close_reason = 2),
+               count(*) FILTER (WHERE close_reason = 3), count(*) FILTER (WHERE close_reason = 4),
+               count(*) FILTER (WHERE close_reason = 5), count(*) FILTER (WHERE close_reason = 6)
+          FROM %s $q$, store, store);
+END $$;
+
+CREATE FUNCTION tsbucket.buckets(relation regclass)
+RETURNS TABLE (bucket_id bigint, meta text, window_start text, min_time text, max_time text,
+               rows integer, compressed_bytes integer, close_reason text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    store regclass := tsbucket._store_of(relation);
+    n int := (SELECT coalesce(array_length(meta_attnums, 1), 0) FROM tsbucket.catalog WHERE relid = relation);
+    meta_expr text;
+BEGIN
+    IF NOT has_table_privilege(session_user, relation, 'SELECT') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('permission denied for table %s', relation);
+    END IF;
+    meta_expr := CASE n WHEN 0 THEN 'NULL::text' WHEN 1 THEN 'meta_1::text'
+                 ELSE 'row(' || (SELECT string_agg('meta_' || i, ', ') FROM generate_series(1, n) i) || ')::text' END;
+    RETURN QUERY EXECUTE format($q$
+        SELECT bucket_id, %s, window_start::text, min_time::text, max_time::text, row_count,
+               pg_column_size(payload),
+               (ARRAY['count', 'size', 'time_window', 'memory_limit', 'end_of_statement', 'rewrite'])[close_reason]
+          FROM %s ORDER BY %s window_start, bucket_id $q$,
+        meta_expr, store, (SELECT string_agg('meta_' || i || ', ', '') FROM generate_series(1, n) i));
+END $$;
+
+CREATE FUNCTION tsbucket.verify(relation regclass)
+RETURNS TABLE (bucket_id bigint, problem text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM tsbucket._store_of(relation);
+    IF NOT has_table_privilege(session_user, relation, 'SELECT') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('permission denied for table %s', relation);
+    END IF;
+    RETURN QUERY SELECT v.bucket_id, v.problem FROM tsbucket._verify(relation) v;
+END $$;
+
+-- DDL guards. The time and meta columns are fixed at creation; AFTER ROW
+-- triggers (and so foreign keys from a time-series table) are refused because
+-- rows reach the store only at the end of the statement.
+CREATE FUNCTION tsbucket._ddl_guard() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r record;
+    a record;
+    i int;
+BEGIN
+    FOR r IN SELECT * FROM tsbucket.catalog LOOP
+        SELECT attname, atttypid, attisdropped INTO a FROM pg_attribute
+         WHERE attrelid = r.relid AND attnum = r.time_attnum;
+        IF NOT FOUND THEN
+            CONTINUE;  -- the table itself is being dropped
+        END IF;
+        IF a.attisdropped OR a.atttypid <> r.time_type THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('cannot drop or change the type of the time column of time-series table %s', r.relid::regclass),
+                HINT = 'The time and meta columns are fixed at creation; renaming them is allowed.';
+        END IF;
+        FOR i IN 1 .. coalesce(array_length(r.meta_attnums, 1), 0) LOOP
+            SELECT attname, atttypid, attisdropped INTO a FROM pg_attribute
+             WHERE attrelid = r.relid AND attnum = r.meta_attnums[i];
+            IF a.attisdropped OR a.atttypid <> r.meta_types[i] THEN
+                RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                    MESSAGE = format('cannot drop or change the type of meta column of time-series table %s', r.relid::regclass),
+                    HINT = 'The time and meta columns are fixed at creation; renaming them is allowed.';
+            END IF;
+        END LOOP;
+        IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = r.relid AND tgtype & 1 = 1 AND tgtype & 66 = 0) THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('AFTER ROW triggers and foreign keys are not supported on time-series table %s', r.relid::regclass),
+                HINT = 'Use a BEFORE ROW trigger or an AFTER STATEMENT trigger.';
+        END IF;
+    END LOOP;
+END $$;
+CREATE EVENT TRIGGER tsbucket_ddl_guard ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TRIGGER')
+    EXECUTE FUNCTION tsbucket._ddl_guard();
+
+CREATE FUNCTION tsbucket._drop_cleanup() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM tsbucket.catalog c
+     USING pg_event_trigger_dropped_objects() d
+     WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = c.relid;
+END $$;
+CREATE EVENT TRIGGER tsbucket_drop_cleanup ON sql_drop EXECUTE FUNCTION tsbucket._drop_cleanup();

@@ -1,0 +1,143 @@
+//! Turning stored buckets back into rows: decode a bucket's payload once, then
+//! fill slots row by row. Shared by scans and fetch-by-TID.
+
+use crate::catalog::Config;
+use crate::datum;
+use crate::error::{ts_error, DATA_CORRUPTED};
+use crate::shape::{Role, TableShape};
+use crate::store::{self, StoredBucket};
+use pgrx::pg_sys;
+use std::cell::RefCell;
+use std::rc::Rc;
+use tsbucket_format::{BucketReader, Column};
+
+/// A decoded bucket: columns by attribute (None where the bucket predates the
+/// column) and the meta values' identifying bytes.
+pub struct LoadedBucket {
+    pub bucket_id: i64,
+    pub store_tid: pg_sys::ItemPointerData,
+    pub rows: usize,
+    pub columns: Vec<Option<Column>>,
+    pub meta: Vec<Option<Vec<u8>>>,
+}
+
+pub fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display) -> ! {
+    ts_error(
+        DATA_CORRUPTED,
+        &format!("bucket {bucket_id} of table \"{}\" is corrupt: {what}", crate::catalog::relation_name(relid)),
+        "Run SELECT * FROM tsbucket.verify(...) on the table to list damaged buckets.",
+    )
+}
+
+pub fn load(config: &Config, shape: &TableShape, stored: &StoredBucket) -> LoadedBucket {
+    let reader = BucketReader::parse(stored.payload()).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
+    if reader.rows() != stored.rows as usize {
+        corrupt(config.relid, stored.bucket_id, &"row count differs from the payload");
+    }
+    let mut columns: Vec<Option<Column>> = vec![None; shape.attrs.len()];
+    for attr in shape.payload_attrs() {
+        if let Some(encoded) = reader.column(attr.attnum) {
+            if encoded.kind != attr.kind {
+                corrupt(config.relid, stored.bucket_id, &format!("column {} has storage kind {:?}, expected {:?}", attr.attnum, encoded.kind, attr.kind));
+            }
+            let col = encoded.decode().unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
+            columns[attr.attnum as usize - 1] = Some(col);
+        }
+    }
+    let meta = shape
+        .meta_attrs()
+        .iter()
+        .enumerate()
+        .map(|(i, attr)| stored.meta_datum(i).map(|d| unsafe { datum::datum_bytes(d, attr) }.to_vec()))
+        .collect();
+    LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta }
+}
+
+/// Fills `slot` with row `row` of `bucket`; by-reference values are allocated
+/// in the current memory context.
+///
+/// # Safety
+/// `slot` must be a virtual slot of `rel`.
+pub unsafe fn fill_slot(rel: pg_sys::Relation, shape: &TableShape, bucket: &LoadedBucket, row: usize, slot: *mut pg_sys::TupleTableSlot) {
+    unsafe {
+        pg_sys::ExecClearTuple(slot);
+        let tupdesc = (*rel).rd_att;
+        let natts = (*tupdesc).natts as usize;
+        let values = std::slice::from_raw_parts_mut((*slot).tts_values, natts);
+        let nulls = std::slice::from_raw_parts_mut((*slot).tts_isnull, natts);
+        for (i, attr) in shape.attrs.iter().enumerate().take(natts) {
+            match attr.role {
+                Role::Dropped => {
+                    nulls[i] = true;
+                    values[i] = pg_sys::Datum::from(0);
+                }
+                Role::Meta(m) => match &bucket.meta[m] {
+                    Some(bytes) => {
+                        values[i] = datum::bytes_datum(bytes, attr);
+                        nulls[i] = false;
+                    }
+                    None => nulls[i] = true,
+                },
+                Role::Time | Role::Measurement => match &bucket.columns[i] {
+                    Some(col) if col.is_null(row) => nulls[i] = true,
+                    Some(col) => {
+                        values[i] = datum::column_datum(col, row, attr);
+                        nulls[i] = false;
+                    }
+                    None => {
+                        // Added after this bucket was written: its default, or NULL.
+                        let mut isnull = false;
+                        values[i] = pg_sys::getmissingattr(tupdesc, (i + 1) as i32, &mut isnull);
+                        nulls[i] = isnull;
+                    }
+                },
+            }
+        }
+        pg_sys::ExecStoreVirtualTuple(slot);
+        crate::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
+        (*slot).tts_tableOid = (*rel).rd_id;
+    }
+}
+
+thread_local! {
+    /// The last bucket fetched by TID: DELETE ... RETURNING and UPDATE fetch
+    /// rows of one bucket in a row, and decoding it each time would cost O(n^2).
+    static FETCHED: RefCell<Option<(pg_sys::Oid, Rc<LoadedBucket>)>> = const { RefCell::new(None) };
+}
+
+pub fn forget_fetched() {
+    FETCHED.with(|f| *f.borrow_mut() = None);
+}
+
+fn same_tid(a: &pg_sys::ItemPointerData, b: &pg_sys::ItemPointerData) -> bool {
+    a.ip_blkid.bi_hi == b.ip_blkid.bi_hi && a.ip_blkid.bi_lo == b.ip_blkid.bi_lo && a.ip_posid == b.ip_posid
+}
+
+/// The decoded bucket holding `bucket_id` as `snapshot` sees it.
+///
+/// # Safety
+/// `store` must be the open store of `config`'s table.
+pub unsafe fn fetch_bucket(
+    config: &Config,
+    shape: &TableShape,
+    store: pg_sys::Relation,
+    bucket_id: i64,
+    snapshot: pg_sys::Snapshot,
+) -> Option<Rc<LoadedBucket>> {
+    unsafe {
+        let found = store::find_bucket_tuple(store, config.id_index, bucket_id, snapshot)?;
+        let cached = FETCHED.with(|f| {
+            f.borrow().as_ref().and_then(|(relid, b)| {
+                (*relid == config.relid && b.bucket_id == bucket_id && same_tid(&b.store_tid, &(*found).t_self)).then(|| b.clone())
+            })
+        });
+        if let Some(b) = cached {
+            pg_sys::heap_freetuple(found);
+            return Some(b);
+        }
+        let stored = store::read_bucket(store, found);
+        let loaded = Rc::new(load(config, shape, &stored));
+        FETCHED.with(|f| *f.borrow_mut() = Some((config.relid, loaded.clone())));
+        Some(loaded)
+    }
+}

@@ -1,0 +1,165 @@
+//! Sequential scans: a heap scan of the bucket store, each bucket decoded once
+//! and returned row by row, in either direction (scrollable cursors).
+
+use super::read::{self, LoadedBucket};
+use crate::catalog::{self, Config};
+use crate::shape::TableShape;
+use crate::store;
+use pgrx::pg_sys;
+use std::rc::Rc;
+
+/// Postgres sees the `base` field; the rest is ours.
+#[repr(C)]
+pub struct TsScanDesc {
+    base: pg_sys::TableScanDescData,
+    state: *mut ScanState,
+}
+
+struct ScanState {
+    /// None when the table was never configured: it has no rows.
+    config: Option<Rc<Config>>,
+    shape: Option<TableShape>,
+    store: pg_sys::Relation,
+    heap_scan: pg_sys::TableScanDesc,
+    /// Holds the current bucket's by-reference values; reset per bucket.
+    bucket_cxt: pg_sys::MemoryContext,
+    current: Option<LoadedBucket>,
+    /// Index of the row last returned from `current`.
+    pos: isize,
+}
+
+/// # Safety
+/// Called by Postgres as scan_begin.
+pub unsafe fn begin(
+    rel: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+    key: *mut pg_sys::ScanKeyData,
+    pscan: pg_sys::ParallelTableScanDesc,
+    flags: u32,
+) -> pg_sys::TableScanDesc {
+    unsafe {
+        let scan = pg_sys::palloc0(std::mem::size_of::<TsScanDesc>()) as *mut TsScanDesc;
+        (*scan).base.rs_rd = rel;
+        (*scan).base.rs_snapshot = snapshot;
+        (*scan).base.rs_nkeys = nkeys;
+        (*scan).base.rs_key = key;
+        (*scan).base.rs_flags = flags;
+        (*scan).base.rs_parallel = pscan;
+
+        let config = catalog::lookup((*rel).rd_id);
+        let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));
+        let (store, heap_scan) = match &config {
+            Some(c) => {
+                let store = pg_sys::table_open(c.store_relid, pg_sys::AccessShareLock as i32);
+                let heap_flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN
+                    | pg_sys::ScanOptions::SO_ALLOW_STRAT
+                    | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;
+                let hs = pg_sys::heap_beginscan(store, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), heap_flags);
+                (store, hs)
+            }
+            None => (std::ptr::null_mut(), std::ptr::null_mut()),
+        };
+        let bucket_cxt = pg_sys::AllocSetContextCreateInternal(
+            pg_sys::CurrentMemoryContext,
+            c"tsbucket scan bucket".as_ptr(),
+            0,
+            8 * 1024,
+            8 * 1024 * 1024,
+        );
+        let state = Box::new(ScanState { config, shape, store, heap_scan, bucket_cxt, current: None, pos: -1 });
+        (*scan).state = Box::into_raw(state);
+        scan as pg_sys::TableScanDesc
+    }
+}
+
+unsafe fn state<'a>(scan: pg_sys::TableScanDesc) -> &'a mut ScanState {
+    unsafe { &mut *(*(scan as *mut TsScanDesc)).state }
+}
+
+/// # Safety
+/// `scan` must come from `begin`.
+pub unsafe fn end(scan: pg_sys::TableScanDesc) {
+    unsafe {
+        let ts = scan as *mut TsScanDesc;
+        let state = Box::from_raw((*ts).state);
+        if !state.heap_scan.is_null() {
+            pg_sys::heap_endscan(state.heap_scan);
+        }
+        if !state.store.is_null() {
+            pg_sys::table_close(state.store, pg_sys::NoLock as i32);
+        }
+        pg_sys::MemoryContextDelete(state.bucket_cxt);
+        drop(state);
+        pg_sys::pfree(scan as *mut std::ffi::c_void);
+    }
+}
+
+/// # Safety
+/// `scan` must come from `begin`.
+pub unsafe fn rescan(scan: pg_sys::TableScanDesc) {
+    unsafe {
+        let st = state(scan);
+        if !st.heap_scan.is_null() {
+            pg_sys::heap_rescan(st.heap_scan, std::ptr::null_mut(), false, false, false, false);
+        }
+        st.current = None;
+        st.pos = -1;
+    }
+}
+
+/// Moves to the next (or previous) bucket; false at either end.
+unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
+    unsafe {
+        let dir = if forward { pg_sys::ScanDirection::ForwardScanDirection } else { pg_sys::ScanDirection::BackwardScanDirection };
+        let config = st.config.as_ref().expect("configured");
+        let shape = st.shape.as_ref().expect("configured");
+        loop {
+            let tuple = pg_sys::heap_getnext(st.heap_scan, dir);
+            if tuple.is_null() {
+                st.current = None;
+                return false;
+            }
+            pg_sys::MemoryContextReset(st.bucket_cxt);
+            let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
+            let stored = store::read_bucket(st.store, tuple);
+            let loaded = read::load(config, shape, &stored);
+            pg_sys::MemoryContextSwitchTo(old);
+            if loaded.rows == 0 {
+                continue;
+            }
+            st.pos = if forward { -1 } else { loaded.rows as isize };
+            st.current = Some(loaded);
+            return true;
+        }
+    }
+}
+
+/// # Safety
+/// `scan` must come from `begin`; `slot` a virtual slot of its relation.
+pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDirection::Type, slot: *mut pg_sys::TupleTableSlot) -> bool {
+    unsafe {
+        let st = state(scan);
+        if st.config.is_none() {
+            pg_sys::ExecClearTuple(slot);
+            return false;
+        }
+        let forward = direction != pg_sys::ScanDirection::BackwardScanDirection;
+        loop {
+            if let Some(bucket) = &st.current {
+                let next = if forward { st.pos + 1 } else { st.pos - 1 };
+                if next >= 0 && (next as usize) < bucket.rows {
+                    st.pos = next;
+                    let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
+                    read::fill_slot((*scan).rs_rd, st.shape.as_ref().expect("configured"), bucket, next as usize, slot);
+                    pg_sys::MemoryContextSwitchTo(old);
+                    return true;
+                }
+            }
+            if !advance_bucket(st, forward) {
+                pg_sys::ExecClearTuple(slot);
+                return false;
+            }
+        }
+    }
+}

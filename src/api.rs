@@ -1,0 +1,123 @@
+//! SQL functions implemented in Rust. The user-facing ones are wrapped in
+//! sql/catalog_functions.sql, which gives them their documented signatures.
+
+use crate::am::read;
+use crate::catalog;
+use crate::shape::TableShape;
+use crate::store;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use tsbucket_format::stats::{column_stats, decode_stats};
+use tsbucket_format::{BucketReader, Values};
+
+/// Makes the bucket store part of the user table: DROP TABLE drops it, and it
+/// cannot be dropped on its own.
+#[pg_extern]
+fn _depend_internal(store_relid: pg_sys::Oid, relid: pg_sys::Oid) {
+    let dependent = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: store_relid, objectSubId: 0 };
+    let referenced = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
+    unsafe { pg_sys::recordDependencyOn(&dependent, &referenced, pg_sys::DependencyType::DEPENDENCY_INTERNAL) };
+}
+
+/// Tells every backend to re-read the table's configuration.
+#[pg_extern]
+fn _invalidate(relid: pg_sys::Oid) {
+    unsafe { pg_sys::CacheInvalidateRelcacheByRelid(relid) };
+    catalog::invalidate(relid);
+}
+
+/// Decodes every bucket and reports what is inconsistent.
+#[pg_extern]
+fn _verify(relid: pg_sys::Oid) -> TableIterator<'static, (name!(bucket_id, i64), name!(problem, String))> {
+    let problems = unsafe { verify_table(relid) };
+    TableIterator::new(problems)
+}
+
+unsafe fn verify_table(relid: pg_sys::Oid) -> Vec<(i64, String)> {
+    unsafe {
+        let config = catalog::require(relid);
+        let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as i32);
+        let shape = TableShape::new((*rel).rd_att, &config);
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let scan = pg_sys::heap_beginscan(
+            store_rel,
+            pg_sys::GetActiveSnapshot(),
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE,
+        );
+        let mut problems = Vec::new();
+        loop {
+            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tuple.is_null() {
+                break;
+            }
+            let b = store::read_bucket(store_rel, tuple);
+            for p in check_bucket(&config, &shape, &b) {
+                problems.push((b.bucket_id, p));
+            }
+        }
+        pg_sys::heap_endscan(scan);
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+        problems
+    }
+}
+
+fn check_bucket(config: &catalog::Config, shape: &TableShape, b: &store::StoredBucket) -> Vec<String> {
+    let mut out = Vec::new();
+    let reader = match BucketReader::parse(b.payload()) {
+        Ok(r) => r,
+        Err(e) => return vec![format!("payload does not decode: {e}")],
+    };
+    if reader.rows() != b.rows as usize {
+        out.push(format!("row_count is {} but the payload holds {} rows", b.rows, reader.rows()));
+    }
+    if b.rows <= 0 {
+        out.push("bucket holds no rows".into());
+    }
+    if b.rows as usize > crate::gucs::BUCKET_MAX_COUNT_CAP as usize {
+        out.push(format!("bucket holds {} rows, over the limit of {}", b.rows, crate::gucs::BUCKET_MAX_COUNT_CAP));
+    }
+    let mut decoded = Vec::new();
+    for col in reader.columns() {
+        match col.decode() {
+            Ok(c) => decoded.push(c),
+            Err(e) => out.push(format!("column {} does not decode: {e}", col.attnum)),
+        }
+    }
+    let window_end = b.window_start.saturating_add(config.span_micros);
+    match decoded.iter().find(|c| c.attnum as i16 == config.time_attnum) {
+        None => out.push("payload has no time column".into()),
+        Some(time) => {
+            if let Values::Int(ts) = &time.values {
+                if let (Some(min), Some(max)) = (ts.iter().min(), ts.iter().max()) {
+                    if *min != b.min_time || *max != b.max_time {
+                        out.push(format!("min/max time ({}, {}) differ from the rows' ({min}, {max})", b.min_time, b.max_time));
+                    }
+                }
+                let outside = ts.iter().filter(|&&t| t < b.window_start || t >= window_end).count();
+                if outside > 0 {
+                    out.push(format!("{outside} rows lie outside the bucket's window"));
+                }
+            }
+            if time.validity.is_some() {
+                out.push("time column holds NULLs".into());
+            }
+        }
+    }
+    match decode_stats(b.stats()) {
+        Err(e) => out.push(format!("column statistics do not decode: {e}")),
+        Ok(stats) => {
+            for s in stats {
+                let fresh = decoded.iter().find(|c| c.attnum == s.attnum).and_then(column_stats);
+                if fresh.as_ref() != Some(&s) && !fresh.as_ref().is_some_and(|f| format!("{f:?}") == format!("{s:?}")) {
+                    out.push(format!("statistics of column {} do not match its values", s.attnum));
+                }
+            }
+        }
+    }
+    let _ = (shape, read::forget_fetched as fn());
+    out
+}

@@ -1,0 +1,135 @@
+//! Per-table configuration, read from `tsbucket.catalog` and cached per backend.
+//! The cache is dropped on any relcache invalidation of the table, which
+//! `create_timeseries` and `alter_timeseries` send.
+
+use crate::error::{ts_error, NOT_IN_PREREQUISITE_STATE};
+use pgrx::prelude::*;
+use pgrx::pg_sys;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub relid: pg_sys::Oid,
+    pub store_relid: pg_sys::Oid,
+    /// The store's index on bucket_id, for fetching a row by TID.
+    pub id_index: pg_sys::Oid,
+    /// Sequence that numbers buckets (and so row TIDs).
+    pub id_sequence: pg_sys::Oid,
+    pub time_attnum: i16,
+    pub meta_attnums: Vec<i16>,
+    pub span_micros: i64,
+}
+
+thread_local! {
+    static CACHE: RefCell<HashMap<pg_sys::Oid, Rc<Config>>> = RefCell::new(HashMap::new());
+}
+
+/// The configuration of `relid`, or None if `create_timeseries` was never called for it.
+pub fn lookup(relid: pg_sys::Oid) -> Option<Rc<Config>> {
+    if let Some(c) = CACHE.with(|c| c.borrow().get(&relid).cloned()) {
+        return Some(c);
+    }
+    let config = load(relid)?;
+    let config = Rc::new(config);
+    CACHE.with(|c| c.borrow_mut().insert(relid, config.clone()));
+    Some(config)
+}
+
+/// Like `lookup`, but a table that was never configured is an error.
+pub fn require(relid: pg_sys::Oid) -> Rc<Config> {
+    lookup(relid).unwrap_or_else(|| {
+        ts_error(
+            NOT_IN_PREREQUISITE_STATE,
+            &format!("table \"{}\" is not configured as a time-series table", relation_name(relid)),
+            "Call tsbucket.create_timeseries() on it before inserting rows.",
+        )
+    })
+}
+
+fn load(relid: pg_sys::Oid) -> Option<Config> {
+    // The catalog may not exist yet while the extension script itself runs.
+    let row = Spi::connect(|client| {
+        let table = client
+            .select(
+                "SELECT store_relid, time_attnum, meta_attnums, span_micros, id_index, id_sequence FROM tsbucket.catalog WHERE relid = $1",
+                Some(1),
+                &[relid.into()],
+            )
+            .ok()?;
+        let row = table.first();
+        let store: pg_sys::Oid = row.get(1).ok()??;
+        let time: i16 = row.get(2).ok()??;
+        let metas: Vec<i16> = row.get::<Vec<i16>>(3).ok()?.unwrap_or_default();
+        let span: i64 = row.get(4).ok()??;
+        let id_index: pg_sys::Oid = row.get(5).ok()??;
+        let id_sequence: pg_sys::Oid = row.get(6).ok()??;
+        Some(Config {
+            relid,
+            store_relid: store,
+            id_index,
+            id_sequence,
+            time_attnum: time,
+            meta_attnums: metas,
+            span_micros: span,
+        })
+    })?;
+    Some(row)
+}
+
+pub fn invalidate(relid: pg_sys::Oid) {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if relid == pg_sys::InvalidOid {
+            c.clear();
+        } else {
+            c.remove(&relid);
+        }
+    });
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn relcache_callback(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
+    invalidate(relid);
+}
+
+pub fn init() {
+    unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(relcache_callback), pg_sys::Datum::from(0)) };
+}
+
+pub fn relation_name(relid: pg_sys::Oid) -> String {
+    unsafe {
+        let name = pg_sys::get_rel_name(relid);
+        if name.is_null() {
+            return format!("{}", relid.to_u32());
+        }
+        std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
+    }
+}
+
+/// Runs `f` as the extension's owner: the bucket stores belong to it, so that
+/// users reach buckets only through their own table.
+pub fn as_extension_owner<R>(f: impl FnOnce() -> R) -> R {
+    let owner: pg_sys::Oid = Spi::get_one("SELECT extowner FROM pg_catalog.pg_extension WHERE extname = 'tsbucket'")
+        .ok()
+        .flatten()
+        .unwrap_or(unsafe { pg_sys::GetUserId() });
+    let (mut saved_user, mut saved_context) = (pg_sys::InvalidOid, 0i32);
+    unsafe {
+        pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_context);
+        pg_sys::SetUserIdAndSecContext(owner, saved_context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
+    }
+    // On error the (sub)transaction abort restores the user, as for SECURITY DEFINER.
+    let result = f();
+    unsafe { pg_sys::SetUserIdAndSecContext(saved_user, saved_context) };
+    result
+}
+
+/// `schema.name`, quoted, of a relation.
+pub fn qualified_name(relid: pg_sys::Oid) -> String {
+    Spi::get_one_with_args::<String>("SELECT $1::regclass::text", &[relid.into()])
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| relation_name(relid))
+}

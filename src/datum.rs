@@ -1,0 +1,126 @@
+//! Conversion between Postgres datums and the format's column values. The
+//! only place that knows how each storage kind looks as a Datum.
+
+use crate::shape::Attr;
+use pgrx::pg_sys;
+use pgrx::varlena::{set_varsize_4b, vardata_any, varsize_any_exhdr};
+use tsbucket_format::{Column, ColumnKind, Values};
+
+/// Appends a non-NULL datum of `attr`'s type to `col`; returns the bytes it adds.
+///
+/// # Safety
+/// `value` must be a valid datum of `attr`'s type.
+pub unsafe fn push_datum(col: &mut Column, attr: &Attr, value: pg_sys::Datum) -> usize {
+    match attr.kind {
+        ColumnKind::Float64 => col.push_float(f64::from_bits(value.value() as u64)),
+        ColumnKind::Float32 => col.push_float(f32::from_bits(value.value() as u32) as f64),
+        ColumnKind::Bool => col.push_bool(value.value() & 0xff != 0),
+        ColumnKind::Timestamp | ColumnKind::Int => col.push_int(int_of(value, attr.typlen)),
+        ColumnKind::Bytes => {
+            let bytes = unsafe { datum_bytes(value, attr) };
+            let n = bytes.len();
+            col.push_bytes(bytes);
+            return n + 4;
+        }
+    }
+    8
+}
+
+fn int_of(value: pg_sys::Datum, typlen: i16) -> i64 {
+    let v = value.value();
+    match typlen {
+        1 => v as u8 as i8 as i64,
+        2 => v as u16 as i16 as i64,
+        4 => v as u32 as i32 as i64,
+        _ => v as i64,
+    }
+}
+
+/// The bytes that identify a value: a varlena's data (detoasted), a cstring's
+/// characters, a fixed-length type's bytes. Valid for the current memory context.
+///
+/// # Safety
+/// `value` must be a valid datum of `attr`'s type.
+pub unsafe fn datum_bytes<'a>(value: pg_sys::Datum, attr: &Attr) -> &'a [u8] {
+    unsafe {
+        match attr.typlen {
+            -1 => {
+                let v = pg_sys::pg_detoast_datum_packed(value.cast_mut_ptr());
+                std::slice::from_raw_parts(vardata_any(v) as *const u8, varsize_any_exhdr(v))
+            }
+            -2 => std::ffi::CStr::from_ptr(value.cast_mut_ptr::<std::ffi::c_char>()).to_bytes(),
+            n if attr.typbyval => {
+                // by-value types of unusual length never reach here (kind Int);
+                // keep the low bytes for safety.
+                let v = value.value().to_le_bytes();
+                let n = (n as usize).min(8);
+                let p = pg_sys::palloc(n) as *mut u8;
+                std::ptr::copy_nonoverlapping(v.as_ptr(), p, n);
+                std::slice::from_raw_parts(p, n)
+            }
+            n => std::slice::from_raw_parts(value.cast_mut_ptr::<u8>(), n as usize),
+        }
+    }
+}
+
+/// A datum for `bytes` of `attr`'s type, palloc'd in the current memory context.
+///
+/// # Safety
+/// `bytes` must come from `datum_bytes` for the same type.
+pub unsafe fn bytes_datum(bytes: &[u8], attr: &Attr) -> pg_sys::Datum {
+    unsafe {
+        match attr.typlen {
+            -1 => {
+                let total = bytes.len() + pg_sys::VARHDRSZ;
+                let p = pg_sys::palloc(total) as *mut pg_sys::varlena;
+                set_varsize_4b(p, total as i32);
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), (p as *mut u8).add(pg_sys::VARHDRSZ), bytes.len());
+                pg_sys::Datum::from(p)
+            }
+            -2 => {
+                let p = pg_sys::palloc(bytes.len() + 1) as *mut u8;
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
+                *p.add(bytes.len()) = 0;
+                pg_sys::Datum::from(p)
+            }
+            n if attr.typbyval => {
+                let mut v = [0u8; 8];
+                let n = (n as usize).min(8).min(bytes.len());
+                v[..n].copy_from_slice(&bytes[..n]);
+                pg_sys::Datum::from(u64::from_le_bytes(v) as usize)
+            }
+            n => {
+                let p = pg_sys::palloc(n as usize) as *mut u8;
+                let n = (n as usize).min(bytes.len());
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, n);
+                pg_sys::Datum::from(p)
+            }
+        }
+    }
+}
+
+/// The datum of `row` in a decoded column (which must not be NULL there).
+///
+/// # Safety
+/// `col` must have been built for `attr`'s type.
+pub unsafe fn column_datum(col: &Column, row: usize, attr: &Attr) -> pg_sys::Datum {
+    match &col.values {
+        Values::Float(v) => match attr.kind {
+            ColumnKind::Float32 => pg_sys::Datum::from((v[row] as f32).to_bits() as usize),
+            _ => pg_sys::Datum::from(v[row].to_bits() as usize),
+        },
+        Values::Bool(v) => pg_sys::Datum::from(v[row] as usize),
+        Values::Int(v) => int_datum(v[row], attr.typlen),
+        Values::Bytes(v) => unsafe { bytes_datum(v.get(row).unwrap_or_default(), attr) },
+    }
+}
+
+fn int_datum(v: i64, typlen: i16) -> pg_sys::Datum {
+    // Same bit patterns as Int16GetDatum / Int32GetDatum (sign-extended casts).
+    match typlen {
+        1 => pg_sys::Datum::from(v as i8 as isize as usize),
+        2 => pg_sys::Datum::from(v as i16 as isize as usize),
+        4 => pg_sys::Datum::from(v as i32 as isize as usize),
+        _ => pg_sys::Datum::from(v as usize),
+    }
+}

@@ -1,0 +1,56 @@
+//! Settings a DBA can tune; README's "GUCs" section documents each.
+
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+
+/// Rows per bucket. Capped below 2047 so that a row's offset fits the 11 bits
+/// GIN and other index AMs assume of an ItemPointer offset.
+pub static BUCKET_MAX_COUNT: GucSetting<i32> = GucSetting::<i32>::new(1000);
+pub const BUCKET_MAX_COUNT_CAP: i32 = 2000;
+pub static BUCKET_MAX_SIZE: GucSetting<i32> = GucSetting::<i32>::new(125 * 1024);
+/// kB of buffered, not yet written rows per backend.
+pub static CATALOG_MEMORY_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(256 * 1024);
+
+pub fn init() {
+    GucRegistry::define_int_guc(
+        c"tsbucket.bucket_max_count",
+        c"Maximum number of rows in one bucket.",
+        c"A bucket closes when it holds this many rows (MongoDB: timeseriesBucketMaxCount).",
+        &BUCKET_MAX_COUNT,
+        1,
+        BUCKET_MAX_COUNT_CAP,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"tsbucket.bucket_max_size",
+        c"Maximum uncompressed size of the measurements in one bucket.",
+        c"A bucket closes when its rows' values reach this size; a single larger row gets a bucket of its own (MongoDB: timeseriesBucketMaxSize).",
+        &BUCKET_MAX_SIZE,
+        1024,
+        64 * 1024 * 1024,
+        GucContext::Userset,
+        GucFlags::UNIT_BYTE,
+    );
+    GucRegistry::define_int_guc(
+        c"tsbucket.catalog_memory_limit",
+        c"Memory one backend may use for buffered rows of open buckets.",
+        c"When reached, the fullest open buckets are written out early (close reason memory_limit).",
+        &CATALOG_MEMORY_LIMIT,
+        64,
+        16 * 1024 * 1024,
+        GucContext::Userset,
+        GucFlags::UNIT_KB,
+    );
+}
+
+pub fn bucket_max_count() -> usize {
+    BUCKET_MAX_COUNT.get().clamp(1, BUCKET_MAX_COUNT_CAP) as usize
+}
+
+pub fn bucket_max_size() -> usize {
+    BUCKET_MAX_SIZE.get() as usize
+}
+
+pub fn catalog_memory_limit_bytes() -> usize {
+    CATALOG_MEMORY_LIMIT.get() as usize * 1024
+}

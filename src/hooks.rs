@@ -1,0 +1,233 @@
+//! Planner-side rules and statement boundaries.
+//!
+//! - post_parse_analyze: MongoDB's update rule (SET and WHERE on meta columns
+//!   only), no ON CONFLICT, no MERGE. The parser opens the target table before
+//!   this hook runs, which loads this library, so the rule holds even for a
+//!   session's first statement without preloading.
+//! - ExecutorFinish: the end of a statement, where buffered rows are written
+//!   and pending deletes/updates applied.
+//! - transaction callbacks: pre-commit flush, abort discards, savepoints.
+
+use crate::error::{ts_error, FEATURE_NOT_SUPPORTED};
+use crate::{am, catalog, modify, write};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+static mut PREV_POST_PARSE_ANALYZE: pg_sys::post_parse_analyze_hook_type = None;
+static mut PREV_EXECUTOR_FINISH: pg_sys::ExecutorFinish_hook_type = None;
+
+pub fn init() {
+    unsafe {
+        PREV_POST_PARSE_ANALYZE = pg_sys::post_parse_analyze_hook;
+        pg_sys::post_parse_analyze_hook = Some(post_parse_analyze);
+        PREV_EXECUTOR_FINISH = pg_sys::ExecutorFinish_hook;
+        pg_sys::ExecutorFinish_hook = Some(executor_finish);
+        pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
+        pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
+    }
+}
+
+/// End of a statement (or of a nested one): write what it buffered.
+pub fn end_of_statement() {
+    write::flush(None, crate::store::CloseReason::EndOfStatement);
+    modify::apply();
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn executor_finish(query_desc: *mut pg_sys::QueryDesc) {
+    // Before: AFTER STATEMENT triggers must see this statement's rows.
+    end_of_statement();
+    unsafe {
+        match PREV_EXECUTOR_FINISH {
+            Some(prev) => prev(query_desc),
+            None => pg_sys::standard_ExecutorFinish(query_desc),
+        }
+    }
+    // After: data-modifying CTEs finished inside ExecutorFinish.
+    end_of_statement();
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+    use pg_sys::XactEvent::*;
+    match event {
+        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => end_of_statement(),
+        XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT | XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {
+            write::discard_all();
+            modify::discard_all();
+        }
+        _ => {}
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn subxact_callback(
+    event: pg_sys::SubXactEvent::Type,
+    my_subid: pg_sys::SubTransactionId,
+    parent_subid: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    use pg_sys::SubXactEvent::*;
+    match event {
+        SUBXACT_EVENT_PRE_COMMIT_SUB => end_of_statement(),
+        SUBXACT_EVENT_COMMIT_SUB => {
+            write::reassign_subxact(my_subid, parent_subid);
+            modify::reassign_subxact(my_subid, parent_subid);
+        }
+        SUBXACT_EVENT_ABORT_SUB => {
+            write::discard_subxact(my_subid);
+            modify::discard_subxact(my_subid);
+        }
+        _ => {}
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn post_parse_analyze(pstate: *mut pg_sys::ParseState, query: *mut pg_sys::Query, jstate: *mut pg_sys::JumbleState) {
+    unsafe {
+        if let Some(prev) = PREV_POST_PARSE_ANALYZE {
+            prev(pstate, query, jstate);
+        }
+        check_query(query);
+    }
+}
+
+unsafe fn check_query(query: *mut pg_sys::Query) {
+    unsafe {
+        if query.is_null() {
+            return;
+        }
+        for cte in list_ptrs((*query).cteList) {
+            let sub = (*(cte as *mut pg_sys::CommonTableExpr)).ctequery;
+            if !sub.is_null() && (*sub).type_ == pg_sys::NodeTag::T_Query {
+                check_query(sub as *mut pg_sys::Query);
+            }
+        }
+        let result_rel = (*query).resultRelation;
+        if result_rel <= 0 {
+            return;
+        }
+        let relid = pg_sys::rt_fetch(result_rel as u32, (*query).rtable).as_ref().map(|rte| rte.relid);
+        let Some(relid) = relid else { return };
+        if relid == pg_sys::InvalidOid || !is_tsbucket_oid(relid) {
+            return;
+        }
+        let name = catalog::relation_name(relid);
+        match (*query).commandType {
+            pg_sys::CmdType::CMD_INSERT if !(*query).onConflict.is_null() => ts_error(
+                FEATURE_NOT_SUPPORTED,
+                &format!("INSERT ... ON CONFLICT is not supported on time-series table \"{name}\""),
+                "Time-series tables have no unique indexes, so there is no conflict to detect.",
+            ),
+            pg_sys::CmdType::CMD_MERGE => ts_error(
+                FEATURE_NOT_SUPPORTED,
+                &format!("MERGE is not supported on time-series table \"{name}\""),
+                "Use INSERT, DELETE, or an UPDATE that changes only the meta columns.",
+            ),
+            pg_sys::CmdType::CMD_UPDATE => check_update(query, relid, &name),
+            _ => {}
+        }
+    }
+}
+
+fn is_tsbucket_oid(relid: pg_sys::Oid) -> bool {
+    unsafe {
+        let rel = pg_sys::RelationIdGetRelation(relid);
+        if rel.is_null() {
+            return false;
+        }
+        let yes = am::is_tsbucket(rel);
+        pg_sys::RelationClose(rel);
+        yes
+    }
+}
+
+/// The pointers of a List of nodes.
+unsafe fn list_ptrs(list: *mut pg_sys::List) -> Vec<*mut std::ffi::c_void> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    unsafe { (0..(*list).length as usize).map(|i| (*(*list).elements.add(i)).ptr_value).collect() }
+}
+
+/// Attribute numbers of `rtindex`'s columns that `node` refers to (0 = whole row,
+/// negative = system columns).
+unsafe fn referenced_attnums(node: *mut pg_sys::Node, rtindex: i32) -> Vec<i32> {
+    unsafe {
+        let mut bms: *mut pg_sys::Bitmapset = std::ptr::null_mut();
+        pg_sys::pull_varattnos(node, rtindex as u32, &mut bms);
+        let mut out = Vec::new();
+        let mut x = -1;
+        loop {
+            x = pg_sys::bms_next_member(bms, x);
+            if x < 0 {
+                break;
+            }
+            out.push(x + pg_sys::FirstLowInvalidHeapAttributeNumber);
+        }
+        out
+    }
+}
+
+unsafe fn check_update(query: *mut pg_sys::Query, relid: pg_sys::Oid, name: &str) {
+    unsafe {
+        let Some(config) = catalog::lookup(relid) else { return };
+        let is_meta = |attnum: i32| config.meta_attnums.iter().any(|&m| i32::from(m) == attnum);
+        let rel = pg_sys::RelationIdGetRelation(relid);
+        let column_name = |attnum: i32| {
+            if attnum <= 0 {
+                if attnum == 0 { "the whole row".to_string() } else { "a system column".to_string() }
+            } else {
+                format!("column \"{}\"", crate::shape::attr_name(rel, attnum as i16))
+            }
+        };
+        let meta_names = config.meta_attnums.iter().map(|&m| crate::shape::attr_name(rel, m)).collect::<Vec<_>>().join(", ");
+        let result_rel = (*query).resultRelation;
+        let fail = |what: String, hint: String| -> ! {
+            ts_error(FEATURE_NOT_SUPPORTED, &what, &hint);
+        };
+        if config.meta_attnums.is_empty() {
+            pg_sys::RelationClose(rel);
+            fail(
+                format!("UPDATE is not supported on time-series table \"{name}\", which has no meta column"),
+                "Delete the rows and insert them again.".into(),
+            );
+        }
+        for tle in list_ptrs((*query).targetList) {
+            let tle = tle as *mut pg_sys::TargetEntry;
+            if (*tle).resjunk {
+                continue;
+            }
+            let attnum = i32::from((*tle).resno);
+            if !is_meta(attnum) {
+                let col = column_name(attnum);
+                pg_sys::RelationClose(rel);
+                fail(
+                    format!("cannot update {col} of time-series table \"{name}\": only meta columns may be changed"),
+                    format!("An UPDATE of a time-series table may only set its meta columns ({meta_names})."),
+                );
+            }
+            for used in referenced_attnums((*tle).expr as *mut pg_sys::Node, result_rel) {
+                if !is_meta(used) {
+                    let col = column_name(used);
+                    pg_sys::RelationClose(rel);
+                    fail(
+                        format!("cannot compute the new meta value of time-series table \"{name}\" from {col}"),
+                        format!("The new value may only depend on the meta columns ({meta_names}) and constants."),
+                    );
+                }
+            }
+        }
+        for used in referenced_attnums((*query).jointree as *mut pg_sys::Node, result_rel) {
+            if !is_meta(used) {
+                let col = column_name(used);
+                pg_sys::RelationClose(rel);
+                fail(
+                    format!("UPDATE of time-series table \"{name}\" may only filter on meta columns, not on {col}"),
+                    format!("Filter on the meta columns ({meta_names}) only, or DELETE the rows and insert them again."),
+                );
+            }
+        }
+        pg_sys::RelationClose(rel);
+    }
+}

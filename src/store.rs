@@ -1,0 +1,277 @@
+//! The bucket store: an ordinary heap table beside each time-series table, one
+//! row per bucket. Postgres gives it WAL, MVCC, TOAST and VACUUM; this module
+//! is the only code that knows its column layout.
+
+use crate::error::{ts_error, DATA_CORRUPTED, SERIALIZATION_FAILURE};
+use crate::shape::Attr;
+use pgrx::pg_sys;
+use pgrx::varlena::{set_varsize_4b, vardata_any, varsize_any_exhdr};
+
+/// Store columns, 0-based. Keep in step with the CREATE TABLE in sql/bootstrap.sql.
+pub const COL_BUCKET_ID: usize = 0;
+pub const COL_WINDOW_START: usize = 1;
+pub const COL_MIN_TIME: usize = 2;
+pub const COL_MAX_TIME: usize = 3;
+pub const COL_ROW_COUNT: usize = 4;
+pub const COL_UNCOMPRESSED_BYTES: usize = 5;
+pub const COL_CLOSE_REASON: usize = 6;
+pub const COL_STATS: usize = 7;
+pub const COL_PAYLOAD: usize = 8;
+pub const COL_FIRST_META: usize = 9;
+
+/// Why a bucket stopped taking rows. Stored per bucket, counted by tsbucket.stats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i16)]
+pub enum CloseReason {
+    Count = 1,
+    Size = 2,
+    TimeWindow = 3,
+    MemoryLimit = 4,
+    EndOfStatement = 5,
+    /// Written by a DELETE or UPDATE that rewrote part of a bucket.
+    Rewrite = 6,
+}
+
+/// A bucket to be written.
+pub struct NewBucket<'a> {
+    pub bucket_id: i64,
+    pub window_start: i64,
+    pub min_time: i64,
+    pub max_time: i64,
+    pub rows: i32,
+    pub uncompressed_bytes: i64,
+    pub close_reason: CloseReason,
+    pub stats: &'a [u8],
+    pub payload: &'a [u8],
+    /// One entry per meta column: its identifying bytes, None for NULL.
+    pub meta: &'a [Option<Vec<u8>>],
+}
+
+/// A bucket as read from the store; payload and stats are detoasted and valid
+/// while the memory context that read them lives.
+pub struct StoredBucket {
+    pub tid: pg_sys::ItemPointerData,
+    pub bucket_id: i64,
+    pub window_start: i64,
+    pub min_time: i64,
+    pub max_time: i64,
+    pub rows: i32,
+    pub values: Vec<pg_sys::Datum>,
+    pub nulls: Vec<bool>,
+    payload: *const u8,
+    payload_len: usize,
+    stats: *const u8,
+    stats_len: usize,
+}
+
+impl StoredBucket {
+    pub fn payload(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.payload, self.payload_len) }
+    }
+
+    pub fn stats(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.stats, self.stats_len) }
+    }
+
+    pub fn meta_datum(&self, i: usize) -> Option<pg_sys::Datum> {
+        let col = COL_FIRST_META + i;
+        if self.nulls[col] { None } else { Some(self.values[col]) }
+    }
+}
+
+pub fn bytea_datum(bytes: &[u8]) -> pg_sys::Datum {
+    unsafe {
+        let total = bytes.len() + pg_sys::VARHDRSZ;
+        let p = pg_sys::palloc(total) as *mut pg_sys::varlena;
+        set_varsize_4b(p, total as i32);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), (p as *mut u8).add(pg_sys::VARHDRSZ), bytes.len());
+        pg_sys::Datum::from(p)
+    }
+}
+
+/// Writes a bucket row and its index entries.
+///
+/// # Safety
+/// `store` must be the open bucket store, locked RowExclusive; `meta_attrs`
+/// the user table's meta attributes in catalog order.
+pub unsafe fn insert_bucket(store: pg_sys::Relation, b: &NewBucket, meta_attrs: &[&Attr]) {
+    unsafe {
+        let tupdesc = (*store).rd_att;
+        let natts = (*tupdesc).natts as usize;
+        let mut values = vec![pg_sys::Datum::from(0); natts];
+        let mut nulls = vec![false; natts];
+        values[COL_BUCKET_ID] = pg_sys::Datum::from(b.bucket_id);
+        values[COL_WINDOW_START] = pg_sys::Datum::from(b.window_start);
+        values[COL_MIN_TIME] = pg_sys::Datum::from(b.min_time);
+        values[COL_MAX_TIME] = pg_sys::Datum::from(b.max_time);
+        values[COL_ROW_COUNT] = pg_sys::Datum::from(b.rows);
+        values[COL_UNCOMPRESSED_BYTES] = pg_sys::Datum::from(b.uncompressed_bytes);
+        values[COL_CLOSE_REASON] = pg_sys::Datum::from(b.close_reason as i16);
+        values[COL_STATS] = bytea_datum(b.stats);
+        values[COL_PAYLOAD] = bytea_datum(b.payload);
+        for (i, attr) in meta_attrs.iter().enumerate() {
+            match &b.meta[i] {
+                Some(bytes) => values[COL_FIRST_META + i] = crate::datum::bytes_datum(bytes, attr),
+                None => nulls[COL_FIRST_META + i] = true,
+            }
+        }
+        let tuple = pg_sys::heap_form_tuple(tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+        pg_sys::CatalogTupleInsert(store, tuple);
+        pg_sys::heap_freetuple(tuple);
+    }
+}
+
+/// Re-writes an existing bucket row with other meta values (UPDATE of the
+/// series identity): the payload is carried over as it is, never decoded.
+///
+/// # Safety
+/// As `insert_bucket`; `old` must come from `store`.
+pub unsafe fn insert_with_meta(store: pg_sys::Relation, old: &StoredBucket, meta: &[Option<Vec<u8>>], meta_attrs: &[&Attr]) {
+    unsafe {
+        let tupdesc = (*store).rd_att;
+        let mut values = old.values.clone();
+        let mut nulls = old.nulls.clone();
+        for (i, attr) in meta_attrs.iter().enumerate() {
+            match &meta[i] {
+                Some(bytes) => {
+                    values[COL_FIRST_META + i] = crate::datum::bytes_datum(bytes, attr);
+                    nulls[COL_FIRST_META + i] = false;
+                }
+                None => nulls[COL_FIRST_META + i] = true,
+            }
+        }
+        let tuple = pg_sys::heap_form_tuple(tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+        pg_sys::CatalogTupleInsert(store, tuple);
+        pg_sys::heap_freetuple(tuple);
+    }
+}
+
+/// Decodes a store tuple. Allocates in the current memory context.
+///
+/// # Safety
+/// `tuple` must be a valid tuple of `store`.
+pub unsafe fn read_bucket(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> StoredBucket {
+    unsafe {
+        let tupdesc = (*store).rd_att;
+        let natts = (*tupdesc).natts as usize;
+        let mut values = vec![pg_sys::Datum::from(0); natts];
+        let mut nulls = vec![false; natts];
+        pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+        if nulls[COL_PAYLOAD] || nulls[COL_BUCKET_ID] || nulls[COL_ROW_COUNT] {
+            ts_error(DATA_CORRUPTED, "bucket store row has NULL in a required column", "Run tsbucket.verify() on the table.");
+        }
+        let payload = pg_sys::pg_detoast_datum_packed(values[COL_PAYLOAD].cast_mut_ptr());
+        values[COL_PAYLOAD] = pg_sys::Datum::from(payload);
+        let (stats, stats_len) = if nulls[COL_STATS] {
+            (std::ptr::null(), 0)
+        } else {
+            let s = pg_sys::pg_detoast_datum_packed(values[COL_STATS].cast_mut_ptr());
+            (vardata_any(s) as *const u8, varsize_any_exhdr(s))
+        };
+        StoredBucket {
+            tid: (*tuple).t_self,
+            bucket_id: values[COL_BUCKET_ID].value() as i64,
+            window_start: values[COL_WINDOW_START].value() as i64,
+            min_time: values[COL_MIN_TIME].value() as i64,
+            max_time: values[COL_MAX_TIME].value() as i64,
+            rows: values[COL_ROW_COUNT].value() as i32,
+            payload: vardata_any(payload) as *const u8,
+            payload_len: varsize_any_exhdr(payload),
+            stats,
+            stats_len,
+            values,
+            nulls,
+        }
+    }
+}
+
+/// A copy of the store tuple of bucket `bucket_id` visible to `snapshot`
+/// (not detoasted: callers read it only if they need the payload).
+///
+/// # Safety
+/// `store` must be open; `id_index` its index on bucket_id.
+pub unsafe fn find_bucket_tuple(
+    store: pg_sys::Relation,
+    id_index: pg_sys::Oid,
+    bucket_id: i64,
+    snapshot: pg_sys::Snapshot,
+) -> Option<pg_sys::HeapTuple> {
+    unsafe {
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(
+            &mut key,
+            1,
+            pg_sys::BTEqualStrategyNumber as u16,
+            pg_sys::Oid::from(pg_sys::F_INT8EQ),
+            pg_sys::Datum::from(bucket_id),
+        );
+        let scan = pg_sys::systable_beginscan(store, id_index, true, snapshot, 1, &mut key);
+        let tuple = pg_sys::systable_getnext(scan);
+        let found = if tuple.is_null() { None } else { Some(pg_sys::heap_copytuple(tuple)) };
+        pg_sys::systable_endscan(scan);
+        found
+    }
+}
+
+/// The bucket `bucket_id` as `snapshot` sees it, read.
+///
+/// # Safety
+/// As `find_bucket_tuple`.
+pub unsafe fn find_bucket(
+    store: pg_sys::Relation,
+    id_index: pg_sys::Oid,
+    bucket_id: i64,
+    snapshot: pg_sys::Snapshot,
+) -> Option<StoredBucket> {
+    unsafe { find_bucket_tuple(store, id_index, bucket_id, snapshot).map(|t| read_bucket(store, t)) }
+}
+
+/// Deletes a bucket row, failing with 40001 if a concurrent transaction
+/// changed it first (we cannot re-apply row-level changes to its new version).
+///
+/// # Safety
+/// `store` must be open and locked RowExclusive.
+pub unsafe fn delete_bucket(store: pg_sys::Relation, tid: pg_sys::ItemPointerData) {
+    unsafe {
+        let mut tid = tid;
+        let mut tmfd = pg_sys::TM_FailureData::default();
+        let result = pg_sys::heap_delete(
+            store,
+            &mut tid,
+            pg_sys::GetCurrentCommandId(true),
+            std::ptr::null_mut(),
+            true,
+            &mut tmfd,
+            false,
+        );
+        match result {
+            pg_sys::TM_Result::TM_Ok => {}
+            pg_sys::TM_Result::TM_SelfModified => ts_error(
+                SERIALIZATION_FAILURE,
+                "bucket was already modified by this statement",
+                "A statement may not change the same rows twice (for example through a trigger or a function it calls).",
+            ),
+            pg_sys::TM_Result::TM_Updated | pg_sys::TM_Result::TM_Deleted => ts_error(
+                SERIALIZATION_FAILURE,
+                "could not serialize access due to concurrent change of the same bucket",
+                "Another transaction changed rows of this bucket; retry the statement.",
+            ),
+            other => ts_error(DATA_CORRUPTED, &format!("unexpected result {other} deleting a bucket"), "Retry the statement."),
+        }
+    }
+}
+
+pub fn next_bucket_id(seq: pg_sys::Oid) -> i64 {
+    let id = unsafe {
+        pgrx::direct_function_call::<i64>(pg_sys::nextval_oid, &[pgrx::IntoDatum::into_datum(seq)])
+            .expect("nextval returns a value")
+    };
+    if id > u32::MAX as i64 {
+        ts_error(
+            crate::error::NOT_IN_PREREQUISITE_STATE,
+            "bucket ids of this table are exhausted",
+            "Row identifiers use the bucket id as block number (32 bits); recreate the table with CREATE TABLE ... AS.",
+        );
+    }
+    id
+}
