@@ -24,3 +24,4 @@ CREATE FUNCTION tsbucket.tsbucket_tableam_handler(internal) RETURNS table_am_han
     LANGUAGE c STRICT AS 'MODULE_PATHNAME', 'tsbucket_tableam_handler';
 CREATE ACCESS METHOD tsbucket TYPE TABLE HANDLER tsbucket.tsbucket_tableam_handler;
 COMMENT ON ACCESS METHOD tsbucket IS 'time-series tables stored as compressed columnar buckets';
+GRANT USAGE ON SCHEMA tsbucket TO PUBLIC;

@@ -260,14 +260,14 @@ BEGIN
     IF NOT has_table_privilege(session_user, relation, 'SELECT') THEN
         RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('permission denied for table %s', relation);
     END IF;
-    meta_expr := CASE n WHEN 0 THEN 'NULL::text' WHEN 1 THEN 'meta_1::text'
-                 ELSE 'row(' || (SELECT string_agg('meta_' || i, ', ') FROM generate_series(1, n) i) || ')::text' END;
+    meta_expr := CASE n WHEN 0 THEN 'NULL::text' WHEN 1 THEN 's.meta_1::text'
+                 ELSE 'row(' || (SELECT string_agg('s.meta_' || i, ', ') FROM generate_series(1, n) i) || ')::text' END;
     RETURN QUERY EXECUTE format($q$
-        SELECT bucket_id, %s, window_start::text, min_time::text, max_time::text, row_count,
-               pg_column_size(payload),
-               (ARRAY['count', 'size', 'time_window', 'memory_limit', 'end_of_statement', 'rewrite'])[close_reason]
-          FROM %s ORDER BY %s window_start, bucket_id $q$,
-        meta_expr, store, (SELECT string_agg('meta_' || i || ', ', '') FROM generate_series(1, n) i));
+        SELECT s.bucket_id, %s, s.window_start::text, s.min_time::text, s.max_time::text, s.row_count,
+               pg_column_size(s.payload),
+               (ARRAY['count', 'size', 'time_window', 'memory_limit', 'end_of_statement', 'rewrite'])[s.close_reason]
+          FROM %s s ORDER BY %s s.window_start, s.bucket_id $q$,
+        meta_expr, store, (SELECT string_agg('s.meta_' || i || ', ', '') FROM generate_series(1, n) i));
 END $$;
 
 CREATE FUNCTION tsbucket.verify(relation regclass)

@@ -40,6 +40,16 @@ pub fn lookup(relid: pg_sys::Oid) -> Option<Rc<Config>> {
 /// Like `lookup`, but a table that was never configured is an error.
 pub fn require(relid: pg_sys::Oid) -> Rc<Config> {
     lookup(relid).unwrap_or_else(|| {
+        // ALTER TABLE rewrites copy rows into a transient table named pg_temp_<oid>.
+        let name = relation_name(relid);
+        let rewritten = name.strip_prefix("pg_temp_").and_then(|oid| oid.parse::<u32>().ok()).map(pg_sys::Oid::from);
+        if let Some(original) = rewritten.filter(|oid| lookup(*oid).is_some()) {
+            ts_error(
+                crate::error::FEATURE_NOT_SUPPORTED,
+                &format!("ALTER TABLE would rewrite time-series table \"{}\", which is not supported", relation_name(original)),
+                "Add columns without a volatile default (a constant default needs no rewrite).",
+            );
+        }
         ts_error(
             NOT_IN_PREREQUISITE_STATE,
             &format!("table \"{}\" is not configured as a time-series table", relation_name(relid)),

@@ -15,6 +15,7 @@ use pgrx::prelude::*;
 
 static mut PREV_POST_PARSE_ANALYZE: pg_sys::post_parse_analyze_hook_type = None;
 static mut PREV_EXECUTOR_FINISH: pg_sys::ExecutorFinish_hook_type = None;
+static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
 
 pub fn init() {
     unsafe {
@@ -22,6 +23,8 @@ pub fn init() {
         pg_sys::post_parse_analyze_hook = Some(post_parse_analyze);
         PREV_EXECUTOR_FINISH = pg_sys::ExecutorFinish_hook;
         pg_sys::ExecutorFinish_hook = Some(executor_finish);
+        PREV_PROCESS_UTILITY = pg_sys::ProcessUtility_hook;
+        pg_sys::ProcessUtility_hook = Some(process_utility);
         pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
         pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
     }
@@ -229,5 +232,84 @@ unsafe fn check_update(query: *mut pg_sys::Query, relid: pg_sys::Oid, name: &str
             }
         }
         pg_sys::RelationClose(rel);
+    }
+}
+
+/// ALTER TABLE forms that would rewrite a time-series table are refused before
+/// they start (a rewrite would copy rows into a table that is not configured).
+/// The ddl_command_end event trigger backs the time/meta rules up when this
+/// library was not loaded yet.
+#[pg_guard]
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C-unwind" fn process_utility(
+    pstmt: *mut pg_sys::PlannedStmt,
+    query_string: *const std::ffi::c_char,
+    read_only_tree: bool,
+    context: pg_sys::ProcessUtilityContext::Type,
+    params: pg_sys::ParamListInfo,
+    query_env: *mut pg_sys::QueryEnvironment,
+    dest: *mut pg_sys::DestReceiver,
+    qc: *mut pg_sys::QueryCompletion,
+) {
+    unsafe {
+        let stmt = (*pstmt).utilityStmt;
+        if !stmt.is_null() && (*stmt).type_ == pg_sys::NodeTag::T_AlterTableStmt {
+            check_alter_table(stmt as *mut pg_sys::AlterTableStmt);
+        }
+        match PREV_PROCESS_UTILITY {
+            Some(prev) => prev(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
+            None => pg_sys::standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
+        }
+    }
+}
+
+unsafe fn check_alter_table(stmt: *mut pg_sys::AlterTableStmt) {
+    unsafe {
+        if (*stmt).relation.is_null() {
+            return;
+        }
+        let relid = pg_sys::RangeVarGetRelidExtended(
+            (*stmt).relation,
+            pg_sys::NoLock as i32,
+            pg_sys::RVROption::RVR_MISSING_OK,
+            None,
+            std::ptr::null_mut(),
+        );
+        if relid == pg_sys::InvalidOid || !is_tsbucket_oid(relid) {
+            return;
+        }
+        let Some(config) = catalog::lookup(relid) else { return };
+        let name = catalog::relation_name(relid);
+        for cmd in list_ptrs((*stmt).cmds) {
+            let cmd = cmd as *mut pg_sys::AlterTableCmd;
+            let column = if (*cmd).name.is_null() {
+                String::new()
+            } else {
+                std::ffi::CStr::from_ptr((*cmd).name).to_string_lossy().into_owned()
+            };
+            match (*cmd).subtype {
+                pg_sys::AlterTableType::AT_AlterColumnType => {
+                    let attnum = pg_sys::get_attnum(relid, (*cmd).name);
+                    if attnum == config.time_attnum || config.meta_attnums.contains(&attnum) {
+                        ts_error(
+                            FEATURE_NOT_SUPPORTED,
+                            &format!("cannot change the type of column \"{column}\" of time-series table \"{name}\""),
+                            "The time and meta columns are fixed at creation; renaming them is allowed.",
+                        );
+                    }
+                    ts_error(
+                        FEATURE_NOT_SUPPORTED,
+                        &format!("cannot change the type of column \"{column}\" of time-series table \"{name}\""),
+                        "Add a column of the new type, fill it with INSERT ... SELECT into a new table, or keep the old type.",
+                    );
+                }
+                pg_sys::AlterTableType::AT_SetAccessMethod => ts_error(
+                    FEATURE_NOT_SUPPORTED,
+                    &format!("cannot change the access method of time-series table \"{name}\""),
+                    "Copy the rows into a new table with INSERT ... SELECT.",
+                ),
+                _ => {}
+            }
+        }
     }
 }

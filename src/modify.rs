@@ -47,10 +47,6 @@ pub fn record_delete(rel: pg_sys::Relation, tid: &pg_sys::ItemPointerData) {
     entry(unsafe { (*rel).rd_id }, bucket_id, |e| e.deleted.push(row));
 }
 
-fn snapshot() -> pg_sys::Snapshot {
-    unsafe { if pg_sys::ActiveSnapshotSet() { pg_sys::GetActiveSnapshot() } else { pg_sys::GetTransactionSnapshot() } }
-}
-
 /// UPDATE: only the meta columns may change (MongoDB's rule); the planner hook
 /// already refused other SET targets, this re-checks the values themselves.
 ///
@@ -63,7 +59,7 @@ pub unsafe fn record_update(rel: pg_sys::Relation, otid: &pg_sys::ItemPointerDat
         let shape = TableShape::new((*rel).rd_att, &config);
         let (bucket_id, row) = crate::tid::get(otid);
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let old = read::fetch_bucket(&config, &shape, store, bucket_id, snapshot());
+        let old = read::fetch_bucket(&config, &shape, store, bucket_id, store::current_snapshot());
         pg_sys::table_close(store, pg_sys::NoLock as i32);
         let Some(old) = old else {
             ts_error(SERIALIZATION_FAILURE, "row to be updated was changed concurrently", "Retry the statement.");
@@ -89,7 +85,22 @@ pub unsafe fn record_update(rel: pg_sys::Relation, otid: &pg_sys::ItemPointerDat
                     } else {
                         datum::push_datum(&mut fresh, attr, values[i]);
                     }
-                    if !same_value(old.columns[i].as_ref(), row, &fresh) {
+                    let unchanged = match old.columns[i].as_ref() {
+                        Some(col) => same_value(col, row, &fresh),
+                        None => {
+                            // Added after the bucket was written: the old value is the column's default.
+                            let mut isnull = false;
+                            let missing = pg_sys::getmissingattr((*rel).rd_att, attr.attnum as i32, &mut isnull);
+                            let mut old_value = Column::new(attr.attnum, attr.kind);
+                            if isnull {
+                                old_value.push_null();
+                            } else {
+                                datum::push_datum(&mut old_value, attr, missing);
+                            }
+                            same_value(&old_value, 0, &fresh)
+                        }
+                    };
+                    if !unchanged {
                         ts_error(
                             FEATURE_NOT_SUPPORTED,
                             &format!(
@@ -107,8 +118,7 @@ pub unsafe fn record_update(rel: pg_sys::Relation, otid: &pg_sys::ItemPointerDat
     }
 }
 
-fn same_value(old: Option<&Column>, row: usize, fresh: &Column) -> bool {
-    let Some(old) = old else { return fresh.is_null(0) };
+fn same_value(old: &Column, row: usize, fresh: &Column) -> bool {
     if old.is_null(row) || fresh.is_null(0) {
         return old.is_null(row) == fresh.is_null(0);
     }
@@ -152,7 +162,7 @@ unsafe fn apply_table(relid: pg_sys::Oid, buckets: Vec<(i64, PendingBucket)>) {
         let meta_attrs = shape.meta_attrs();
         let store = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
         for (bucket_id, pending) in buckets {
-            let Some(stored) = store::find_bucket(store, config.id_index, bucket_id, snapshot()) else {
+            let Some(stored) = store::find_bucket(store, config.id_index, bucket_id, store::current_snapshot()) else {
                 ts_error(
                     SERIALIZATION_FAILURE,
                     "could not serialize access due to concurrent change of the same bucket",

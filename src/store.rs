@@ -275,3 +275,60 @@ pub fn next_bucket_id(seq: pg_sys::Oid) -> i64 {
     }
     id
 }
+
+/// Buckets the store holds (heap estimate, or exact when small), and the
+/// buckets and rows of a sample, for row estimates.
+///
+/// # Safety
+/// `store` must be open.
+pub unsafe fn estimate(store: pg_sys::Relation) -> (f64, usize, f64, pg_sys::BlockNumber) {
+    const EXACT_UP_TO_BLOCKS: u32 = 16;
+    const SAMPLE_BUCKETS: usize = 200;
+    unsafe {
+        let nblocks = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM);
+        let exact = nblocks <= EXACT_UP_TO_BLOCKS;
+        let scan = pg_sys::heap_beginscan(
+            store,
+            current_snapshot(),
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE,
+        );
+        let (mut n, mut rows) = (0usize, 0f64);
+        let natts = (*(*store).rd_att).natts as usize;
+        let mut values = vec![pg_sys::Datum::from(0); natts];
+        let mut nulls = vec![false; natts];
+        while exact || n < SAMPLE_BUCKETS {
+            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tuple.is_null() {
+                break;
+            }
+            pg_sys::heap_deform_tuple(tuple, (*store).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
+            n += 1;
+            rows += values[COL_ROW_COUNT].value() as i32 as f64;
+        }
+        pg_sys::heap_endscan(scan);
+        let buckets = if exact {
+            n as f64
+        } else {
+            let mut pages = 0;
+            let mut tuples = 0.0;
+            let mut allvisfrac = 0.0;
+            match (*(*store).rd_tableam).relation_estimate_size {
+                Some(f) => {
+                    f(store, std::ptr::null_mut(), &mut pages, &mut tuples, &mut allvisfrac);
+                    tuples
+                }
+                None => n as f64,
+            }
+        };
+        (buckets, n, rows, nblocks)
+    }
+}
+
+/// The snapshot a statement runs with; the transaction's when none is active
+/// (commit-time callbacks, planning outside a portal).
+pub fn current_snapshot() -> pg_sys::Snapshot {
+    unsafe { if pg_sys::ActiveSnapshotSet() { pg_sys::GetActiveSnapshot() } else { pg_sys::GetTransactionSnapshot() } }
+}

@@ -238,7 +238,7 @@ fn enforce_memory_limit() {
             .iter()
             .flat_map(|(relid, t)| t.open.iter().filter(|(k, _)| k.subxid == subxid).map(|(k, o)| (o.bytes, *relid, k.clone())))
             .collect();
-        candidates.sort_by(|a, b| b.0.cmp(&a.0));
+        candidates.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.2.window_start.cmp(&b.2.window_start)));
         let mut out = Vec::new();
         for (_, relid, key) in candidates {
             if buffer.bytes <= limit / 2 {
@@ -307,6 +307,8 @@ pub fn flush(relid: Option<pg_sys::Oid>, reason: CloseReason) {
         }
         buffer.bytes -= freed;
         buffer.tables.retain(|_, t| !t.open.is_empty() || !t.closed.is_empty());
+        // Allocation order: deterministic, and keeps the store in time order per load.
+        out.sort_by_key(|(_, _, b)| b.bucket_id);
         out
     });
     for (config, shape, bucket) in work {

@@ -138,7 +138,11 @@ impl EncodedColumn<'_> {
         let mut c = Cursor::new(self.body);
         let values = match self.kind {
             ColumnKind::Timestamp | ColumnKind::Int => Values::Int(int::decode(&mut c, present)?),
-            ColumnKind::Float64 | ColumnKind::Float32 => Values::Float(float::decode(&mut c, present)?),
+            ColumnKind::Float64 => Values::Float(float::decode(&mut c, present)?),
+            // A float4 is stored widened; the decimal codec may return a nearby
+            // f64 that narrows to the same f32. Canonicalise, so that decoded
+            // values compare equal to freshly widened ones.
+            ColumnKind::Float32 => Values::Float(float::decode(&mut c, present)?.into_iter().map(|v| v as f32 as f64).collect()),
             ColumnKind::Bool => {
                 let n = c.len("bool count", present)?;
                 let bits = c.take(n.div_ceil(8), "bools")?;

@@ -165,7 +165,7 @@ const INDEX_HINT: &str = "Queries that filter on the meta and time columns read 
 
 #[pg_guard]
 unsafe extern "C-unwind" fn index_fetch_begin(_rel: pg_sys::Relation) -> *mut pg_sys::IndexFetchTableData {
-    unsupported("an index scan", INDEX_HINT)
+    ts_error(FEATURE_NOT_SUPPORTED, "index scans are not supported on time-series tables", INDEX_HINT)
 }
 
 #[pg_guard]
@@ -183,7 +183,7 @@ unsafe extern "C-unwind" fn index_fetch_tuple(
     _call_again: *mut bool,
     _all_dead: *mut bool,
 ) -> bool {
-    unsupported("an index scan", INDEX_HINT)
+    ts_error(FEATURE_NOT_SUPPORTED, "index scans are not supported on time-series tables", INDEX_HINT)
 }
 
 #[pg_guard]
@@ -229,7 +229,7 @@ unsafe extern "C-unwind" fn tuple_satisfies_snapshot(
 
 #[pg_guard]
 unsafe extern "C-unwind" fn index_delete_tuples(_rel: pg_sys::Relation, _delstate: *mut pg_sys::TM_IndexDeleteOp) -> pg_sys::TransactionId {
-    unsupported("an index", INDEX_HINT)
+    ts_error(FEATURE_NOT_SUPPORTED, "indexes are not supported on time-series tables", INDEX_HINT)
 }
 
 #[pg_guard]
@@ -488,7 +488,7 @@ unsafe extern "C-unwind" fn index_build_range_scan(
             );
         }
     }
-    unsupported("an index", INDEX_HINT)
+    ts_error(FEATURE_NOT_SUPPORTED, "indexes are not supported on time-series tables", INDEX_HINT)
 }
 
 #[pg_guard]
@@ -499,7 +499,7 @@ unsafe extern "C-unwind" fn index_validate_scan(
     _snapshot: pg_sys::Snapshot,
     _state: *mut pg_sys::ValidateIndexState,
 ) {
-    unsupported("an index", INDEX_HINT)
+    ts_error(FEATURE_NOT_SUPPORTED, "indexes are not supported on time-series tables", INDEX_HINT)
 }
 
 #[pg_guard]
@@ -512,8 +512,8 @@ unsafe extern "C-unwind" fn relation_needs_toast_table(_rel: pg_sys::Relation) -
     false
 }
 
-/// Pages and rows for the planner: the store's pages, and its buckets times
-/// the average bucket fill.
+/// Pages and rows for the planner: the store's pages, and its bucket count
+/// times the average bucket fill (exact for small stores, sampled otherwise).
 #[pg_guard]
 unsafe extern "C-unwind" fn relation_estimate_size(
     rel: pg_sys::Relation,
@@ -528,11 +528,9 @@ unsafe extern "C-unwind" fn relation_estimate_size(
         *allvisfrac = 0.0;
         let Some(config) = catalog::lookup((*rel).rd_id) else { return };
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        if let Some(estimate) = (*(*store).rd_tableam).relation_estimate_size {
-            let mut buckets = 0.0;
-            estimate(store, std::ptr::null_mut(), pages, &mut buckets, allvisfrac);
-            *tuples = buckets * crate::gucs::bucket_max_count() as f64 / 2.0;
-        }
+        let (buckets, sampled_buckets, sampled_rows, nblocks) = crate::store::estimate(store);
+        *pages = nblocks;
+        *tuples = if sampled_buckets == 0 { 0.0 } else { buckets * sampled_rows / sampled_buckets as f64 };
         pg_sys::table_close(store, pg_sys::NoLock as i32);
     }
 }

