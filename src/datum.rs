@@ -124,3 +124,50 @@ fn int_datum(v: i64, typlen: i16) -> pg_sys::Datum {
         _ => pg_sys::Datum::from(v as usize),
     }
 }
+
+/// Datums for every value of a by-reference column, in one allocation.
+///
+/// # Safety
+/// `values` must hold bytes of `attr`'s type (from `datum_bytes`).
+pub unsafe fn bytes_datums(values: &tsbucket_format::ByteValues, attr: &Attr) -> Vec<pg_sys::Datum> {
+    const ALIGN: usize = 8;
+    let header = match attr.typlen {
+        -1 => pg_sys::VARHDRSZ,
+        _ => 0,
+    };
+    let slot_size = |len: usize| -> usize {
+        let size = match attr.typlen {
+            -1 => len + header,
+            -2 => len + 1,
+            n => n as usize,
+        };
+        size.div_ceil(ALIGN) * ALIGN
+    };
+    let total: usize = values.iter().map(|v| slot_size(v.len())).sum();
+    unsafe {
+        let base = pg_sys::palloc(total.max(1)) as *mut u8;
+        let mut offset = 0;
+        values
+            .iter()
+            .map(|v| {
+                let p = base.add(offset);
+                match attr.typlen {
+                    -1 => {
+                        set_varsize_4b(p as *mut pg_sys::varlena, (v.len() + header) as i32);
+                        std::ptr::copy_nonoverlapping(v.as_ptr(), p.add(header), v.len());
+                    }
+                    -2 => {
+                        std::ptr::copy_nonoverlapping(v.as_ptr(), p, v.len());
+                        *p.add(v.len()) = 0;
+                    }
+                    n => {
+                        let n = (n as usize).min(v.len());
+                        std::ptr::copy_nonoverlapping(v.as_ptr(), p, n);
+                    }
+                }
+                offset += slot_size(v.len());
+                pg_sys::Datum::from(p)
+            })
+            .collect()
+    }
+}

@@ -1,11 +1,14 @@
-//! The write path: a per-backend catalog of open buckets (one per table x meta
-//! value x window x subtransaction) that rows are appended to, and the rules
+//! The write path: a per-backend catalog of open buckets (one per table x
+//! series x window x subtransaction) that rows are appended to, and the rules
 //! that close a bucket and write it to the store.
 //!
 //! Buckets are written at the end of each statement, so a later statement (or
 //! another session after commit) finds every row in the store, and a scan
 //! never has to look at memory. A bucket only ever holds rows of one
 //! subtransaction, so ROLLBACK TO SAVEPOINT discards exactly its own rows.
+//!
+//! Calls into Postgres that can run statements (SPI, nextval, writes, whose
+//! ExecutorFinish flushes buffers) are made only while BUFFER is not borrowed.
 
 use crate::catalog::{self, Config};
 use crate::datum;
@@ -14,25 +17,21 @@ use crate::gucs;
 use crate::shape::{Attr, TableShape};
 use crate::store::{self, CloseReason, NewBucket};
 use pgrx::pg_sys;
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use tsbucket_format::stats::{column_stats, encode_stats};
 use tsbucket_format::window::pg_window_start;
 use tsbucket_format::{encode_bucket, Column};
 
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct BucketKey {
-    meta: Vec<u8>,
-    window_start: i64,
-    subxid: u32,
-}
+/// Meta values of a series: identifying bytes per meta column, None for NULL.
+type Meta = Vec<Option<Vec<u8>>>;
 
 struct OpenBucket {
     bucket_id: i64,
     window_start: i64,
-    meta: Vec<Option<Vec<u8>>>,
     subxid: u32,
+    meta: Rc<Meta>,
     /// One per payload attribute, in shape order.
     columns: Vec<Column>,
     rows: usize,
@@ -42,15 +41,22 @@ struct OpenBucket {
     max_time: i64,
 }
 
+/// The open buckets of one series (usually one: the current window).
+struct Series {
+    meta: Rc<Meta>,
+    meta_bytes_per_row: usize,
+    open: Vec<OpenBucket>,
+    /// Newest window per subtransaction: an older window's bucket closes when a
+    /// newer one opens, as MongoDB closes buckets on time.
+    newest: Vec<(u32, i64)>,
+}
+
 struct TableBuffer {
     config: Rc<Config>,
     shape: Rc<TableShape>,
-    open: HashMap<BucketKey, OpenBucket>,
+    series: HashMap<Vec<u8>, Series>,
     /// Closed but not yet written (see `reassign_subxact`).
     closed: Vec<OpenBucket>,
-    /// Window of the newest open bucket per (meta, subxact): an older one closes
-    /// when a newer window opens, as MongoDB closes buckets on time.
-    newest_window: HashMap<(Vec<u8>, u32), i64>,
 }
 
 #[derive(Default)]
@@ -61,30 +67,38 @@ struct WriteBuffer {
 
 thread_local! {
     static BUFFER: RefCell<WriteBuffer> = RefCell::new(WriteBuffer::default());
+    static KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 fn current_subxid() -> u32 {
     unsafe { pg_sys::GetCurrentSubTransactionId() }
 }
 
-/// Identifying bytes of the meta values: the bucket key and the store's meta columns.
-unsafe fn meta_of(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool]) -> (Vec<u8>, Vec<Option<Vec<u8>>>) {
-    let mut key = Vec::new();
-    let mut metas = Vec::new();
+/// The series key of a row: its meta values' identifying bytes, length-prefixed.
+unsafe fn series_key(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool], key: &mut Vec<u8>) {
+    key.clear();
     for attr in shape.meta_attrs() {
         let i = attr.attnum as usize - 1;
         if nulls[i] {
             key.push(0);
-            metas.push(None);
         } else {
-            let bytes = unsafe { datum::datum_bytes(values[i], attr) }.to_vec();
+            let bytes = unsafe { datum::datum_bytes(values[i], attr) };
             key.push(1);
             key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-            key.extend_from_slice(&bytes);
-            metas.push(Some(bytes));
+            key.extend_from_slice(bytes);
         }
     }
-    (key, metas)
+}
+
+unsafe fn meta_values(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool]) -> Meta {
+    shape
+        .meta_attrs()
+        .iter()
+        .map(|attr| {
+            let i = attr.attnum as usize - 1;
+            (!nulls[i]).then(|| unsafe { datum::datum_bytes(values[i], attr) }.to_vec())
+        })
+        .collect()
 }
 
 unsafe fn value_size(attr: &Attr, value: pg_sys::Datum) -> usize {
@@ -95,10 +109,13 @@ unsafe fn value_size(attr: &Attr, value: pg_sys::Datum) -> usize {
     }
 }
 
+/// What appending a row needs first: buckets to write, a new bucket id.
+enum Step {
+    Appended(i64, usize),
+    Prepare { close: Vec<(OpenBucket, CloseReason)>, new_bucket: bool },
+}
+
 /// Appends the slot's row to its open bucket and gives the slot its TID.
-///
-/// Calls into Postgres (SPI, nextval, writes) happen only while BUFFER is not
-/// borrowed: they can run statements whose ExecutorFinish flushes buffers.
 ///
 /// # Safety
 /// `rel` must be an open tsbucket table and `slot` hold a row of it.
@@ -110,28 +127,7 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
         let values = std::slice::from_raw_parts((*slot).tts_values, natts);
         let nulls = std::slice::from_raw_parts((*slot).tts_isnull, natts);
 
-        let known = BUFFER.with(|b| b.borrow().tables.get(&relid).map(|t| (t.config.clone(), t.shape.clone())));
-        let (config, shape) = match known {
-            Some(pair) => pair,
-            None => {
-                let config = catalog::require(relid);
-                let shape = Rc::new(TableShape::new((*rel).rd_att, &config));
-                BUFFER.with(|b| {
-                    b.borrow_mut().tables.insert(
-                        relid,
-                        TableBuffer {
-                            config: config.clone(),
-                            shape: shape.clone(),
-                            open: HashMap::new(),
-                            closed: Vec::new(),
-                            newest_window: HashMap::new(),
-                        },
-                    )
-                });
-                (config, shape)
-            }
-        };
-
+        let (config, shape) = table_of(rel);
         let time_idx = config.time_attnum as usize - 1;
         if nulls[time_idx] {
             let name = crate::shape::attr_name(rel, config.time_attnum);
@@ -143,84 +139,139 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
         }
         let time = values[time_idx].value() as i64;
         let window_start = pg_window_start(time, config.span_micros);
-        let (meta_key, metas) = meta_of(&shape, values, nulls);
         let subxid = current_subxid();
-        let key = BucketKey { meta: meta_key.clone(), window_start, subxid };
-
         let mut row_bytes = 0usize;
         for attr in shape.payload_attrs() {
             let i = attr.attnum as usize - 1;
             row_bytes += if nulls[i] { 1 } else { value_size(attr, values[i]) };
         }
-        let meta_bytes: usize = metas.iter().map(|m| m.as_ref().map_or(1, |b| b.len())).sum();
+        let mut key = KEY.with(|k| std::mem::take(&mut *k.borrow_mut()));
+        series_key(&shape, values, nulls, &mut key);
 
-        // Close what this row would overflow, and older windows of the series.
-        let (closing, needs_bucket) = BUFFER.with(|b| {
-            let mut buffer = b.borrow_mut();
-            let table = buffer.tables.get_mut(&relid).expect("registered above");
-            let mut to_close: Vec<(BucketKey, CloseReason)> = Vec::new();
-            if let Some(open) = table.open.get(&key) {
-                if open.rows >= gucs::bucket_max_count() {
-                    to_close.push((key.clone(), CloseReason::Count));
-                } else if open.rows > 0 && open.bytes + row_bytes > gucs::bucket_max_size() {
-                    to_close.push((key.clone(), CloseReason::Size));
+        let mut new_id = None;
+        let (bucket_id, row) = loop {
+            let step = BUFFER.with(|b| {
+                let mut buffer = b.borrow_mut();
+                let buffer = &mut *buffer;
+                let table = buffer.tables.get_mut(&relid).expect("registered by table_of");
+                let series = match table.series.get_mut(key.as_slice()) {
+                    Some(s) => s,
+                    None => {
+                        let meta = Rc::new(meta_values(&shape, values, nulls));
+                        let meta_bytes_per_row = meta.iter().map(|m| m.as_ref().map_or(1, Vec::len)).sum();
+                        table.series.entry(key.clone()).or_insert(Series { meta, meta_bytes_per_row, open: Vec::new(), newest: Vec::new() })
+                    }
+                };
+                let found = series.open.iter().position(|o| o.window_start == window_start && o.subxid == subxid);
+                let mut close = Vec::new();
+                match found {
+                    Some(i) if series.open[i].rows >= gucs::bucket_max_count() => {
+                        close.push((series.open.swap_remove(i), CloseReason::Count));
+                    }
+                    Some(i) if series.open[i].rows > 0 && series.open[i].bytes + row_bytes > gucs::bucket_max_size() => {
+                        close.push((series.open.swap_remove(i), CloseReason::Size));
+                    }
+                    Some(i) => {
+                        let bucket = &mut series.open[i];
+                        append(bucket, &shape, values, nulls, time, row_bytes, series.meta_bytes_per_row);
+                        buffer.bytes += row_bytes;
+                        return Step::Appended(bucket.bucket_id, bucket.rows - 1);
+                    }
+                    None => {
+                        let newest = series.newest.iter().find(|(s, _)| *s == subxid).map(|(_, w)| *w);
+                        if let Some(w) = newest.filter(|w| *w < window_start)
+                            && let Some(i) = series.open.iter().position(|o| o.window_start == w && o.subxid == subxid)
+                        {
+                            close.push((series.open.swap_remove(i), CloseReason::TimeWindow));
+                        }
+                    }
                 }
-            } else if let Some(&newest) = table.newest_window.get(&(meta_key.clone(), subxid))
-                && newest < window_start
-            {
-                to_close.push((BucketKey { meta: meta_key.clone(), window_start: newest, subxid }, CloseReason::TimeWindow));
-            }
-            let newest = table.newest_window.entry((meta_key, subxid)).or_insert(window_start);
-            *newest = (*newest).max(window_start);
-            let closing: Vec<(OpenBucket, CloseReason)> =
-                to_close.into_iter().filter_map(|(k, reason)| table.open.remove(&k).map(|b| (b, reason))).collect();
-            let needs_bucket = !table.open.contains_key(&key);
-            buffer.bytes -= closing.iter().map(|(b, _)| b.bytes).sum::<usize>();
-            (closing, needs_bucket)
-        });
-        for (bucket, reason) in closing {
-            flush_bucket(&config, &shape, bucket, reason);
-        }
-        let new_id = needs_bucket.then(|| store::next_bucket_id(config.id_sequence));
-
-        let (bucket_id, row) = BUFFER.with(|b| {
-            let mut buffer = b.borrow_mut();
-            let table = buffer.tables.get_mut(&relid).expect("registered above");
-            let bucket = table.open.entry(key).or_insert_with(|| OpenBucket {
-                bucket_id: new_id.expect("allocated when the bucket was missing"),
-                window_start,
-                meta: metas,
-                subxid,
-                columns: shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect(),
-                rows: 0,
-                bytes: 0,
-                meta_bytes: 0,
-                min_time: time,
-                max_time: time,
+                match series.newest.iter_mut().find(|(s, _)| *s == subxid) {
+                    Some(entry) => entry.1 = entry.1.max(window_start),
+                    None => series.newest.push((subxid, window_start)),
+                }
+                if close.is_empty()
+                    && let Some(bucket_id) = new_id
+                {
+                    let mut bucket = OpenBucket {
+                        bucket_id,
+                        window_start,
+                        subxid,
+                        meta: series.meta.clone(),
+                        columns: shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect(),
+                        rows: 0,
+                        bytes: 0,
+                        meta_bytes: 0,
+                        min_time: time,
+                        max_time: time,
+                    };
+                    append(&mut bucket, &shape, values, nulls, time, row_bytes, series.meta_bytes_per_row);
+                    series.open.push(bucket);
+                    buffer.bytes += row_bytes;
+                    return Step::Appended(bucket_id, 0);
+                }
+                buffer.bytes -= close.iter().map(|(b, _)| b.bytes).sum::<usize>();
+                Step::Prepare { close, new_bucket: true }
             });
-            for (col, attr) in bucket.columns.iter_mut().zip(shape.payload_attrs()) {
-                let i = attr.attnum as usize - 1;
-                if nulls[i] {
-                    col.push_null();
-                } else {
-                    datum::push_datum(col, attr, values[i]);
+            match step {
+                Step::Appended(id, row) => break (id, row),
+                Step::Prepare { close, new_bucket } => {
+                    for (bucket, reason) in close {
+                        flush_bucket(&config, &shape, bucket, reason);
+                    }
+                    if new_bucket && new_id.is_none() {
+                        new_id = Some(store::next_bucket_id(config.id_sequence));
+                    }
                 }
             }
-            let row = bucket.rows;
-            bucket.rows += 1;
-            bucket.bytes += row_bytes;
-            bucket.meta_bytes += meta_bytes;
-            bucket.min_time = bucket.min_time.min(time);
-            bucket.max_time = bucket.max_time.max(time);
-            let id = bucket.bucket_id;
-            buffer.bytes += row_bytes;
-            (id, row)
-        });
+        };
+        KEY.with(|k| *k.borrow_mut() = key);
 
         crate::tid::set(&mut (*slot).tts_tid, bucket_id, row);
         (*slot).tts_tableOid = relid;
         enforce_memory_limit();
     }
+}
+
+unsafe fn append(
+    bucket: &mut OpenBucket,
+    shape: &TableShape,
+    values: &[pg_sys::Datum],
+    nulls: &[bool],
+    time: i64,
+    row_bytes: usize,
+    meta_bytes: usize,
+) {
+    for (col, attr) in bucket.columns.iter_mut().zip(shape.payload_attrs()) {
+        let i = attr.attnum as usize - 1;
+        if nulls[i] {
+            col.push_null();
+        } else {
+            unsafe { datum::push_datum(col, attr, values[i]) };
+        }
+    }
+    bucket.rows += 1;
+    bucket.bytes += row_bytes;
+    bucket.meta_bytes += meta_bytes;
+    bucket.min_time = bucket.min_time.min(time);
+    bucket.max_time = bucket.max_time.max(time);
+}
+
+/// The table's configuration and shape, registering the table in the buffer.
+unsafe fn table_of(rel: pg_sys::Relation) -> (Rc<Config>, Rc<TableShape>) {
+    let relid = unsafe { (*rel).rd_id };
+    if let Some(pair) = BUFFER.with(|b| b.borrow().tables.get(&relid).map(|t| (t.config.clone(), t.shape.clone()))) {
+        return pair;
+    }
+    let config = catalog::require(relid);
+    let shape = Rc::new(unsafe { TableShape::new((*rel).rd_att, &config) });
+    BUFFER.with(|b| {
+        b.borrow_mut().tables.insert(
+            relid,
+            TableBuffer { config: config.clone(), shape: shape.clone(), series: HashMap::default(), closed: Vec::new() },
+        )
+    });
+    (config, shape)
 }
 
 /// Writes the fullest buckets of the current subtransaction until the buffer
@@ -231,28 +282,62 @@ fn enforce_memory_limit() {
         return;
     }
     let subxid = current_subxid();
-    let work: Vec<(Rc<Config>, Rc<TableShape>, OpenBucket)> = BUFFER.with(|b| {
+    let work = BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
-        let mut candidates: Vec<(usize, pg_sys::Oid, BucketKey)> = buffer
+        let buffer = &mut *buffer;
+        let mut sizes: Vec<(usize, i64)> = buffer
             .tables
-            .iter()
-            .flat_map(|(relid, t)| t.open.iter().filter(|(k, _)| k.subxid == subxid).map(|(k, o)| (o.bytes, *relid, k.clone())))
+            .values()
+            .flat_map(|t| t.series.values().flat_map(|s| s.open.iter()))
+            .filter(|o| o.subxid == subxid)
+            .map(|o| (o.bytes, o.bucket_id))
             .collect();
-        candidates.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.2.window_start.cmp(&b.2.window_start)));
-        let mut out = Vec::new();
-        for (_, relid, key) in candidates {
-            if buffer.bytes <= limit / 2 {
+        sizes.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut to_free = buffer.bytes.saturating_sub(limit / 2);
+        let mut chosen = Vec::new();
+        for (bytes, id) in sizes {
+            if to_free == 0 {
                 break;
             }
-            let table = buffer.tables.get_mut(&relid).expect("present");
-            let bucket = table.open.remove(&key).expect("present");
-            out.push((table.config.clone(), table.shape.clone(), bucket));
-            buffer.bytes -= out.last().expect("pushed").2.bytes;
+            chosen.push(id);
+            to_free = to_free.saturating_sub(bytes);
         }
-        out
+        take_buckets(buffer, |o| chosen.contains(&o.bucket_id), false)
     });
+    write_all(work, CloseReason::MemoryLimit);
+}
+
+type Work = Vec<(Rc<Config>, Rc<TableShape>, OpenBucket)>;
+
+/// Removes the open (and, if asked, set-aside) buckets `pick` selects.
+fn take_buckets(buffer: &mut WriteBuffer, pick: impl Fn(&OpenBucket) -> bool, with_closed: bool) -> Work {
+    let mut out = Vec::new();
+    for table in buffer.tables.values_mut() {
+        for series in table.series.values_mut() {
+            let mut i = 0;
+            while i < series.open.len() {
+                if pick(&series.open[i]) {
+                    out.push((table.config.clone(), table.shape.clone(), series.open.swap_remove(i)));
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        if with_closed {
+            let (taken, kept): (Vec<_>, Vec<_>) = table.closed.drain(..).partition(|b| pick(b));
+            table.closed = kept;
+            out.extend(taken.into_iter().map(|b| (table.config.clone(), table.shape.clone(), b)));
+        }
+    }
+    buffer.bytes -= out.iter().map(|(_, _, b)| b.bytes).sum::<usize>();
+    // Allocation order: deterministic, and keeps the store in time order per load.
+    out.sort_by_key(|(_, _, b)| b.bucket_id);
+    out
+}
+
+fn write_all(work: Work, reason: CloseReason) {
     for (config, shape, bucket) in work {
-        flush_bucket(&config, &shape, bucket, CloseReason::MemoryLimit);
+        flush_bucket(&config, &shape, bucket, reason);
     }
 }
 
@@ -283,91 +368,87 @@ fn flush_bucket(config: &Config, shape: &TableShape, bucket: OpenBucket, reason:
     }
 }
 
+/// Forgets tables and series that hold nothing any more.
+fn prune(buffer: &mut WriteBuffer) {
+    for table in buffer.tables.values_mut() {
+        table.series.retain(|_, s| !s.open.is_empty());
+    }
+    buffer.tables.retain(|_, t| !t.series.is_empty() || !t.closed.is_empty());
+}
+
 /// Writes every open bucket of the current subtransaction (of one table, or all).
 pub fn flush(relid: Option<pg_sys::Oid>, reason: CloseReason) {
     let subxid = current_subxid();
-    let work: Vec<(Rc<Config>, Rc<TableShape>, OpenBucket)> = BUFFER.with(|b| {
+    let work = BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
-        let mut out = Vec::new();
-        let mut freed = 0;
-        for (id, table) in buffer.tables.iter_mut() {
-            if relid.is_some_and(|r| r != *id) {
-                continue;
+        let work = match relid {
+            None => take_buckets(&mut buffer, |o| o.subxid == subxid, true),
+            Some(relid) => {
+                let mut only = WriteBuffer::default();
+                if let Some(t) = buffer.tables.remove(&relid) {
+                    only.tables.insert(relid, t);
+                }
+                let work = take_buckets(&mut only, |o| o.subxid == subxid, true);
+                buffer.tables.extend(only.tables);
+                let freed: usize = work.iter().map(|(_, _, b)| b.bytes).sum();
+                buffer.bytes -= freed;
+                work
             }
-            let keys: Vec<BucketKey> = table.open.keys().filter(|k| k.subxid == subxid).cloned().collect();
-            let mut buckets: Vec<OpenBucket> = keys.iter().map(|k| table.open.remove(k).expect("present")).collect();
-            let (mine, others): (Vec<_>, Vec<_>) = table.closed.drain(..).partition(|b| b.subxid == subxid);
-            table.closed = others;
-            buckets.extend(mine);
-            for bucket in buckets {
-                freed += bucket.bytes;
-                out.push((table.config.clone(), table.shape.clone(), bucket));
+        };
+        for table in buffer.tables.values_mut() {
+            for series in table.series.values_mut() {
+                series.newest.retain(|(s, _)| *s != subxid);
             }
-            table.newest_window.retain(|(_, s), _| *s != subxid);
         }
-        buffer.bytes -= freed;
-        buffer.tables.retain(|_, t| !t.open.is_empty() || !t.closed.is_empty());
-        // Allocation order: deterministic, and keeps the store in time order per load.
-        out.sort_by_key(|(_, _, b)| b.bucket_id);
-        out
+        prune(&mut buffer);
+        work
     });
-    for (config, shape, bucket) in work {
-        flush_bucket(&config, &shape, bucket, reason);
-    }
+    write_all(work, reason);
 }
 
 /// ROLLBACK (TO SAVEPOINT): forget the rows of the aborted subtransaction.
 pub fn discard_subxact(subxid: u32) {
     BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
-        let mut freed = 0;
+        drop(take_buckets(&mut buffer, |o| o.subxid == subxid, true));
         for table in buffer.tables.values_mut() {
-            table.open.retain(|k, o| {
-                let keep = k.subxid != subxid;
-                if !keep {
-                    freed += o.bytes;
-                }
-                keep
-            });
-            table.closed.retain(|o| {
-                let keep = o.subxid != subxid;
-                if !keep {
-                    freed += o.bytes;
-                }
-                keep
-            });
-            table.newest_window.retain(|(_, s), _| *s != subxid);
+            for series in table.series.values_mut() {
+                series.newest.retain(|(s, _)| *s != subxid);
+            }
         }
-        buffer.bytes -= freed;
-        buffer.tables.retain(|_, t| !t.open.is_empty() || !t.closed.is_empty());
+        prune(&mut buffer);
     });
 }
 
 /// RELEASE SAVEPOINT: the child's open buckets now belong to the parent.
 /// Nothing may be written here (the subtransaction is half gone), so a parent
-/// bucket under the same key is set aside and written at the parent's next flush.
+/// bucket of the same window is set aside and written at the parent's next flush.
 pub fn reassign_subxact(child: u32, parent: u32) {
     BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
         for table in buffer.tables.values_mut() {
-            let moved: Vec<BucketKey> = table.open.keys().filter(|k| k.subxid == child).cloned().collect();
-            for k in moved {
-                let mut bucket = table.open.remove(&k).expect("present");
-                bucket.subxid = parent;
-                let key = BucketKey { subxid: parent, ..k };
-                if let Some(existing) = table.open.remove(&key) {
-                    table.closed.push(existing);
+            for series in table.series.values_mut() {
+                let windows: Vec<i64> = series.open.iter().filter(|o| o.subxid == child).map(|o| o.window_start).collect();
+                let mut i = 0;
+                while i < series.open.len() {
+                    let o = &series.open[i];
+                    if o.subxid == parent && windows.contains(&o.window_start) {
+                        table.closed.push(series.open.swap_remove(i));
+                    } else {
+                        i += 1;
+                    }
                 }
-                table.open.insert(key, bucket);
+                series.open.iter_mut().filter(|o| o.subxid == child).for_each(|o| o.subxid = parent);
+                let child_newest = series.newest.iter().find(|(s, _)| *s == child).map(|(_, w)| *w);
+                series.newest.retain(|(s, _)| *s != child);
+                if let Some(w) = child_newest {
+                    match series.newest.iter_mut().find(|(s, _)| *s == parent) {
+                        Some(e) => e.1 = e.1.max(w),
+                        None => series.newest.push((parent, w)),
+                    }
+                }
             }
-            for bucket in table.closed.iter_mut().filter(|b| b.subxid == child) {
-                bucket.subxid = parent;
-            }
-            table.newest_window = table
-                .newest_window
-                .drain()
-                .map(|((m, s), w)| ((m, if s == child { parent } else { s }), w))
-                .collect();
+            table.closed.iter_mut().filter(|o| o.subxid == child).for_each(|o| o.subxid = parent);
         }
     });
 }
@@ -382,7 +463,8 @@ pub fn discard_table(relid: pg_sys::Oid) {
     BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
         if let Some(t) = buffer.tables.remove(&relid) {
-            let freed: usize = t.open.values().chain(t.closed.iter()).map(|o| o.bytes).sum();
+            let freed: usize =
+                t.series.values().flat_map(|s| s.open.iter()).chain(t.closed.iter()).map(|o| o.bytes).sum();
             buffer.bytes -= freed;
         }
     });

@@ -202,7 +202,7 @@ unsafe extern "C-unwind" fn tuple_fetch_row_version(
         pg_sys::table_close(store, pg_sys::NoLock as i32);
         match bucket {
             Some(b) if row < b.rows => {
-                read::fill_slot(rel, &shape, &b, row, slot);
+                read::fill_slot(rel, &shape, &b, None, row, slot);
                 true
             }
             _ => false,

@@ -24,6 +24,7 @@ struct ScanState {
     /// Holds the current bucket's by-reference values; reset per bucket.
     bucket_cxt: pg_sys::MemoryContext,
     current: Option<LoadedBucket>,
+    prepared: read::Prepared,
     /// Index of the row last returned from `current`.
     pos: isize,
 }
@@ -67,7 +68,7 @@ pub unsafe fn begin(
             8 * 1024,
             8 * 1024 * 1024,
         );
-        let state = Box::new(ScanState { config, shape, store, heap_scan, bucket_cxt, current: None, pos: -1 });
+        let state = Box::new(ScanState { config, shape, store, heap_scan, bucket_cxt, current: None, prepared: read::Prepared::default(), pos: -1 });
         (*scan).state = Box::into_raw(state);
         scan as pg_sys::TableScanDesc
     }
@@ -124,6 +125,7 @@ unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
             let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
             let stored = store::read_bucket(st.store, tuple);
             let loaded = read::load(config, shape, &stored);
+            st.prepared = read::prepare(shape, &loaded);
             pg_sys::MemoryContextSwitchTo(old);
             if loaded.rows == 0 {
                 continue;
@@ -151,7 +153,7 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
                 if next >= 0 && (next as usize) < bucket.rows {
                     st.pos = next;
                     let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
-                    read::fill_slot((*scan).rs_rd, st.shape.as_ref().expect("configured"), bucket, next as usize, slot);
+                    read::fill_slot((*scan).rs_rd, st.shape.as_ref().expect("configured"), bucket, Some(&st.prepared), next as usize, slot);
                     pg_sys::MemoryContextSwitchTo(old);
                     return true;
                 }

@@ -14,14 +14,15 @@ const PLAIN: u8 = 1;
 const LZ4_MAX_RATIO: usize = 255;
 
 pub fn encode(values: &ByteValues, out: &mut Vec<u8>) {
-    let plain = encode_plain(values);
-    if let Some(dict) = encode_dictionary(values)
-        && dict.len() < plain.len()
-    {
-        out.extend_from_slice(&dict);
-        return;
+    match encode_dictionary(values) {
+        // One value in eight or fewer distinct: the dictionary wins; skip lz4 of it all.
+        Some((dict, distinct)) if distinct * 8 <= values.len() => out.extend_from_slice(&dict),
+        Some((dict, _)) => {
+            let plain = encode_plain(values);
+            out.extend_from_slice(if dict.len() < plain.len() { &dict } else { &plain });
+        }
+        None => out.extend_from_slice(&encode_plain(values)),
     }
-    out.extend_from_slice(&plain);
 }
 
 fn encode_plain(values: &ByteValues) -> Vec<u8> {
@@ -32,7 +33,8 @@ fn encode_plain(values: &ByteValues) -> Vec<u8> {
     out
 }
 
-fn encode_dictionary(values: &ByteValues) -> Option<Vec<u8>> {
+/// The dictionary encoding and its number of distinct values, when at most half are distinct.
+fn encode_dictionary(values: &ByteValues) -> Option<(Vec<u8>, usize)> {
     let mut ids: HashMap<&[u8], i64> = HashMap::new();
     let mut dict = ByteValues::default();
     let mut codes = Vec::with_capacity(values.len());
@@ -50,7 +52,7 @@ fn encode_dictionary(values: &ByteValues) -> Option<Vec<u8>> {
     let mut out = vec![DICTIONARY];
     out.extend_from_slice(&encode_plain(&dict)[1..]);
     int::encode(&codes, &mut out);
-    Some(out)
+    Some((out, dict.len()))
 }
 
 fn compress(data: &[u8]) -> Vec<u8> {

@@ -28,51 +28,59 @@ pub fn encode(values: &[i64], out: &mut Vec<u8>) {
         put_varint(out, zigzag(values[0]));
         return;
     }
-    let mut best: Option<Vec<u8>> = None;
-    for t in [Transform::FrameOfReference, Transform::Delta, Transform::DeltaOfDelta] {
-        let candidate = encode_with(values, t);
-        if best.as_ref().is_none_or(|b| candidate.len() < b.len()) {
-            best = Some(candidate);
+    // Size each transform from its block widths, then encode only the smallest.
+    let best = [Transform::FrameOfReference, Transform::Delta, Transform::DeltaOfDelta]
+        .into_iter()
+        .min_by_key(|&t| packed_size(&residuals(values, t)))
+        .expect("three candidates");
+    out.extend_from_slice(&encode_with(values, best));
+}
+
+fn residuals(values: &[i64], t: Transform) -> Vec<u64> {
+    match t {
+        Transform::Constant => Vec::new(),
+        Transform::FrameOfReference => {
+            let min = *values.iter().min().expect("non-empty");
+            values.iter().map(|&v| v.wrapping_sub(min) as u64).collect()
+        }
+        Transform::Delta => values.windows(2).map(|w| zigzag(w[1].wrapping_sub(w[0]))).collect(),
+        Transform::DeltaOfDelta => {
+            let mut prev = values.get(1).map_or(0, |v| v.wrapping_sub(values[0]));
+            values
+                .windows(2)
+                .skip(1)
+                .map(|w| {
+                    let d = w[1].wrapping_sub(w[0]);
+                    let dd = d.wrapping_sub(prev);
+                    prev = d;
+                    zigzag(dd)
+                })
+                .collect()
         }
     }
-    out.extend_from_slice(&best.expect("at least one transform"));
+}
+
+fn packed_size(residuals: &[u64]) -> usize {
+    residuals
+        .chunks(BLOCK)
+        .map(|b| 1 + (b.len() * b.iter().map(|&v| bit_width(v)).max().unwrap_or(0) as usize).div_ceil(8))
+        .sum()
 }
 
 fn encode_with(values: &[i64], t: Transform) -> Vec<u8> {
     let mut out = vec![t as u8];
-    let residuals: Vec<u64> = match t {
+    match t {
         Transform::Constant => unreachable!("handled by caller"),
-        Transform::FrameOfReference => {
-            let min = *values.iter().min().expect("non-empty");
-            put_varint(&mut out, zigzag(min));
-            values.iter().map(|&v| v.wrapping_sub(min) as u64).collect()
-        }
-        Transform::Delta => {
-            put_varint(&mut out, zigzag(values[0]));
-            values.windows(2).map(|w| zigzag(w[1].wrapping_sub(w[0]))).collect()
-        }
+        Transform::FrameOfReference => put_varint(&mut out, zigzag(*values.iter().min().expect("non-empty"))),
+        Transform::Delta => put_varint(&mut out, zigzag(values[0])),
         Transform::DeltaOfDelta => {
             put_varint(&mut out, zigzag(values[0]));
-            if values.len() < 2 {
-                Vec::new()
-            } else {
-                let d0 = values[1].wrapping_sub(values[0]);
-                put_varint(&mut out, zigzag(d0));
-                let mut prev = d0;
-                values
-                    .windows(2)
-                    .skip(1)
-                    .map(|w| {
-                        let d = w[1].wrapping_sub(w[0]);
-                        let dd = d.wrapping_sub(prev);
-                        prev = d;
-                        zigzag(dd)
-                    })
-                    .collect()
+            if values.len() >= 2 {
+                put_varint(&mut out, zigzag(values[1].wrapping_sub(values[0])));
             }
         }
-    };
-    pack_blocks(&residuals, &mut out);
+    }
+    pack_blocks(&residuals(values, t), &mut out);
     out
 }
 
