@@ -133,7 +133,7 @@ unsafe fn check_query(query: *mut pg_sys::Query) {
     }
 }
 
-fn is_tsbucket_oid(relid: pg_sys::Oid) -> bool {
+pub fn is_tsbucket_oid(relid: pg_sys::Oid) -> bool {
     unsafe {
         let rel = pg_sys::RelationIdGetRelation(relid);
         if rel.is_null() {

@@ -15,6 +15,7 @@ mod error;
 mod gucs;
 mod hooks;
 mod modify;
+mod planner;
 mod shape;
 mod store;
 mod tid;
@@ -33,6 +34,7 @@ pub extern "C-unwind" fn _PG_init() {
     gucs::init();
     catalog::init();
     hooks::init();
+    planner::init();
 }
 
 /// Required by `cargo pgrx test`.

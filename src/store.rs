@@ -65,7 +65,21 @@ pub struct StoredBucket {
 }
 
 impl StoredBucket {
+    /// Detoasts the payload (in the current memory context).
+    pub fn load_payload(&mut self) {
+        if !self.payload.is_null() {
+            return;
+        }
+        unsafe {
+            let payload = pg_sys::pg_detoast_datum_packed(self.values[COL_PAYLOAD].cast_mut_ptr());
+            self.values[COL_PAYLOAD] = pg_sys::Datum::from(payload);
+            self.payload = vardata_any(payload) as *const u8;
+            self.payload_len = varsize_any_exhdr(payload);
+        }
+    }
+
     pub fn payload(&self) -> &[u8] {
+        assert!(!self.payload.is_null(), "payload read before load_payload");
         unsafe { std::slice::from_raw_parts(self.payload, self.payload_len) }
     }
 
@@ -146,11 +160,24 @@ pub unsafe fn insert_with_meta(store: pg_sys::Relation, old: &StoredBucket, meta
     }
 }
 
-/// Decodes a store tuple. Allocates in the current memory context.
+/// Decodes a store tuple, payload included. Allocates in the current memory context.
 ///
 /// # Safety
 /// `tuple` must be a valid tuple of `store`.
 pub unsafe fn read_bucket(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> StoredBucket {
+    unsafe {
+        let mut b = read_header(store, tuple);
+        b.load_payload();
+        b
+    }
+}
+
+/// Decodes a store tuple's small columns only; the (possibly TOASTed)
+/// payload is fetched by `load_payload`, so skipped buckets cost no I/O.
+///
+/// # Safety
+/// `tuple` must be a valid tuple of `store`.
+pub unsafe fn read_header(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> StoredBucket {
     unsafe {
         let tupdesc = (*store).rd_att;
         let natts = (*tupdesc).natts as usize;
@@ -160,8 +187,6 @@ pub unsafe fn read_bucket(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> 
         if nulls[COL_PAYLOAD] || nulls[COL_BUCKET_ID] || nulls[COL_ROW_COUNT] {
             ts_error(DATA_CORRUPTED, "bucket store row has NULL in a required column", "Run tsbucket.verify() on the table.");
         }
-        let payload = pg_sys::pg_detoast_datum_packed(values[COL_PAYLOAD].cast_mut_ptr());
-        values[COL_PAYLOAD] = pg_sys::Datum::from(payload);
         let (stats, stats_len) = if nulls[COL_STATS] {
             (std::ptr::null(), 0)
         } else {
@@ -175,8 +200,8 @@ pub unsafe fn read_bucket(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> 
             min_time: values[COL_MIN_TIME].value() as i64,
             max_time: values[COL_MAX_TIME].value() as i64,
             rows: values[COL_ROW_COUNT].value() as i32,
-            payload: vardata_any(payload) as *const u8,
-            payload_len: varsize_any_exhdr(payload),
+            payload: std::ptr::null(),
+            payload_len: 0,
             stats,
             stats_len,
             values,

@@ -19,6 +19,8 @@ pub struct LoadedBucket {
     pub rows: usize,
     pub columns: Vec<Option<Column>>,
     pub meta: Vec<Option<Vec<u8>>>,
+    /// Attributes not decoded because the query does not read them (NULL in slots).
+    pub skipped: Option<Vec<bool>>,
 }
 
 pub fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display) -> ! {
@@ -30,12 +32,20 @@ pub fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display)
 }
 
 pub fn load(config: &Config, shape: &TableShape, stored: &StoredBucket) -> LoadedBucket {
+    load_columns(config, shape, stored, None)
+}
+
+/// Like `load`, decoding only the attributes `needed` marks (by attnum - 1).
+pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, needed: Option<&[bool]>) -> LoadedBucket {
     let reader = BucketReader::parse(stored.payload()).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
     if reader.rows() != stored.rows as usize {
         corrupt(config.relid, stored.bucket_id, &"row count differs from the payload");
     }
     let mut columns: Vec<Option<Column>> = vec![None; shape.attrs.len()];
     for attr in shape.payload_attrs() {
+        if needed.is_some_and(|n| !n[attr.attnum as usize - 1]) {
+            continue;
+        }
         if let Some(encoded) = reader.column(attr.attnum) {
             if encoded.kind != attr.kind {
                 corrupt(config.relid, stored.bucket_id, &format!("column {} has storage kind {:?}, expected {:?}", attr.attnum, encoded.kind, attr.kind));
@@ -50,7 +60,8 @@ pub fn load(config: &Config, shape: &TableShape, stored: &StoredBucket) -> Loade
         .enumerate()
         .map(|(i, attr)| stored.meta_datum(i).map(|d| unsafe { datum::datum_bytes(d, attr) }.to_vec()))
         .collect();
-    LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta }
+    let skipped = needed.map(|n| n.iter().map(|x| !x).collect());
+    LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped }
 }
 
 /// Datums built once per bucket for a scan: the meta values, and every row of
@@ -122,6 +133,7 @@ pub unsafe fn fill_slot(
                         nulls[i] = false;
                     }
                 },
+                Role::Time | Role::Measurement if bucket.skipped.as_ref().is_some_and(|s| s[i]) => nulls[i] = true,
                 Role::Time | Role::Measurement => match &bucket.columns[i] {
                     Some(col) if col.is_null(row) => nulls[i] = true,
                     Some(col) => {

@@ -8,6 +8,30 @@ use crate::store;
 use pgrx::pg_sys;
 use std::rc::Rc;
 
+/// A condition that rules whole buckets out before their payload is read.
+pub enum Prune {
+    /// Rows must lie in [lo, hi] (each bound optional, `true` = inclusive), in
+    /// the time column's microseconds.
+    Time { lo: Option<(i64, bool)>, hi: Option<(i64, bool)> },
+    /// The meta column `meta` must satisfy `op(meta, value)` (or `op(value,
+    /// meta)` when `meta_first` is false) for at least one of `values`.
+    Meta { meta: usize, op: pg_sys::Oid, collation: pg_sys::Oid, meta_first: bool, values: Vec<pg_sys::Datum> },
+}
+
+/// What a custom scan knows that a plain sequential scan does not.
+#[derive(Default)]
+pub struct ScanOptions {
+    /// Attributes the query reads (by attnum - 1); None = all.
+    pub needed: Option<Vec<bool>>,
+    pub prune: Vec<Prune>,
+}
+
+#[derive(Default, Clone, Copy)]
+pub struct ScanCounters {
+    pub buckets_read: u64,
+    pub buckets_skipped: u64,
+}
+
 /// Postgres sees the `base` field; the rest is ours.
 #[repr(C)]
 pub struct TsScanDesc {
@@ -27,6 +51,9 @@ struct ScanState {
     prepared: read::Prepared,
     /// Index of the row last returned from `current`.
     pos: isize,
+    options: ScanOptions,
+    counters: ScanCounters,
+    meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
 }
 
 /// # Safety
@@ -38,6 +65,20 @@ pub unsafe fn begin(
     key: *mut pg_sys::ScanKeyData,
     pscan: pg_sys::ParallelTableScanDesc,
     flags: u32,
+) -> pg_sys::TableScanDesc {
+    unsafe { begin_with(rel, snapshot, nkeys, key, pscan, flags, ScanOptions::default()) }
+}
+
+/// # Safety
+/// As `begin`.
+pub unsafe fn begin_with(
+    rel: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+    key: *mut pg_sys::ScanKeyData,
+    pscan: pg_sys::ParallelTableScanDesc,
+    flags: u32,
+    options: ScanOptions,
 ) -> pg_sys::TableScanDesc {
     unsafe {
         let scan = pg_sys::palloc0(std::mem::size_of::<TsScanDesc>()) as *mut TsScanDesc;
@@ -68,7 +109,31 @@ pub unsafe fn begin(
             8 * 1024,
             8 * 1024 * 1024,
         );
-        let state = Box::new(ScanState { config, shape, store, heap_scan, bucket_cxt, current: None, prepared: read::Prepared::default(), pos: -1 });
+        let meta_fns = options
+            .prune
+            .iter()
+            .map(|p| match p {
+                Prune::Meta { op, .. } => {
+                    let mut finfo = pg_sys::FmgrInfo::default();
+                    pg_sys::fmgr_info(pg_sys::get_opcode(*op), &mut finfo);
+                    Some(finfo)
+                }
+                Prune::Time { .. } => None,
+            })
+            .collect();
+        let state = Box::new(ScanState {
+            config,
+            shape,
+            store,
+            heap_scan,
+            bucket_cxt,
+            current: None,
+            prepared: read::Prepared::default(),
+            pos: -1,
+            options,
+            counters: ScanCounters::default(),
+            meta_fns,
+        });
         (*scan).state = Box::into_raw(state);
         scan as pg_sys::TableScanDesc
     }
@@ -123,8 +188,15 @@ unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
             }
             pg_sys::MemoryContextReset(st.bucket_cxt);
             let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
-            let stored = store::read_bucket(st.store, tuple);
-            let loaded = read::load(config, shape, &stored);
+            let mut stored = store::read_header(st.store, tuple);
+            if !bucket_may_match(&st.options, &mut st.meta_fns, &stored) {
+                pg_sys::MemoryContextSwitchTo(old);
+                st.counters.buckets_skipped += 1;
+                continue;
+            }
+            st.counters.buckets_read += 1;
+            stored.load_payload();
+            let loaded = read::load_columns(config, shape, &stored, st.options.needed.as_deref());
             st.prepared = read::prepare(shape, &loaded);
             pg_sys::MemoryContextSwitchTo(old);
             if loaded.rows == 0 {
@@ -164,4 +236,42 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
             }
         }
     }
+}
+
+/// Whether any row of the bucket could satisfy every pruning condition.
+unsafe fn bucket_may_match(options: &ScanOptions, meta_fns: &mut [Option<pg_sys::FmgrInfo>], b: &store::StoredBucket) -> bool {
+    for (i, p) in options.prune.iter().enumerate() {
+        match p {
+            Prune::Time { lo, hi } => {
+                if let Some((lo, inclusive)) = *lo
+                    && (b.max_time < lo || (b.max_time == lo && !inclusive))
+                {
+                    return false;
+                }
+                if let Some((hi, inclusive)) = *hi
+                    && (b.min_time > hi || (b.min_time == hi && !inclusive))
+                {
+                    return false;
+                }
+            }
+            Prune::Meta { meta, collation, meta_first, values, .. } => {
+                let Some(m) = b.meta_datum(*meta) else { return false };
+                let finfo = meta_fns[i].as_mut().expect("built with the condition");
+                let any = values.iter().any(|v| {
+                    let (a, b) = if *meta_first { (m, *v) } else { (*v, m) };
+                    unsafe { pg_sys::FunctionCall2Coll(finfo, *collation, a, b) }.value() != 0
+                });
+                if !any {
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// # Safety
+/// `scan` must come from `begin_with`.
+pub unsafe fn counters(scan: pg_sys::TableScanDesc) -> ScanCounters {
+    unsafe { state(scan).counters }
 }

@@ -1,6 +1,6 @@
 -- The DBA's view: tsbucket.timeseries, stats, buckets, verify.
-CREATE EXTENSION IF NOT EXISTS tsbucket;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 CREATE TABLE weather (time timestamptz NOT NULL, sensor text NOT NULL, temp float8, humidity float8) USING tsbucket;

@@ -1,6 +1,6 @@
 -- Declaring time-series tables, and every way to get it wrong.
-CREATE EXTENSION IF NOT EXISTS tsbucket;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
 \set SHOW_CONTEXT never
 \set VERBOSITY default
 

@@ -1,6 +1,6 @@
 -- Schema changes on tables that hold data.
-CREATE EXTENSION IF NOT EXISTS tsbucket;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 \set VERBOSITY default

@@ -1,6 +1,6 @@
 -- MongoDB's rules: UPDATE only of and by meta columns, DELETE anything, no unique indexes.
-CREATE EXTENSION IF NOT EXISTS tsbucket;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 \set VERBOSITY default

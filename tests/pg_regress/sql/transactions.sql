@@ -1,6 +1,6 @@
 -- Visibility inside a transaction, ROLLBACK, savepoints, TRUNCATE.
-CREATE EXTENSION IF NOT EXISTS tsbucket;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 CREATE TABLE tx (time timestamptz NOT NULL, s text, v int) USING tsbucket;

@@ -1,6 +1,6 @@
 -- Every Postgres type round-trips, NULLs included.
-CREATE EXTENSION IF NOT EXISTS tsbucket;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');

@@ -1,6 +1,6 @@
 -- Buckets: one per meta value x aligned, half-open window.
-CREATE EXTENSION IF NOT EXISTS tsbucket;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 

@@ -1,6 +1,6 @@
 -- Every way of writing, every way of reading.
-CREATE EXTENSION IF NOT EXISTS tsbucket;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 

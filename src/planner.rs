@@ -1,0 +1,499 @@
+//! The TsBucketScan custom scan. It replaces the sequential scan of a
+//! tsbucket table and knows what a table AM scan cannot: which columns the
+//! query reads (only those are decoded) and which conditions on the time and
+//! meta columns rule whole buckets out (checked against each bucket's
+//! min/max time and meta values before its payload is even read). EXPLAIN
+//! shows both, and with ANALYZE how many buckets were read and skipped.
+
+use crate::am::scan::{self, Prune, ScanOptions};
+use crate::catalog::{self, Config};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use std::ffi::CStr;
+use std::sync::OnceLock;
+
+struct Methods {
+    path: pg_sys::CustomPathMethods,
+    plan: pg_sys::CustomScanMethods,
+    exec: pg_sys::CustomExecMethods,
+}
+// Backends are single-threaded; the tables are immutable once built.
+unsafe impl Sync for Methods {}
+unsafe impl Send for Methods {}
+static METHODS: OnceLock<Methods> = OnceLock::new();
+
+fn methods() -> &'static Methods {
+    METHODS.get_or_init(|| Methods {
+        path: pg_sys::CustomPathMethods {
+            CustomName: c"TsBucketScan".as_ptr(),
+            PlanCustomPath: Some(plan_custom_path),
+            ..Default::default()
+        },
+        plan: pg_sys::CustomScanMethods { CustomName: c"TsBucketScan".as_ptr(), CreateCustomScanState: Some(create_state) },
+        exec: pg_sys::CustomExecMethods {
+            CustomName: c"TsBucketScan".as_ptr(),
+            BeginCustomScan: Some(begin),
+            ExecCustomScan: Some(exec),
+            EndCustomScan: Some(end),
+            ReScanCustomScan: Some(rescan),
+            ExplainCustomScan: Some(explain),
+            ..Default::default()
+        },
+    })
+}
+
+static mut PREV_SET_REL_PATHLIST: pg_sys::set_rel_pathlist_hook_type = None;
+
+pub fn init() {
+    unsafe {
+        pg_sys::RegisterCustomScanMethods(&methods().plan);
+        PREV_SET_REL_PATHLIST = pg_sys::set_rel_pathlist_hook;
+        pg_sys::set_rel_pathlist_hook = Some(set_rel_pathlist);
+    }
+}
+
+const TIMESTAMPTZ_OPS: [(u32, &str); 5] = [(1322, "<"), (1323, "<="), (1320, "="), (1325, ">="), (1324, ">")];
+const TIMESTAMP_OPS: [(u32, &str); 5] = [(2062, "<"), (2063, "<="), (2060, "="), (2065, ">="), (2064, ">")];
+
+unsafe fn list_ptrs(list: *mut pg_sys::List) -> Vec<*mut std::ffi::c_void> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    unsafe { (0..(*list).length as usize).map(|i| (*(*list).elements.add(i)).ptr_value).collect() }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn set_rel_pathlist(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    rti: pg_sys::Index,
+    rte: *mut pg_sys::RangeTblEntry,
+) {
+    unsafe {
+        if let Some(prev) = PREV_SET_REL_PATHLIST {
+            prev(root, rel, rti, rte);
+        }
+        if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
+            || (*rte).relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
+            || !crate::hooks::is_tsbucket_oid((*rte).relid)
+            || catalog::lookup((*rte).relid).is_none()
+        {
+            return;
+        }
+        // One custom path per sequential scan path (parameterizations included),
+        // cheaper than it: it decodes fewer columns and skips buckets.
+        for p in list_ptrs((*rel).pathlist) {
+            let seq = p as *mut pg_sys::Path;
+            if (*seq).pathtype != pg_sys::NodeTag::T_SeqScan {
+                continue;
+            }
+            let cpath = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
+            (*cpath).path = *seq;
+            (*cpath).path.type_ = pg_sys::NodeTag::T_CustomPath;
+            (*cpath).path.pathtype = pg_sys::NodeTag::T_CustomScan;
+            (*cpath).path.total_cost = (*seq).startup_cost + ((*seq).total_cost - (*seq).startup_cost) * 0.5;
+            (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
+            (*cpath).methods = &methods().path;
+            pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
+        }
+    }
+}
+
+/// Attribute numbers (1-based) the query reads, or None when it needs the whole row.
+unsafe fn needed_attnums(rel: *mut pg_sys::RelOptInfo, clauses: *mut pg_sys::List) -> Option<Vec<i32>> {
+    unsafe {
+        let mut bms: *mut pg_sys::Bitmapset = std::ptr::null_mut();
+        let relid = (*rel).relid;
+        pg_sys::pull_varattnos((*(*rel).reltarget).exprs as *mut pg_sys::Node, relid, &mut bms);
+        pg_sys::pull_varattnos(clauses as *mut pg_sys::Node, relid, &mut bms);
+        let mut out = Vec::new();
+        let mut x = -1;
+        loop {
+            x = pg_sys::bms_next_member(bms, x);
+            if x < 0 {
+                break;
+            }
+            let attnum = x + pg_sys::FirstLowInvalidHeapAttributeNumber;
+            if attnum == 0 {
+                return None;
+            }
+            if attnum > 0 {
+                out.push(attnum);
+            }
+        }
+        Some(out)
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn plan_custom_path(
+    _root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    best_path: *mut pg_sys::CustomPath,
+    tlist: *mut pg_sys::List,
+    clauses: *mut pg_sys::List,
+    _custom_plans: *mut pg_sys::List,
+) -> *mut pg_sys::Plan {
+    unsafe {
+        let cscan = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
+        (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
+        (*cscan).scan.plan.targetlist = tlist;
+        let quals = pg_sys::extract_actual_clauses(clauses, false);
+        (*cscan).scan.plan.qual = quals;
+        (*cscan).scan.scanrelid = (*rel).relid;
+        (*cscan).flags = (*best_path).flags;
+        (*cscan).methods = &methods().plan;
+        // custom_private: the attnums to decode; [-1] = all.
+        let needed = needed_attnums(rel, quals).unwrap_or_else(|| vec![-1]);
+        let mut private: *mut pg_sys::List = std::ptr::null_mut();
+        for a in needed {
+            private = pg_sys::lappend(private, pg_sys::makeInteger(a) as *mut std::ffi::c_void);
+        }
+        (*cscan).custom_private = private;
+        cscan as *mut pg_sys::Plan
+    }
+}
+
+/// A pruning condition found in the plan's quals, evaluated when the scan starts.
+struct Candidate {
+    clause: *mut pg_sys::Node,
+    target: Target,
+    op: pg_sys::Oid,
+    collation: pg_sys::Oid,
+    var_first: bool,
+    /// The pseudo-constant side, ready to evaluate.
+    value: *mut pg_sys::ExprState,
+    value_type: pg_sys::Oid,
+    array: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Target {
+    Time,
+    Meta(usize),
+}
+
+#[repr(C)]
+struct TsBucketScanState {
+    css: pg_sys::CustomScanState,
+    state: *mut ExecState,
+}
+
+struct ExecState {
+    config: std::rc::Rc<Config>,
+    needed: Option<Vec<bool>>,
+    candidates: Vec<Candidate>,
+    scan: pg_sys::TableScanDesc,
+    totals: scan::ScanCounters,
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> *mut pg_sys::Node {
+    unsafe {
+        let node = pg_sys::palloc0(std::mem::size_of::<TsBucketScanState>()) as *mut TsBucketScanState;
+        (*node).css.ss.ps.type_ = pg_sys::NodeTag::T_CustomScanState;
+        (*node).css.flags = (*cscan).flags;
+        (*node).css.methods = &methods().exec;
+        node as *mut pg_sys::Node
+    }
+}
+
+unsafe fn exec_state<'a>(node: *mut pg_sys::CustomScanState) -> &'a mut ExecState {
+    unsafe { &mut *(*(node as *mut TsBucketScanState)).state }
+}
+
+/// Strips binary-compatible casts (varchar -> text and the like).
+unsafe fn strip(mut n: *mut pg_sys::Node) -> *mut pg_sys::Node {
+    unsafe {
+        while !n.is_null() && (*n).type_ == pg_sys::NodeTag::T_RelabelType {
+            n = (*(n as *mut pg_sys::RelabelType)).arg as *mut pg_sys::Node;
+        }
+        n
+    }
+}
+
+unsafe fn is_pseudo_constant(n: *mut pg_sys::Node) -> bool {
+    unsafe { !pg_sys::contain_var_clause(n) && !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n) }
+}
+
+unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, scanrelid: u32) -> Vec<Candidate> {
+    unsafe {
+        let plan = (*node).ss.ps.plan;
+        let time_type = {
+            let rel = (*node).ss.ss_currentRelation;
+            (*crate::shape::tuple_desc_attr((*rel).rd_att, config.time_attnum as usize - 1)).atttypid
+        };
+        let mut out = Vec::new();
+        for q in list_ptrs((*plan).qual) {
+            let clause = q as *mut pg_sys::Node;
+            let (args, op, collation, array) = match (*clause).type_ {
+                pg_sys::NodeTag::T_OpExpr => {
+                    let e = clause as *mut pg_sys::OpExpr;
+                    ((*e).args, (*e).opno, (*e).inputcollid, false)
+                }
+                pg_sys::NodeTag::T_ScalarArrayOpExpr => {
+                    let e = clause as *mut pg_sys::ScalarArrayOpExpr;
+                    if !(*e).useOr {
+                        continue;
+                    }
+                    ((*e).args, (*e).opno, (*e).inputcollid, true)
+                }
+                _ => continue,
+            };
+            let args = list_ptrs(args);
+            if args.len() != 2 {
+                continue;
+            }
+            let (a, b) = (strip(args[0] as *mut pg_sys::Node), strip(args[1] as *mut pg_sys::Node));
+            let is_our_var = |n: *mut pg_sys::Node| {
+                (*n).type_ == pg_sys::NodeTag::T_Var && {
+                    let v = n as *mut pg_sys::Var;
+                    (*v).varno as u32 == scanrelid && (*v).varlevelsup == 0
+                }
+            };
+            let (var, other, var_first) = if is_our_var(a) && is_pseudo_constant(b) {
+                (a as *mut pg_sys::Var, args[1] as *mut pg_sys::Node, true)
+            } else if !array && is_our_var(b) && is_pseudo_constant(a) {
+                (b as *mut pg_sys::Var, args[0] as *mut pg_sys::Node, false)
+            } else {
+                continue;
+            };
+            let attnum = (*var).varattno;
+            let value_type = pg_sys::exprType(other);
+            let target = if attnum == config.time_attnum {
+                let ops: &[(u32, &str)] = if time_type == pg_sys::TIMESTAMPTZOID { &TIMESTAMPTZ_OPS } else { &TIMESTAMP_OPS };
+                if array || value_type != time_type || !ops.iter().any(|(o, _)| pg_sys::Oid::from(*o) == op) {
+                    continue;
+                }
+                Target::Time
+            } else if let Some(m) = config.meta_attnums.iter().position(|&m| m == attnum) {
+                let name = CStr::from_ptr(pg_sys::get_opname(op)).to_bytes();
+                if name != b"=" {
+                    continue;
+                }
+                Target::Meta(m)
+            } else {
+                continue;
+            };
+            let value = pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, &mut (*node).ss.ps);
+            out.push(Candidate { clause, target, op, collation, var_first, value, value_type, array });
+        }
+        out
+    }
+}
+
+/// Evaluates the candidates' constant sides (parameters are known only now).
+unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate], time_type: pg_sys::Oid) -> Vec<Prune> {
+    unsafe {
+        let econtext = (*node).ss.ps.ps_ExprContext;
+        let mut lo: Option<(i64, bool)> = None;
+        let mut hi: Option<(i64, bool)> = None;
+        let mut out = Vec::new();
+        let query_cxt = (*(*node).ss.ps.state).es_query_cxt;
+        for c in candidates {
+            let mut isnull = false;
+            let value = pg_sys::ExecEvalExprSwitchContext(c.value, econtext, &mut isnull);
+            if isnull {
+                continue;
+            }
+            match c.target {
+                Target::Time => {
+                    let v = value.value() as i64;
+                    let ops: &[(u32, &str)] = if time_type == pg_sys::TIMESTAMPTZOID { &TIMESTAMPTZ_OPS } else { &TIMESTAMP_OPS };
+                    let name = ops.iter().find(|(o, _)| pg_sys::Oid::from(*o) == c.op).map(|(_, n)| *n).unwrap_or("");
+                    // Normalise to "time <op> v".
+                    let name = if c.var_first {
+                        name
+                    } else {
+                        match name {
+                            "<" => ">",
+                            "<=" => ">=",
+                            ">" => "<",
+                            ">=" => "<=",
+                            other => other,
+                        }
+                    };
+                    let tighten_lo = |cur: Option<(i64, bool)>, new: (i64, bool)| match cur {
+                        Some(c) if c.0 > new.0 || (c.0 == new.0 && !c.1) => Some(c),
+                        _ => Some(new),
+                    };
+                    let tighten_hi = |cur: Option<(i64, bool)>, new: (i64, bool)| match cur {
+                        Some(c) if c.0 < new.0 || (c.0 == new.0 && !c.1) => Some(c),
+                        _ => Some(new),
+                    };
+                    match name {
+                        ">" => lo = tighten_lo(lo, (v, false)),
+                        ">=" => lo = tighten_lo(lo, (v, true)),
+                        "<" => hi = tighten_hi(hi, (v, false)),
+                        "<=" => hi = tighten_hi(hi, (v, true)),
+                        "=" => {
+                            lo = tighten_lo(lo, (v, true));
+                            hi = tighten_hi(hi, (v, true));
+                        }
+                        _ => {}
+                    }
+                }
+                Target::Meta(meta) => {
+                    let old = pg_sys::MemoryContextSwitchTo(query_cxt);
+                    let values = if c.array {
+                        let array = pg_sys::pg_detoast_datum(value.cast_mut_ptr()) as *mut pg_sys::ArrayType;
+                        let elem = (*array).elemtype;
+                        let (mut len, mut byval, mut align) = (0i16, false, 0 as std::ffi::c_char);
+                        pg_sys::get_typlenbyvalalign(elem, &mut len, &mut byval, &mut align);
+                        let mut elems: *mut pg_sys::Datum = std::ptr::null_mut();
+                        let mut nulls: *mut bool = std::ptr::null_mut();
+                        let mut n = 0i32;
+                        pg_sys::deconstruct_array(array, elem, len as i32, byval, align, &mut elems, &mut nulls, &mut n);
+                        (0..n as usize).filter(|&i| !*nulls.add(i)).map(|i| *elems.add(i)).collect()
+                    } else {
+                        let (mut len, mut byval) = (0i16, false);
+                        pg_sys::get_typlenbyval(c.value_type, &mut len, &mut byval);
+                        vec![copy_datum(value, byval, len)]
+                    };
+                    pg_sys::MemoryContextSwitchTo(old);
+                    out.push(Prune::Meta { meta, op: c.op, collation: c.collation, meta_first: c.var_first, values });
+                }
+            }
+        }
+        if lo.is_some() || hi.is_some() {
+            out.push(Prune::Time { lo, hi });
+        }
+        out
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *mut pg_sys::EState, _eflags: i32) {
+    unsafe {
+        let rel = (*node).ss.ss_currentRelation;
+        let config = catalog::require((*rel).rd_id);
+        let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
+        let natts = (*(*rel).rd_att).natts as usize;
+        let attnums: Vec<i32> = list_ptrs((*cscan).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect();
+        let needed = if attnums.contains(&-1) {
+            None
+        } else {
+            let mut mask = vec![false; natts];
+            attnums.iter().filter(|&&a| a >= 1 && (a as usize) <= natts).for_each(|&a| mask[a as usize - 1] = true);
+            Some(mask)
+        };
+        let candidates = find_candidates(node, &config, (*cscan).scan.scanrelid);
+        let state = Box::new(ExecState { config, needed, candidates, scan: std::ptr::null_mut(), totals: Default::default() });
+        (*(node as *mut TsBucketScanState)).state = Box::into_raw(state);
+    }
+}
+
+unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
+    unsafe {
+        let st = exec_state(node);
+        let rel = (*node).ss.ss_currentRelation;
+        let time_type = (*crate::shape::tuple_desc_attr((*rel).rd_att, st.config.time_attnum as usize - 1)).atttypid;
+        let prune = evaluate(node, &st.candidates, time_type);
+        let options = ScanOptions { needed: st.needed.clone(), prune };
+        let estate = (*node).ss.ps.state;
+        st.scan = scan::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
+    }
+}
+
+unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
+    unsafe {
+        let st = exec_state(node);
+        if !st.scan.is_null() {
+            let c = scan::counters(st.scan);
+            st.totals.buckets_read += c.buckets_read;
+            st.totals.buckets_skipped += c.buckets_skipped;
+            scan::end(st.scan);
+            st.scan = std::ptr::null_mut();
+        }
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::TupleTableSlot {
+    unsafe {
+        let node = ss as *mut pg_sys::CustomScanState;
+        if exec_state(node).scan.is_null() {
+            start_scan(node);
+        }
+        let slot = (*ss).ss_ScanTupleSlot;
+        let direction = (*(*ss).ps.state).es_direction;
+        scan::getnextslot(exec_state(node).scan, direction, slot);
+        slot
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn recheck(_ss: *mut pg_sys::ScanState, _slot: *mut pg_sys::TupleTableSlot) -> bool {
+    true
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_sys::TupleTableSlot {
+    unsafe { pg_sys::ExecScan(&mut (*node).ss, Some(next), Some(recheck)) }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
+    unsafe {
+        finish_scan(node);
+        drop(Box::from_raw((*(node as *mut TsBucketScanState)).state));
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
+    // Parameters may have changed: start over, re-evaluating the conditions.
+    unsafe { finish_scan(node) }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestors: *mut pg_sys::List, es: *mut pg_sys::ExplainState) {
+    unsafe {
+        let st = exec_state(node);
+        let rel = (*node).ss.ss_currentRelation;
+        let columns = match &st.needed {
+            None => "all".to_string(),
+            Some(mask) => {
+                let names: Vec<String> = mask
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n)
+                    .map(|(i, _)| crate::shape::attr_name(rel, (i + 1) as i16))
+                    .collect();
+                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            }
+        };
+        let columns = std::ffi::CString::new(columns).expect("no NUL in names");
+        pg_sys::ExplainPropertyText(c"Decoded Columns".as_ptr(), columns.as_ptr(), es);
+        if !st.candidates.is_empty() {
+            let mut clauses: *mut pg_sys::List = std::ptr::null_mut();
+            for c in &st.candidates {
+                clauses = pg_sys::lappend(clauses, c.clause as *mut std::ffi::c_void);
+            }
+            let context = pg_sys::set_deparse_context_plan((*es).deparse_cxt, (*node).ss.ps.plan, ancestors);
+            let text = pg_sys::deparse_expression(pg_sys::make_ands_explicit(clauses) as *mut pg_sys::Node, context, true, false);
+            pg_sys::ExplainPropertyText(c"Bucket Filter".as_ptr(), text, es);
+        }
+        if (*es).analyze {
+            finish_scan(node);
+            pg_sys::ExplainPropertyInteger(c"Buckets Read".as_ptr(), std::ptr::null(), st.totals.buckets_read as i64, es);
+            pg_sys::ExplainPropertyInteger(c"Buckets Skipped".as_ptr(), std::ptr::null(), st.totals.buckets_skipped as i64, es);
+        }
+    }
+}
+
+/// A copy of `value` in the current memory context (utils/datum.h is not bound).
+unsafe fn copy_datum(value: pg_sys::Datum, byval: bool, len: i16) -> pg_sys::Datum {
+    unsafe {
+        match len {
+            _ if byval => value,
+            -1 => pg_sys::Datum::from(pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr())),
+            -2 => pg_sys::Datum::from(pg_sys::pstrdup(value.cast_mut_ptr())),
+            n => {
+                let p = pg_sys::palloc(n as usize);
+                std::ptr::copy_nonoverlapping(value.cast_mut_ptr::<u8>(), p as *mut u8, n as usize);
+                pg_sys::Datum::from(p)
+            }
+        }
+    }
+}
