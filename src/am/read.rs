@@ -200,3 +200,52 @@ pub unsafe fn fetch_bucket(
         Some(loaded)
     }
 }
+
+/// Attribute indexes (attnum - 1) whose value changes from row to row within
+/// the bucket: the decoded payload columns. Everything else in the slot (meta,
+/// defaults of missing columns, NULLs of skipped ones) is the same for every row.
+pub fn varying_columns(shape: &TableShape, bucket: &LoadedBucket) -> Vec<usize> {
+    shape
+        .attrs
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            matches!(a.role, Role::Time | Role::Measurement)
+                && bucket.columns[*i].is_some()
+                && !bucket.skipped.as_ref().is_some_and(|s| s[*i])
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Moves a slot filled by `fill_slot` for another row of the same bucket to
+/// `row`, touching only the `varying` columns.
+///
+/// # Safety
+/// `slot` must hold a row of `bucket` written by `fill_slot` with the same `prepared`.
+pub unsafe fn refill_slot(
+    shape: &TableShape,
+    bucket: &LoadedBucket,
+    prepared: &Prepared,
+    varying: &[usize],
+    row: usize,
+    slot: *mut pg_sys::TupleTableSlot,
+) {
+    unsafe {
+        let values = (*slot).tts_values;
+        let nulls = (*slot).tts_isnull;
+        for &i in varying {
+            let col = bucket.columns[i].as_ref().expect("varying columns are decoded");
+            if col.is_null(row) {
+                *nulls.add(i) = true;
+                continue;
+            }
+            *nulls.add(i) = false;
+            *values.add(i) = match prepared.columns[i].as_ref() {
+                Some(datums) => datums[row],
+                None => datum::column_datum(col, row, &shape.attrs[i]),
+            };
+        }
+        crate::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
+    }
+}

@@ -49,6 +49,10 @@ struct ScanState {
     bucket_cxt: pg_sys::MemoryContext,
     current: Option<LoadedBucket>,
     prepared: read::Prepared,
+    varying: Vec<usize>,
+    /// The slot that holds a row of `current` (written by fill_slot): moving
+    /// it to another row only needs the varying columns.
+    filled_slot: *mut pg_sys::TupleTableSlot,
     /// Index of the row last returned from `current`.
     pos: isize,
     options: ScanOptions,
@@ -129,6 +133,8 @@ pub unsafe fn begin_with(
             bucket_cxt,
             current: None,
             prepared: read::Prepared::default(),
+            varying: Vec::new(),
+            filled_slot: std::ptr::null_mut(),
             pos: -1,
             options,
             counters: ScanCounters::default(),
@@ -170,6 +176,7 @@ pub unsafe fn rescan(scan: pg_sys::TableScanDesc) {
             pg_sys::heap_rescan(st.heap_scan, std::ptr::null_mut(), false, false, false, false);
         }
         st.current = None;
+        st.filled_slot = std::ptr::null_mut();
         st.pos = -1;
     }
 }
@@ -198,6 +205,8 @@ unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
             stored.load_payload();
             let loaded = read::load_columns(config, shape, &stored, st.options.needed.as_deref());
             st.prepared = read::prepare(shape, &loaded);
+            st.varying = read::varying_columns(shape, &loaded);
+            st.filled_slot = std::ptr::null_mut();
             pg_sys::MemoryContextSwitchTo(old);
             if loaded.rows == 0 {
                 continue;
@@ -224,8 +233,16 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
                 let next = if forward { st.pos + 1 } else { st.pos - 1 };
                 if next >= 0 && (next as usize) < bucket.rows {
                     st.pos = next;
+                    let shape = st.shape.as_ref().expect("configured");
                     let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
-                    read::fill_slot((*scan).rs_rd, st.shape.as_ref().expect("configured"), bucket, Some(&st.prepared), next as usize, slot);
+                    // The executor may have cleared or reused the slot; refill fully then.
+                    let empty = (*slot).tts_flags & pg_sys::TTS_FLAG_EMPTY as u16 != 0;
+                    if std::ptr::eq(st.filled_slot, slot) && !empty {
+                        read::refill_slot(shape, bucket, &st.prepared, &st.varying, next as usize, slot);
+                    } else {
+                        read::fill_slot((*scan).rs_rd, shape, bucket, Some(&st.prepared), next as usize, slot);
+                        st.filled_slot = slot;
+                    }
                     pg_sys::MemoryContextSwitchTo(old);
                     return true;
                 }
