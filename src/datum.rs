@@ -45,7 +45,8 @@ pub unsafe fn datum_bytes<'a>(value: pg_sys::Datum, attr: &Attr) -> &'a [u8] {
     unsafe {
         match attr.typlen {
             -1 => {
-                let v = pg_sys::pg_detoast_datum_packed(value.cast_mut_ptr());
+                let p = value.cast_mut_ptr::<pg_sys::varlena>();
+                let v = if is_plain_inline(p) { p } else { pg_sys::pg_detoast_datum_packed(p) };
                 std::slice::from_raw_parts(vardata_any(v) as *const u8, varsize_any_exhdr(v))
             }
             -2 => std::ffi::CStr::from_ptr(value.cast_mut_ptr::<std::ffi::c_char>()).to_bytes(),
@@ -60,6 +61,31 @@ pub unsafe fn datum_bytes<'a>(value: pg_sys::Datum, attr: &Attr) -> &'a [u8] {
             }
             n => std::slice::from_raw_parts(value.cast_mut_ptr::<u8>(), n as usize),
         }
+    }
+}
+
+/// A varlena stored inline and uncompressed (1- or 4-byte header): readable as
+/// it is, without a call into the detoaster (the common case on the write path).
+///
+/// # Safety
+/// `p` must point to a varlena.
+#[inline]
+pub unsafe fn is_plain_inline(p: *const pg_sys::varlena) -> bool {
+    let first = unsafe { *(p as *const u8) };
+    // Little-endian headers: xxxxxxx1 = 1-byte header (0x01 alone = external
+    // pointer), xxxxxx00 = 4-byte uncompressed, xxxxxx10 = 4-byte compressed.
+    if first & 0x01 == 0x01 { first != 0x01 } else { first & 0x03 == 0x00 }
+}
+
+/// Uncompressed size of a varlena datum, header included.
+///
+/// # Safety
+/// `value` must be a varlena datum.
+#[inline]
+pub unsafe fn varlena_size(value: pg_sys::Datum) -> usize {
+    unsafe {
+        let p = value.cast_mut_ptr::<pg_sys::varlena>();
+        if is_plain_inline(p) { pgrx::varlena::varsize_any(p) } else { pg_sys::toast_raw_datum_size(value) }
     }
 }
 

@@ -103,7 +103,7 @@ unsafe fn meta_values(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[boo
 
 unsafe fn value_size(attr: &Attr, value: pg_sys::Datum) -> usize {
     match attr.typlen {
-        -1 => unsafe { pg_sys::toast_raw_datum_size(value) },
+        -1 => unsafe { datum::varlena_size(value) },
         -2 => unsafe { std::ffi::CStr::from_ptr(value.cast_mut_ptr::<std::ffi::c_char>()).to_bytes().len() + 1 },
         n => (n as usize).max(1),
     }
