@@ -210,6 +210,8 @@ SELECT c.relid::regclass AS table_name,
   JOIN pg_attribute t ON t.attrelid = c.relid AND t.attnum = c.time_attnum;
 GRANT SELECT ON tsbucket.timeseries TO PUBLIC;
 
+-- The bucket store of a time-series table the session user may read. The
+-- catalog functions run as the extension owner, so they check this first.
 CREATE FUNCTION tsbucket._store_of(relation regclass) RETURNS regclass
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE store regclass;
@@ -219,6 +221,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = format('table %s is not a time-series table', relation),
             HINT = 'Call tsbucket.create_timeseries() on it first.';
+    END IF;
+    IF NOT has_table_privilege(session_user, relation, 'SELECT') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('permission denied for table %s', relation);
     END IF;
     RETURN store;
 END $$;
@@ -231,9 +236,6 @@ RETURNS TABLE (buckets bigint, rows bigint, avg_rows_per_bucket numeric, compres
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE store regclass := tsbucket._store_of(relation);
 BEGIN
-    IF NOT has_table_privilege(session_user, relation, 'SELECT') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('permission denied for table %s', relation);
-    END IF;
     RETURN QUERY EXECUTE format($q$
         SELECT count(*), coalesce(sum(row_count), 0)::bigint,
                round(coalesce(avg(row_count), 0), 1),
@@ -257,9 +259,6 @@ DECLARE
     n int := (SELECT coalesce(array_length(meta_attnums, 1), 0) FROM tsbucket.catalog WHERE relid = relation);
     meta_expr text;
 BEGIN
-    IF NOT has_table_privilege(session_user, relation, 'SELECT') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('permission denied for table %s', relation);
-    END IF;
     meta_expr := CASE n WHEN 0 THEN 'NULL::text' WHEN 1 THEN 's.meta_1::text'
                  ELSE 'row(' || (SELECT string_agg('s.meta_' || i, ', ') FROM generate_series(1, n) i) || ')::text' END;
     RETURN QUERY EXECUTE format($q$
@@ -275,9 +274,6 @@ RETURNS TABLE (bucket_id bigint, problem text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._store_of(relation);
-    IF NOT has_table_privilege(session_user, relation, 'SELECT') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('permission denied for table %s', relation);
-    END IF;
     RETURN QUERY SELECT v.bucket_id, v.problem FROM tsbucket._verify(relation) v;
 END $$;
 

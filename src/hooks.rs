@@ -9,6 +9,7 @@
 //! - transaction callbacks: pre-commit flush, abort discards, savepoints.
 
 use crate::error::{ts_error, FEATURE_NOT_SUPPORTED};
+use crate::pgutil::{list_ptrs, referenced_attnums};
 use crate::{am, catalog, modify, write};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -145,33 +146,6 @@ pub fn is_tsbucket_oid(relid: pg_sys::Oid) -> bool {
     }
 }
 
-/// The pointers of a List of nodes.
-unsafe fn list_ptrs(list: *mut pg_sys::List) -> Vec<*mut std::ffi::c_void> {
-    if list.is_null() {
-        return Vec::new();
-    }
-    unsafe { (0..(*list).length as usize).map(|i| (*(*list).elements.add(i)).ptr_value).collect() }
-}
-
-/// Attribute numbers of `rtindex`'s columns that `node` refers to (0 = whole row,
-/// negative = system columns).
-unsafe fn referenced_attnums(node: *mut pg_sys::Node, rtindex: i32) -> Vec<i32> {
-    unsafe {
-        let mut bms: *mut pg_sys::Bitmapset = std::ptr::null_mut();
-        pg_sys::pull_varattnos(node, rtindex as u32, &mut bms);
-        let mut out = Vec::new();
-        let mut x = -1;
-        loop {
-            x = pg_sys::bms_next_member(bms, x);
-            if x < 0 {
-                break;
-            }
-            out.push(x + pg_sys::FirstLowInvalidHeapAttributeNumber);
-        }
-        out
-    }
-}
-
 unsafe fn check_update(query: *mut pg_sys::Query, relid: pg_sys::Oid, name: &str) {
     unsafe {
         let Some(config) = catalog::lookup(relid) else { return };
@@ -210,7 +184,7 @@ unsafe fn check_update(query: *mut pg_sys::Query, relid: pg_sys::Oid, name: &str
                     format!("An UPDATE of a time-series table may only set its meta columns ({meta_names})."),
                 );
             }
-            for used in referenced_attnums((*tle).expr as *mut pg_sys::Node, result_rel) {
+            for used in referenced_attnums(&[(*tle).expr as *mut pg_sys::Node], result_rel as u32) {
                 if !is_meta(used) {
                     let col = column_name(used);
                     pg_sys::RelationClose(rel);
@@ -221,7 +195,7 @@ unsafe fn check_update(query: *mut pg_sys::Query, relid: pg_sys::Oid, name: &str
                 }
             }
         }
-        for used in referenced_attnums((*query).jointree as *mut pg_sys::Node, result_rel) {
+        for used in referenced_attnums(&[(*query).jointree as *mut pg_sys::Node], result_rel as u32) {
             if !is_meta(used) {
                 let col = column_name(used);
                 pg_sys::RelationClose(rel);

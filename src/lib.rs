@@ -15,6 +15,7 @@ mod error;
 mod gucs;
 mod hooks;
 mod modify;
+mod pgutil;
 mod planner;
 mod shape;
 mod store;

@@ -7,6 +7,7 @@
 
 use crate::am::scan::{self, Prune, ScanOptions};
 use crate::catalog::{self, Config};
+use crate::pgutil::{list_ptrs, referenced_attnums};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::ffi::CStr;
@@ -55,13 +56,6 @@ pub fn init() {
 const TIMESTAMPTZ_OPS: [(u32, &str); 5] = [(1322, "<"), (1323, "<="), (1320, "="), (1325, ">="), (1324, ">")];
 const TIMESTAMP_OPS: [(u32, &str); 5] = [(2062, "<"), (2063, "<="), (2060, "="), (2065, ">="), (2064, ">")];
 
-unsafe fn list_ptrs(list: *mut pg_sys::List) -> Vec<*mut std::ffi::c_void> {
-    if list.is_null() {
-        return Vec::new();
-    }
-    unsafe { (0..(*list).length as usize).map(|i| (*(*list).elements.add(i)).ptr_value).collect() }
-}
-
 #[pg_guard]
 unsafe extern "C-unwind" fn set_rel_pathlist(
     root: *mut pg_sys::PlannerInfo,
@@ -101,28 +95,11 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
 
 /// Attribute numbers (1-based) the query reads, or None when it needs the whole row.
 unsafe fn needed_attnums(rel: *mut pg_sys::RelOptInfo, clauses: *mut pg_sys::List) -> Option<Vec<i32>> {
-    unsafe {
-        let mut bms: *mut pg_sys::Bitmapset = std::ptr::null_mut();
-        let relid = (*rel).relid;
-        pg_sys::pull_varattnos((*(*rel).reltarget).exprs as *mut pg_sys::Node, relid, &mut bms);
-        pg_sys::pull_varattnos(clauses as *mut pg_sys::Node, relid, &mut bms);
-        let mut out = Vec::new();
-        let mut x = -1;
-        loop {
-            x = pg_sys::bms_next_member(bms, x);
-            if x < 0 {
-                break;
-            }
-            let attnum = x + pg_sys::FirstLowInvalidHeapAttributeNumber;
-            if attnum == 0 {
-                return None;
-            }
-            if attnum > 0 {
-                out.push(attnum);
-            }
-        }
-        Some(out)
+    let used = unsafe { referenced_attnums(&[(*(*rel).reltarget).exprs as *mut pg_sys::Node, clauses as *mut pg_sys::Node], (*rel).relid) };
+    if used.contains(&0) {
+        return None;
     }
+    Some(used.into_iter().filter(|&a| a > 0).collect())
 }
 
 #[pg_guard]

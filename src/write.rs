@@ -111,7 +111,8 @@ unsafe fn value_size(attr: &Attr, value: pg_sys::Datum) -> usize {
 
 /// What appending a row needs first: buckets to write, a new bucket id.
 enum Step {
-    Appended(i64, usize),
+    /// Bucket id, row index, and whether the buffer is now over its memory limit.
+    Appended(i64, usize, bool),
     Prepare { close: Vec<(OpenBucket, CloseReason)>, new_bucket: bool },
 }
 
@@ -149,7 +150,8 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
         series_key(&shape, values, nulls, &mut key);
 
         let mut new_id = None;
-        let (bucket_id, row) = loop {
+        let memory_limit = gucs::catalog_memory_limit_bytes();
+        let (bucket_id, row, over_limit) = loop {
             let step = BUFFER.with(|b| {
                 let mut buffer = b.borrow_mut();
                 let buffer = &mut *buffer;
@@ -175,7 +177,7 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                         let bucket = &mut series.open[i];
                         append(bucket, &shape, values, nulls, time, row_bytes, series.meta_bytes_per_row);
                         buffer.bytes += row_bytes;
-                        return Step::Appended(bucket.bucket_id, bucket.rows - 1);
+                        return Step::Appended(bucket.bucket_id, bucket.rows - 1, buffer.bytes > memory_limit);
                     }
                     None => {
                         let newest = series.newest.iter().find(|(s, _)| *s == subxid).map(|(_, w)| *w);
@@ -208,13 +210,13 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                     append(&mut bucket, &shape, values, nulls, time, row_bytes, series.meta_bytes_per_row);
                     series.open.push(bucket);
                     buffer.bytes += row_bytes;
-                    return Step::Appended(bucket_id, 0);
+                    return Step::Appended(bucket_id, 0, buffer.bytes > memory_limit);
                 }
                 buffer.bytes -= close.iter().map(|(b, _)| b.bytes).sum::<usize>();
                 Step::Prepare { close, new_bucket: true }
             });
             match step {
-                Step::Appended(id, row) => break (id, row),
+                Step::Appended(id, row, over) => break (id, row, over),
                 Step::Prepare { close, new_bucket } => {
                     for (bucket, reason) in close {
                         flush_bucket(&config, &shape, bucket, reason);
@@ -229,7 +231,9 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
 
         crate::tid::set(&mut (*slot).tts_tid, bucket_id, row);
         (*slot).tts_tableOid = relid;
-        enforce_memory_limit();
+        if over_limit {
+            enforce_memory_limit();
+        }
     }
 }
 

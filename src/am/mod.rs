@@ -117,7 +117,7 @@ unsafe extern "C-unwind" fn scan_begin(
     if !pscan.is_null() {
         unsupported("a parallel scan", "Set parallel_workers = 0 on the table (tsbucket.create_timeseries does).");
     }
-    unsafe { scan::begin(rel, snapshot, nkeys, key, pscan, flags) }
+    unsafe { scan::begin_with(rel, snapshot, nkeys, key, pscan, flags, scan::ScanOptions::default()) }
 }
 
 #[pg_guard]

@@ -61,20 +61,7 @@ struct ScanState {
 }
 
 /// # Safety
-/// Called by Postgres as scan_begin.
-pub unsafe fn begin(
-    rel: pg_sys::Relation,
-    snapshot: pg_sys::Snapshot,
-    nkeys: i32,
-    key: *mut pg_sys::ScanKeyData,
-    pscan: pg_sys::ParallelTableScanDesc,
-    flags: u32,
-) -> pg_sys::TableScanDesc {
-    unsafe { begin_with(rel, snapshot, nkeys, key, pscan, flags, ScanOptions::default()) }
-}
-
-/// # Safety
-/// As `begin`.
+/// Called for scan_begin (plain scans pass default options) and by TsBucketScan.
 pub unsafe fn begin_with(
     rel: pg_sys::Relation,
     snapshot: pg_sys::Snapshot,
@@ -150,7 +137,7 @@ unsafe fn state<'a>(scan: pg_sys::TableScanDesc) -> &'a mut ScanState {
 }
 
 /// # Safety
-/// `scan` must come from `begin`.
+/// `scan` must come from `begin_with`.
 pub unsafe fn end(scan: pg_sys::TableScanDesc) {
     unsafe {
         let ts = scan as *mut TsScanDesc;
@@ -168,7 +155,7 @@ pub unsafe fn end(scan: pg_sys::TableScanDesc) {
 }
 
 /// # Safety
-/// `scan` must come from `begin`.
+/// `scan` must come from `begin_with`.
 pub unsafe fn rescan(scan: pg_sys::TableScanDesc) {
     unsafe {
         let st = state(scan);
@@ -219,7 +206,7 @@ unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
 }
 
 /// # Safety
-/// `scan` must come from `begin`; `slot` a virtual slot of its relation.
+/// `scan` must come from `begin_with`; `slot` a virtual slot of its relation.
 pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDirection::Type, slot: *mut pg_sys::TupleTableSlot) -> bool {
     unsafe {
         let st = state(scan);

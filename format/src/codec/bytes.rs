@@ -14,6 +14,17 @@ const PLAIN: u8 = 1;
 const LZ4_MAX_RATIO: usize = 255;
 
 pub fn encode(values: &ByteValues, out: &mut Vec<u8>) {
+    // A bucket's tags usually hold one value: a one-entry dictionary, no hashing.
+    if let Some(first) = values.get(0)
+        && values.iter().all(|v| v == first)
+    {
+        let mut dict = ByteValues::default();
+        dict.push(first);
+        out.push(DICTIONARY);
+        out.extend_from_slice(&encode_plain(&dict)[1..]);
+        int::encode(&vec![0; values.len()], out);
+        return;
+    }
     match encode_dictionary(values) {
         // One value in eight or fewer distinct: the dictionary wins; skip lz4 of it all.
         Some((dict, distinct)) if distinct * 8 <= values.len() => out.extend_from_slice(&dict),

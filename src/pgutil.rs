@@ -1,0 +1,38 @@
+//! Small readers of Postgres node structures, shared by the hooks and the planner.
+
+use pgrx::pg_sys;
+
+/// The pointers of a List of nodes (empty for NIL).
+///
+/// # Safety
+/// `list` must be NIL or a valid pointer List.
+pub unsafe fn list_ptrs(list: *mut pg_sys::List) -> Vec<*mut std::ffi::c_void> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    unsafe { (0..(*list).length as usize).map(|i| (*(*list).elements.add(i)).ptr_value).collect() }
+}
+
+/// Attribute numbers of range-table entry `rtindex` that `nodes` refer to
+/// (0 = the whole row, negative = system columns).
+///
+/// # Safety
+/// `nodes` must be valid expression trees (or NULL).
+pub unsafe fn referenced_attnums(nodes: &[*mut pg_sys::Node], rtindex: u32) -> Vec<i32> {
+    unsafe {
+        let mut bms: *mut pg_sys::Bitmapset = std::ptr::null_mut();
+        for &node in nodes {
+            pg_sys::pull_varattnos(node, rtindex, &mut bms);
+        }
+        let mut out = Vec::new();
+        let mut x = -1;
+        loop {
+            x = pg_sys::bms_next_member(bms, x);
+            if x < 0 {
+                break;
+            }
+            out.push(x + pg_sys::FirstLowInvalidHeapAttributeNumber);
+        }
+        out
+    }
+}
