@@ -15,12 +15,12 @@ CREATE TABLE weather (
 SELECT tsbucket.create_timeseries('weather', time_column => 'time', meta_column => 'sensor',
                                   granularity => 'seconds');
 
-\echo '-- generating /tmp/tsbucket-demo-readings.csv (1M readings, every 3 s per sensor)'
+\echo '-- generating /tmp/tsbucket-demo-readings.csv (1M readings: 100 sensors, one per second each)'
 SELECT setseed(0.42);
 COPY (
-  SELECT '2024-08-01'::timestamptz + (i / 100) * interval '3 s' AS time,
+  SELECT '2024-08-01'::timestamptz + (i / 100) * interval '1 s' AS time,
          'sensor_' || lpad((i % 100)::text, 3, '0') AS sensor,
-         round((20 + 8 * sin(i / 30000.0 + i % 100) + random())::numeric, 1) AS temp,
+         round((20 + 8 * sin(i / 300000.0 + i % 100) + random())::numeric, 1) AS temp,
          round((55 + 20 * cos(i / 50000.0 + i % 7) + random() * 2)::numeric, 1) AS humidity,
          CASE WHEN i % 997 = 0 THEN 'maintenance' END AS note
     FROM generate_series(0, 999999) i
@@ -40,17 +40,17 @@ SELECT pg_size_pretty(pg_total_relation_size('weather_heap')) AS heap_with_index
        round(pg_total_relation_size('weather_heap')::numeric / (SELECT total_bytes FROM tsbucket.stats('weather')), 1) AS times_smaller;
 SELECT * FROM tsbucket.buckets('weather') LIMIT 5;
 
-\echo '-- a day of averages per sensor (only buckets of that day are read)'
+\echo '-- an hour of averages per sensor (only buckets of that hour are read)'
 SELECT sensor, count(*), round(avg(temp)::numeric, 2) AS avg_temp, min(time), max(time)
-  FROM weather WHERE time >= '2024-08-01' AND time < '2024-08-02'
+  FROM weather WHERE time >= '2024-08-01 01:00' AND time < '2024-08-01 02:00'
  GROUP BY sensor ORDER BY sensor LIMIT 5;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)
-SELECT sensor, avg(temp) FROM weather WHERE time >= '2024-08-01' AND time < '2024-08-02' GROUP BY sensor;
+SELECT sensor, avg(temp) FROM weather WHERE time >= '2024-08-01 01:00' AND time < '2024-08-01 02:00' GROUP BY sensor;
 
-\echo '-- one sensor, hourly'
-SELECT date_trunc('hour', time) AS hour, round(avg(temp)::numeric, 2) AS temp, round(avg(humidity)::numeric, 1) AS humidity
-  FROM weather WHERE sensor = 'sensor_042' AND time < '2024-08-01 06:00'
- GROUP BY 1 ORDER BY 1;
+\echo '-- one sensor, every 15 minutes'
+SELECT date_bin('15 minutes', time, '2024-08-01') AS quarter, round(avg(temp)::numeric, 2) AS temp,
+       round(avg(humidity)::numeric, 1) AS humidity
+  FROM weather WHERE sensor = 'sensor_042' GROUP BY 1 ORDER BY 1;
 
 \echo '-- MongoDB rules: a sensor can be renamed (whole buckets move) ...'
 UPDATE weather SET sensor = 'sensor_042_renamed' WHERE sensor = 'sensor_042';
