@@ -20,6 +20,7 @@ mod planner;
 mod shape;
 mod store;
 mod tid;
+mod timefn;
 mod write;
 
 #[cfg(any(test, feature = "pg_test"))]
@@ -29,6 +30,7 @@ mod tests;
 
 extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
 extension_sql_file!("../sql/catalog_functions.sql", name = "catalog_functions", finalize);
+extension_sql_file!("../sql/time_functions.sql", name = "time_functions", requires = ["catalog_functions"]);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

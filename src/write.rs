@@ -306,17 +306,21 @@ fn enforce_memory_limit() {
             chosen.push(id);
             to_free = to_free.saturating_sub(bytes);
         }
-        take_buckets(buffer, |o| chosen.contains(&o.bucket_id), false)
+        take_buckets(buffer, None, |o| chosen.contains(&o.bucket_id), false)
     });
     write_all(work, CloseReason::MemoryLimit);
 }
 
 type Work = Vec<(Rc<Config>, Rc<TableShape>, OpenBucket)>;
 
-/// Removes the open (and, if asked, set-aside) buckets `pick` selects.
-fn take_buckets(buffer: &mut WriteBuffer, pick: impl Fn(&OpenBucket) -> bool, with_closed: bool) -> Work {
+/// Removes the open (and, if asked, set-aside) buckets `pick` selects, of one
+/// table or of all.
+fn take_buckets(buffer: &mut WriteBuffer, only: Option<pg_sys::Oid>, pick: impl Fn(&OpenBucket) -> bool, with_closed: bool) -> Work {
     let mut out = Vec::new();
-    for table in buffer.tables.values_mut() {
+    for (relid, table) in buffer.tables.iter_mut() {
+        if only.is_some_and(|r| r != *relid) {
+            continue;
+        }
         for series in table.series.values_mut() {
             let mut i = 0;
             while i < series.open.len() {
@@ -385,20 +389,7 @@ pub fn flush(relid: Option<pg_sys::Oid>, reason: CloseReason) {
     let subxid = current_subxid();
     let work = BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
-        let work = match relid {
-            None => take_buckets(&mut buffer, |o| o.subxid == subxid, true),
-            Some(relid) => {
-                let mut only = WriteBuffer::default();
-                if let Some(t) = buffer.tables.remove(&relid) {
-                    only.tables.insert(relid, t);
-                }
-                let work = take_buckets(&mut only, |o| o.subxid == subxid, true);
-                buffer.tables.extend(only.tables);
-                let freed: usize = work.iter().map(|(_, _, b)| b.bytes).sum();
-                buffer.bytes -= freed;
-                work
-            }
-        };
+        let work = take_buckets(&mut buffer, relid, |o| o.subxid == subxid, true);
         for table in buffer.tables.values_mut() {
             for series in table.series.values_mut() {
                 series.newest.retain(|(s, _)| *s != subxid);
@@ -414,7 +405,7 @@ pub fn flush(relid: Option<pg_sys::Oid>, reason: CloseReason) {
 pub fn discard_subxact(subxid: u32) {
     BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
-        drop(take_buckets(&mut buffer, |o| o.subxid == subxid, true));
+        drop(take_buckets(&mut buffer, None, |o| o.subxid == subxid, true));
         for table in buffer.tables.values_mut() {
             for series in table.series.values_mut() {
                 series.newest.retain(|(s, _)| *s != subxid);
