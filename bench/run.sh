@@ -8,3 +8,6 @@ cd "$(dirname "$0")/.."
 ver=${BENCH_PG:-pg15}
 install_extension "$ver" --release
 TSBUCKET_PG=$ver "$TSBUCKET_VENV/bin/python" bench/bench.py "$@"
+if [ -z "${BENCH_SKIP_FUNCTIONS:-}" ]; then
+    TSBUCKET_PG=$ver "$TSBUCKET_VENV/bin/python" bench/functions.py
+fi

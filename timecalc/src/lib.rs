@@ -33,19 +33,20 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// Case-insensitive; called once per row, so it does not allocate.
     pub fn parse(s: &str) -> Option<Unit> {
-        Some(match s.to_ascii_lowercase().as_str() {
-            "year" => Unit::Year,
-            "quarter" => Unit::Quarter,
-            "month" => Unit::Month,
-            "week" => Unit::Week,
-            "day" => Unit::Day,
-            "hour" => Unit::Hour,
-            "minute" => Unit::Minute,
-            "second" => Unit::Second,
-            "millisecond" => Unit::Millisecond,
-            _ => return None,
-        })
+        const UNITS: [(&str, Unit); 9] = [
+            ("hour", Unit::Hour),
+            ("day", Unit::Day),
+            ("minute", Unit::Minute),
+            ("second", Unit::Second),
+            ("month", Unit::Month),
+            ("week", Unit::Week),
+            ("year", Unit::Year),
+            ("quarter", Unit::Quarter),
+            ("millisecond", Unit::Millisecond),
+        ];
+        UNITS.iter().find(|(name, _)| s.eq_ignore_ascii_case(name)).map(|(_, u)| *u)
     }
 
     /// Fixed length for units that have one (week and smaller).
@@ -73,9 +74,8 @@ impl Unit {
 
 /// Day of week, 0 = Sunday .. 6 = Saturday.
 pub fn parse_weekday(s: &str) -> Option<i64> {
-    let s = s.to_ascii_lowercase();
     let days = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"];
-    days.iter().position(|d| s == *d || s == d[..3]).map(|i| i as i64)
+    days.iter().position(|d| s.eq_ignore_ascii_case(d) || s.eq_ignore_ascii_case(&d[..3])).map(|i| i as i64)
 }
 
 /// A time zone: the offset (seconds east of UTC) in force at an instant, and

@@ -59,6 +59,15 @@ SELECT location, login,
        tsbucket.date_add(login, 'hour', 24, location) AS hours_24
   FROM (VALUES ('America/New_York', '2021-03-13T10:00:00-0500'::timestamptz),
                ('America/Mexico_City', '2021-03-13T10:00:00-00:00')) v(location, login);
+-- $dateSubtract examples: month-end adjustment, 3 hours off January logouts, DST billing.
+SELECT tsbucket.date_subtract('2021-03-31T12:10:05Z', 'month', 1) AS feb_28;
+SELECT cust_id, logout, tsbucket.date_subtract(logout, 'hour', 3) AS logout_time
+  FROM (VALUES (457, '2021-01-28T13:05:00Z'::timestamptz), (458, '2021-01-31T11:00:00Z')) v(cust_id, logout);
+-- (MongoDB's table for Mexico City contradicts its own input; New York's rows are reproduced.)
+SELECT location, login, tsbucket.date_subtract(login, 'day', 1, location) AS one_day,
+       tsbucket.date_subtract(login, 'hour', 24, location) AS hours_24
+  FROM (VALUES ('America/New_York', '2021-03-14T10:00:00-0500'::timestamptz),
+               ('America/Mexico_City', '2021-03-14T10:00:00-00:00')) v(location, login);
 -- Negative amounts, subtract, clamping, leap days, units below a day.
 SELECT tsbucket.date_add('2024-03-31 08:00+00', 'month', -1) AS feb_clamped,
        tsbucket.date_subtract('2024-03-31 08:00+00', 'quarter', 1) AS dec_31,
