@@ -326,3 +326,33 @@ BEGIN
      WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = c.relid;
 END $$;
 CREATE EVENT TRIGGER tsbucket_drop_cleanup ON sql_drop EXECUTE FUNCTION tsbucket._drop_cleanup();
+
+-- Expiry by hand (the background worker of a later step will call the same):
+-- deletes every bucket whose newest row is older than now() - expire_after.
+-- A bucket with one unexpired row keeps all its rows, as in MongoDB.
+CREATE FUNCTION tsbucket.expire(relation regclass)
+RETURNS TABLE (buckets_expired bigint, rows_expired bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    store regclass := tsbucket._store_of(relation);
+    c tsbucket.catalog;
+    cutoff text;
+BEGIN
+    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('must be owner of table %s', relation);
+    END IF;
+    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
+    IF c.expire_after IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('table %s has no expire_after', relation),
+            HINT = 'Give expire_after to tsbucket.create_timeseries().';
+    END IF;
+    -- A timestamp (without time zone) time column holds UTC wall-clock times.
+    cutoff := CASE WHEN c.time_type = 'timestamp'::regtype THEN '(now() AT TIME ZONE ''UTC'') - $1'
+                   ELSE 'now() - $1' END;
+    RETURN QUERY EXECUTE format(
+        'WITH gone AS (DELETE FROM %s WHERE max_time < %s RETURNING row_count)
+         SELECT count(*), coalesce(sum(row_count), 0)::bigint FROM gone', store, cutoff)
+        USING c.expire_after;
+END $$;
