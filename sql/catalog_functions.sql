@@ -232,7 +232,8 @@ CREATE FUNCTION tsbucket.stats(relation regclass)
 RETURNS TABLE (buckets bigint, rows bigint, avg_rows_per_bucket numeric, compressed_bytes bigint,
                uncompressed_bytes bigint, compression_ratio numeric, total_bytes bigint,
                closed_by_count bigint, closed_by_size bigint, closed_by_time_window bigint,
-               closed_by_memory_limit bigint, closed_by_end_of_statement bigint, rewritten bigint)
+               closed_by_memory_limit bigint, closed_by_end_of_statement bigint, rewritten bigint,
+               compacted bigint)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE store regclass := tsbucket._store_of(relation);
 BEGIN
@@ -246,7 +247,8 @@ BEGIN
                pg_total_relation_size(%L::regclass),
                count(*) FILTER (WHERE close_reason = 1), count(*) FILTER (WHERE close_reason = 2),
                count(*) FILTER (WHERE close_reason = 3), count(*) FILTER (WHERE close_reason = 4),
-               count(*) FILTER (WHERE close_reason = 5), count(*) FILTER (WHERE close_reason = 6)
+               count(*) FILTER (WHERE close_reason = 5), count(*) FILTER (WHERE close_reason = 6),
+               count(*) FILTER (WHERE close_reason = 7)
           FROM %s $q$, store, store);
 END $$;
 
@@ -264,7 +266,8 @@ BEGIN
     RETURN QUERY EXECUTE format($q$
         SELECT s.bucket_id, %s, s.window_start::text, s.min_time::text, s.max_time::text, s.row_count,
                pg_column_size(s.payload),
-               (ARRAY['count', 'size', 'time_window', 'memory_limit', 'end_of_statement', 'rewrite'])[s.close_reason]
+               (ARRAY['count', 'size', 'time_window', 'memory_limit', 'end_of_statement', 'rewrite',
+                      'compaction'])[s.close_reason]
           FROM %s s ORDER BY %s s.window_start, s.bucket_id $q$,
         meta_expr, store, (SELECT string_agg('s.meta_' || i || ', ', '') FROM generate_series(1, n) i));
 END $$;
@@ -356,3 +359,17 @@ BEGIN
          SELECT count(*), coalesce(sum(row_count), 0)::bigint FROM gone', store, cutoff)
         USING c.expire_after;
 END $$;
+
+-- Compaction by hand: merges under-filled buckets of each series and window.
+CREATE FUNCTION tsbucket.compact(relation regclass)
+RETURNS TABLE (buckets_before bigint, buckets_after bigint, rows_moved bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM tsbucket._store_of(relation);
+    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('must be owner of table %s', relation);
+    END IF;
+    RETURN QUERY SELECT * FROM tsbucket._compact(relation);
+END $$;
+REVOKE EXECUTE ON FUNCTION tsbucket._compact(oid) FROM PUBLIC;

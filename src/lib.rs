@@ -10,6 +10,7 @@ use pgrx::prelude::*;
 mod am;
 mod api;
 mod catalog;
+mod compact;
 mod datum;
 mod error;
 mod gucs;

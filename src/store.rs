@@ -30,6 +30,8 @@ pub enum CloseReason {
     EndOfStatement = 5,
     /// Written by a DELETE or UPDATE that rewrote part of a bucket.
     Rewrite = 6,
+    /// Written by tsbucket.compact(), merging under-filled buckets.
+    Compaction = 7,
 }
 
 /// A bucket to be written.

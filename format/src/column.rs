@@ -207,19 +207,31 @@ impl Column {
 
     /// A copy holding only the rows where `keep` is true.
     pub fn filter(&self, keep: &[bool]) -> Column {
+        let rows: Vec<usize> = keep.iter().enumerate().filter(|(_, k)| **k).map(|(i, _)| i).collect();
+        self.gather(&rows)
+    }
+
+    /// A copy holding rows `rows` of this column, in that order.
+    pub fn gather(&self, rows: &[usize]) -> Column {
         let mut out = Column::new(self.attnum, self.kind);
-        for (row, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
-            if self.is_null(row) {
-                out.push_null();
-                continue;
-            }
-            match &self.values {
-                Values::Int(v) => out.push_int(v[row]),
-                Values::Float(v) => out.push_float(v[row]),
-                Values::Bool(v) => out.push_bool(v[row]),
-                Values::Bytes(v) => out.push_bytes(v.get(row).expect("in range")),
-            }
+        for &row in rows {
+            out.push_row_of(self, row);
         }
         out
+    }
+
+    /// Appends row `row` of `other` (a column of the same kind).
+    pub fn push_row_of(&mut self, other: &Column, row: usize) {
+        assert_eq!(self.kind, other.kind, "rows move only between columns of one kind");
+        if other.is_null(row) {
+            self.push_null();
+            return;
+        }
+        match &other.values {
+            Values::Int(v) => self.push_int(v[row]),
+            Values::Float(v) => self.push_float(v[row]),
+            Values::Bool(v) => self.push_bool(v[row]),
+            Values::Bytes(v) => self.push_bytes(v.get(row).expect("in range")),
+        }
     }
 }

@@ -155,6 +155,32 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn gather_reorders_rows((rows, columns) in bucket(), seed in any::<u64>()) {
+        let mut order: Vec<usize> = (0..rows).collect();
+        // A deterministic shuffle from the seed.
+        let mut x = seed | 1;
+        for i in (1..order.len()).rev() {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            order.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        for col in &columns {
+            let g = col.gather(&order);
+            prop_assert_eq!(g.len(), rows);
+            for (new, &old) in order.iter().enumerate() {
+                let mut expect = Column::new(col.attnum, col.kind);
+                expect.push_row_of(col, old);
+                let mut got = Column::new(col.attnum, col.kind);
+                got.push_row_of(&g, new);
+                assert_same(&expect, &got);
+            }
+        }
+    }
+}
+
 #[test]
 fn empty_bytes_values_survive_nulls() {
     let mut col = Column::new(3, ColumnKind::Bytes);

@@ -1,0 +1,178 @@
+//! Compaction: merges the under-filled buckets of each series and window into
+//! full ones, rows in time order, so that a table fed one row per statement
+//! ends up like one loaded by COPY. Runs in the caller's transaction; holds
+//! ShareUpdateExclusiveLock on the table (one compaction at a time; INSERT,
+//! SELECT, UPDATE and DELETE go on). A bucket changed concurrently makes it
+//! fail with 40001 rather than lose or resurrect rows.
+
+use crate::am::read;
+use crate::catalog;
+use crate::datum;
+use crate::gucs;
+use crate::shape::{Role, TableShape};
+use crate::store::{self, CloseReason, NewBucket};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use std::collections::BTreeMap;
+use tsbucket_format::stats::{column_stats, encode_stats};
+use tsbucket_format::{encode_bucket, Column, Values};
+
+struct Candidate {
+    tid: pg_sys::ItemPointerData,
+    bucket_id: i64,
+    rows: i32,
+}
+
+type GroupKey = (Vec<Option<Vec<u8>>>, i64);
+
+#[pg_extern]
+fn _compact(relid: pg_sys::Oid) -> TableIterator<'static, (name!(buckets_before, i64), name!(buckets_after, i64), name!(rows_moved, i64))> {
+    let result = unsafe { compact(relid) };
+    TableIterator::once(result)
+}
+
+unsafe fn compact(relid: pg_sys::Oid) -> (i64, i64, i64) {
+    unsafe {
+        let config = catalog::require(relid);
+        let rel = pg_sys::table_open(relid, pg_sys::ShareUpdateExclusiveLock as i32);
+        let shape = TableShape::new((*rel).rd_att, &config);
+        let meta_attrs = shape.meta_attrs();
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
+        let max_count = gucs::bucket_max_count();
+        let snapshot = store::current_snapshot();
+
+        // 1. Find the under-filled buckets, grouped by series and window.
+        let mut groups: BTreeMap<GroupKey, Vec<Candidate>> = BTreeMap::new();
+        let scan = pg_sys::heap_beginscan(
+            store_rel,
+            snapshot,
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE,
+        );
+        loop {
+            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tuple.is_null() {
+                break;
+            }
+            let b = store::read_header(store_rel, tuple);
+            if b.rows as usize >= max_count {
+                continue;
+            }
+            let meta = meta_attrs
+                .iter()
+                .enumerate()
+                .map(|(i, attr)| b.meta_datum(i).map(|d| datum::datum_bytes(d, attr).to_vec()))
+                .collect();
+            groups.entry((meta, b.window_start)).or_default().push(Candidate { tid: b.tid, bucket_id: b.bucket_id, rows: b.rows });
+        }
+        pg_sys::heap_endscan(scan);
+
+        // 2. Merge each group of two or more.
+        let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket compaction".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
+        let (mut before, mut after, mut moved) = (0i64, 0i64, 0i64);
+        for ((meta, window_start), mut members) in groups {
+            if members.len() < 2 {
+                continue;
+            }
+            members.sort_by_key(|m| m.bucket_id);
+            let old = pg_sys::MemoryContextSwitchTo(cxt);
+            let mut merged: Vec<Column> = shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect();
+            let mut uncompressed = 0i64;
+            for m in &members {
+                let Some(stored) = store::find_bucket(store_rel, config.id_index, m.bucket_id, snapshot) else { continue };
+                uncompressed += stored.values[store::COL_UNCOMPRESSED_BYTES].value() as i64;
+                let loaded = read::load(&config, &shape, &stored);
+                for (col, attr) in merged.iter_mut().zip(shape.payload_attrs()) {
+                    match &loaded.columns[attr.attnum as usize - 1] {
+                        Some(src) => (0..loaded.rows).for_each(|r| col.push_row_of(src, r)),
+                        None => {
+                            // Written before the column was added: its default.
+                            let mut isnull = false;
+                            let missing = pg_sys::getmissingattr((*rel).rd_att, attr.attnum as i32, &mut isnull);
+                            for _ in 0..loaded.rows {
+                                if isnull { col.push_null() } else { datum::push_datum(col, attr, missing); }
+                            }
+                        }
+                    }
+                }
+                store::delete_bucket(store_rel, m.tid);
+            }
+            let rows = merged.first().map_or(0, Column::len);
+            let time_col = shape.payload_attrs().position(|a| a.role == Role::Time).expect("the time column is stored");
+            let times = match &merged[time_col].values {
+                Values::Int(t) => t.clone(),
+                _ => unreachable!("time is a timestamp column"),
+            };
+            let mut order: Vec<usize> = (0..rows).collect();
+            order.sort_by_key(|&r| times[r]);
+            for chunk in chunks(&merged, &order, max_count, gucs::bucket_max_size()) {
+                let columns: Vec<Column> = merged.iter().map(|c| c.gather(chunk)).collect();
+                let (min_time, max_time) = (times[chunk[0]], times[*chunk.last().expect("non-empty")]);
+                let payload = encode_bucket(chunk.len(), &columns);
+                let stats = encode_stats(&columns.iter().filter_map(column_stats).collect::<Vec<_>>());
+                store::insert_bucket(
+                    store_rel,
+                    &NewBucket {
+                        bucket_id: store::next_bucket_id(config.id_sequence),
+                        window_start,
+                        min_time,
+                        max_time,
+                        rows: chunk.len() as i32,
+                        uncompressed_bytes: uncompressed * chunk.len() as i64 / rows.max(1) as i64,
+                        close_reason: CloseReason::Compaction,
+                        stats: &stats,
+                        payload: &payload,
+                        meta: &meta,
+                    },
+                    &meta_attrs,
+                );
+                after += 1;
+            }
+            before += members.len() as i64;
+            moved += members.iter().map(|m| m.rows as i64).sum::<i64>();
+            pg_sys::MemoryContextSwitchTo(old);
+            pg_sys::MemoryContextReset(cxt);
+        }
+        pg_sys::MemoryContextDelete(cxt);
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
+        (before, after, moved)
+    }
+}
+
+/// Splits rows (in `order`) into buckets of at most `max_count` rows and
+/// `max_size` bytes of values; a single larger row gets a bucket of its own.
+fn chunks<'a>(columns: &[Column], order: &'a [usize], max_count: usize, max_size: usize) -> Vec<&'a [usize]> {
+    let row_size = |r: usize| -> usize {
+        columns
+            .iter()
+            .map(|c| {
+                if c.is_null(r) {
+                    return 1;
+                }
+                match &c.values {
+                    Values::Bytes(b) => b.get(r).map_or(0, <[u8]>::len) + 4,
+                    Values::Bool(_) => 1,
+                    _ => 8,
+                }
+            })
+            .sum()
+    };
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, &r) in order.iter().enumerate() {
+        let size = row_size(r);
+        if i > start && (i - start >= max_count || bytes + size > max_size) {
+            out.push(&order[start..i]);
+            start = i;
+            bytes = 0;
+        }
+        bytes += size;
+    }
+    if start < order.len() {
+        out.push(&order[start..]);
+    }
+    out
+}
