@@ -373,3 +373,93 @@ BEGIN
     RETURN QUERY SELECT * FROM tsbucket._compact(relation);
 END $$;
 REVOKE EXECUTE ON FUNCTION tsbucket._compact(oid) FROM PUBLIC;
+
+-- MongoDB's collMod for time-series collections: the bucket span may only grow
+-- (existing buckets keep their windows; new rows use the new one), expiry can
+-- be set, changed or switched off.
+CREATE FUNCTION tsbucket.alter_timeseries(
+    relation regclass,
+    granularity text DEFAULT NULL,
+    bucket_max_span interval DEFAULT NULL,
+    bucket_rounding interval DEFAULT NULL,
+    expire_after interval DEFAULT NULL,
+    expire_never boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c tsbucket.catalog;
+    new_span interval;
+    new_gran text;
+    rank_of jsonb := '{"seconds": 1, "minutes": 2, "hours": 3}';
+BEGIN
+    PERFORM tsbucket._store_of(relation);
+    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('must be owner of table %s', relation);
+    END IF;
+    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation FOR UPDATE;
+    IF granularity IS NOT NULL AND (bucket_max_span IS NOT NULL OR bucket_rounding IS NOT NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'granularity cannot be combined with bucket_max_span and bucket_rounding';
+    END IF;
+    IF (bucket_max_span IS NULL) <> (bucket_rounding IS NULL) OR bucket_max_span <> bucket_rounding THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'bucket_max_span and bucket_rounding must be given together and be equal';
+    END IF;
+    IF expire_never AND expire_after IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'expire_after and expire_never cannot both be given';
+    END IF;
+    IF expire_after IS NOT NULL AND expire_after <= interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('expire_after must be positive, not %s', expire_after);
+    END IF;
+    new_span := c.bucket_max_span;
+    new_gran := c.granularity;
+    IF granularity IS NOT NULL THEN
+        IF NOT rank_of ? granularity THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('unknown granularity "%s"', granularity),
+                HINT = 'Use seconds, minutes or hours.';
+        END IF;
+        IF c.granularity IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('table %s has a custom bucket span; change it with bucket_max_span', relation);
+        END IF;
+        IF (rank_of ->> granularity)::int < (rank_of ->> c.granularity)::int THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('granularity can only grow, not go from %s to %s', c.granularity, granularity),
+                HINT = 'seconds -> minutes -> hours.';
+        END IF;
+        new_gran := granularity;
+        new_span := CASE granularity WHEN 'seconds' THEN interval '1 hour' WHEN 'minutes' THEN interval '1 day'
+                                     ELSE interval '30 days' END;
+    ELSIF bucket_max_span IS NOT NULL THEN
+        IF extract(month FROM bucket_max_span) <> 0 OR extract(year FROM bucket_max_span) <> 0
+           OR extract(epoch FROM bucket_max_span) < 1 OR extract(microseconds FROM bucket_max_span) % 1000000 <> 0 THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span %s must be a whole number of seconds, without months', bucket_max_span);
+        END IF;
+        IF bucket_max_span > interval '365 days' THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span %s exceeds the maximum of 365 days', bucket_max_span);
+        END IF;
+        IF bucket_max_span < c.bucket_max_span THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span can only grow, not go from %s to %s', c.bucket_max_span, bucket_max_span);
+        END IF;
+        -- New windows must nest the old ones, or a row could fall in two.
+        IF (extract(epoch FROM bucket_max_span)::bigint % extract(epoch FROM c.bucket_max_span)::bigint) <> 0 THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span %s must be a multiple of the current %s', bucket_max_span, c.bucket_max_span);
+        END IF;
+        new_gran := NULL;
+        new_span := bucket_max_span;
+    END IF;
+    UPDATE tsbucket.catalog
+       SET granularity = new_gran, bucket_max_span = new_span,
+           span_micros = (extract(epoch FROM new_span) * 1000000)::int8,
+           expire_after = CASE WHEN alter_timeseries.expire_never THEN NULL
+                               ELSE coalesce(alter_timeseries.expire_after, catalog.expire_after) END
+     WHERE relid = relation;
+    PERFORM tsbucket._invalidate(relation);
+END $$;
