@@ -372,7 +372,7 @@ BEGIN
     END IF;
     RETURN QUERY SELECT * FROM tsbucket._compact(relation);
 END $$;
-REVOKE EXECUTE ON FUNCTION tsbucket._compact(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION tsbucket._compact(oid, int) FROM PUBLIC;
 
 -- MongoDB's collMod for time-series collections: the bucket span may only grow
 -- (existing buckets keep their windows; new rows use the new one), expiry can
@@ -463,3 +463,50 @@ BEGIN
      WHERE relid = relation;
     PERFORM tsbucket._invalidate(relation);
 END $$;
+
+-- What the background worker did, per table.
+CREATE TABLE tsbucket.job_state (
+    relid            oid PRIMARY KEY,
+    last_expiry      timestamptz,
+    buckets_expired  bigint,
+    rows_expired     bigint,
+    last_compaction  timestamptz,
+    buckets_merged   bigint,
+    buckets_written  bigint,
+    last_error       text,
+    last_error_at    timestamptz
+);
+GRANT SELECT ON tsbucket.job_state TO PUBLIC;
+
+CREATE VIEW tsbucket.jobs AS
+SELECT j.relid::regclass AS table_name, j.last_expiry, j.buckets_expired, j.rows_expired,
+       j.last_compaction, j.buckets_merged, j.buckets_written, j.last_error, j.last_error_at
+  FROM tsbucket.job_state j JOIN tsbucket.catalog c USING (relid);
+GRANT SELECT ON tsbucket.jobs TO PUBLIC;
+
+-- One table's background run: expiry (if configured), then compaction of up
+-- to max_groups series-windows (the rest waits for the next run, which keeps
+-- the transaction short). Errors are recorded, not raised, so that one table
+-- cannot stop the others.
+CREATE FUNCTION tsbucket._run_jobs(relation regclass, max_groups int DEFAULT 200) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    e record;
+    c record;
+BEGIN
+    INSERT INTO tsbucket.job_state (relid) VALUES (relation) ON CONFLICT (relid) DO NOTHING;
+    BEGIN
+        IF (SELECT expire_after FROM tsbucket.catalog WHERE relid = relation) IS NOT NULL THEN
+            SELECT * INTO e FROM tsbucket.expire(relation);
+            UPDATE tsbucket.job_state SET last_expiry = now(), buckets_expired = e.buckets_expired,
+                   rows_expired = e.rows_expired WHERE relid = relation;
+        END IF;
+        SELECT * INTO c FROM tsbucket._compact(relation, max_groups);
+        UPDATE tsbucket.job_state SET last_compaction = now(), buckets_merged = c.buckets_before,
+               buckets_written = c.buckets_after WHERE relid = relation;
+    EXCEPTION WHEN OTHERS THEN
+        UPDATE tsbucket.job_state SET last_error = SQLERRM, last_error_at = now() WHERE relid = relation;
+        RAISE WARNING 'tsbucket background job on %: %', relation, SQLERRM;
+    END;
+END $$;
+REVOKE EXECUTE ON FUNCTION tsbucket._run_jobs(regclass, int) FROM PUBLIC;

@@ -25,13 +25,17 @@ struct Candidate {
 
 type GroupKey = (Vec<Option<Vec<u8>>>, i64);
 
+/// `max_groups` bounds the series-windows merged in one call (NULL: all).
 #[pg_extern]
-fn _compact(relid: pg_sys::Oid) -> TableIterator<'static, (name!(buckets_before, i64), name!(buckets_after, i64), name!(rows_moved, i64))> {
-    let result = unsafe { compact(relid) };
+fn _compact(
+    relid: pg_sys::Oid,
+    max_groups: default!(Option<i32>, "NULL"),
+) -> TableIterator<'static, (name!(buckets_before, i64), name!(buckets_after, i64), name!(rows_moved, i64))> {
+    let result = unsafe { compact(relid, max_groups.map_or(usize::MAX, |n| n.max(1) as usize)) };
     TableIterator::once(result)
 }
 
-unsafe fn compact(relid: pg_sys::Oid) -> (i64, i64, i64) {
+unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
     unsafe {
         let config = catalog::require(relid);
         let rel = pg_sys::table_open(relid, pg_sys::ShareUpdateExclusiveLock as i32);
@@ -72,10 +76,7 @@ unsafe fn compact(relid: pg_sys::Oid) -> (i64, i64, i64) {
         // 2. Merge each group of two or more.
         let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket compaction".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
         let (mut before, mut after, mut moved) = (0i64, 0i64, 0i64);
-        for ((meta, window_start), mut members) in groups {
-            if members.len() < 2 {
-                continue;
-            }
+        for ((meta, window_start), mut members) in groups.into_iter().filter(|(_, m)| m.len() >= 2).take(max_groups) {
             members.sort_by_key(|m| m.bucket_id);
             let old = pg_sys::MemoryContextSwitchTo(cxt);
             let mut merged: Vec<Column> = shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect();

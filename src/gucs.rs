@@ -10,7 +10,29 @@ pub static BUCKET_MAX_SIZE: GucSetting<i32> = GucSetting::<i32>::new(125 * 1024)
 /// kB of buffered, not yet written rows per backend.
 pub static CATALOG_MEMORY_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(256 * 1024);
 
+/// Seconds between background runs of expiry and compaction.
+pub static WORKER_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(60);
+pub static WORKER_ENABLED: GucSetting<bool> = GucSetting::<bool>::new(true);
+
 pub fn init() {
+    GucRegistry::define_int_guc(
+        c"tsbucket.worker_interval",
+        c"Time between runs of the background expiry and compaction.",
+        c"Needs shared_preload_libraries = 'tsbucket'.",
+        &WORKER_INTERVAL,
+        1,
+        86_400,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_bool_guc(
+        c"tsbucket.worker_enabled",
+        c"Whether the background worker expires and compacts buckets.",
+        c"Needs shared_preload_libraries = 'tsbucket'; tsbucket.expire() and tsbucket.compact() work either way.",
+        &WORKER_ENABLED,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
     GucRegistry::define_int_guc(
         c"tsbucket.bucket_max_count",
         c"Maximum number of rows in one bucket.",

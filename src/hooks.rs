@@ -230,6 +230,12 @@ unsafe extern "C-unwind" fn process_utility(
         if !stmt.is_null() && (*stmt).type_ == pg_sys::NodeTag::T_AlterTableStmt {
             check_alter_table(stmt as *mut pg_sys::AlterTableStmt);
         }
+        if !stmt.is_null() && (*stmt).type_ == pg_sys::NodeTag::T_DropdbStmt {
+            let name = (*(stmt as *mut pg_sys::DropdbStmt)).dbname;
+            if !name.is_null() {
+                crate::worker::stop_workers_in(&std::ffi::CStr::from_ptr(name).to_string_lossy());
+            }
+        }
         match PREV_PROCESS_UTILITY {
             Some(prev) => prev(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
             None => pg_sys::standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),

@@ -5,6 +5,7 @@
 //! (write path) <- `am` (table access method callbacks) <- `hooks` and `api`
 //! (statement boundaries, SQL functions).
 
+use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 mod am;
@@ -22,6 +23,7 @@ mod shape;
 mod store;
 mod tid;
 mod timefn;
+mod worker;
 mod write;
 
 #[cfg(any(test, feature = "pg_test"))]
@@ -39,6 +41,9 @@ pub extern "C-unwind" fn _PG_init() {
     catalog::init();
     hooks::init();
     planner::init();
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        worker::register();
+    }
 }
 
 /// Required by `cargo pgrx test`.

@@ -16,7 +16,7 @@ tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
     mapfile -t tests < <(sed -e 's/#.*//' -e '/^\s*$/d' tests/pg_regress/schedule)
 fi
-echo "shared_preload_libraries = 'tsbucket'" > "$work/extra.conf"
+printf "shared_preload_libraries = 'tsbucket'\ntsbucket.worker_enabled = off\n" > "$work/extra.conf"
 status=0
 as_postgres "$regress" --temp-instance="$work/instance" --temp-config="$work/extra.conf" --bindir="$bindir" \
     --inputdir="$work" --outputdir="$work" --port="${REGRESS_PORT:-5491}" "${tests[@]}" || status=$?

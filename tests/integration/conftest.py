@@ -34,7 +34,7 @@ def as_postgres(args, **kw):
 class Cluster:
     _next_port = 5600 + os.getpid() % 200
 
-    def __init__(self, preload=True, extra_conf=()):
+    def __init__(self, preload=True, extra_conf=(), worker=False):
         self.version = os.environ.get("TSBUCKET_PG", "pg15")
         self.bindir = subprocess.check_output([pg_config(self.version), "--bindir"], text=True).strip()
         self.dir = tempfile.mkdtemp(prefix="tsbucket-it-")
@@ -47,6 +47,8 @@ class Cluster:
                 "max_connections = 50", "deadlock_timeout = 100ms"]
         if preload:
             conf.append("shared_preload_libraries = 'tsbucket'")
+            # Tests that count buckets must not have a worker compacting behind their backs.
+            conf.append(f"tsbucket.worker_enabled = {'on' if worker else 'off'}")
         conf.extend(extra_conf)
         as_postgres(["sh", "-c", f"cat >> {self.data}/postgresql.conf"], input="\n".join(conf) + "\n")
         self.start()

@@ -1,0 +1,132 @@
+"""The background worker: expiry and compaction on their own, crash safety,
+DROP DATABASE while it runs."""
+
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import Cluster, make_table, problems
+
+
+@pytest.fixture(scope="module")
+def worker_cluster():
+    c = Cluster(worker=True, extra_conf=["tsbucket.worker_interval = 1"])
+    yield c
+    c.destroy()
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.25)
+    return False
+
+
+def test_expiry_removes_whole_expired_buckets_only(worker_cluster):
+    with worker_cluster.connect() as c:
+        c.execute("CREATE TABLE ex (time timestamptz NOT NULL, sensor text, v float8) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('ex', 'time', 'sensor', bucket_max_span => '365 days', "
+                  "bucket_rounding => '365 days', expire_after => '1 day')")
+        c.execute("INSERT INTO ex SELECT now() - interval '500 days' + i * interval '1 s', 'old', i FROM generate_series(1, 100) i")
+        # One bucket mixing an old row and a fresh one: kept whole.
+        c.execute("INSERT INTO ex VALUES (greatest(to_timestamp(floor(extract(epoch FROM now()) / 31536000) * 31536000), "
+                  "now() - interval '3 days'), 'mixed', 1), (now(), 'mixed', 2)")
+        c.execute("INSERT INTO ex VALUES (now(), 'fresh', 1)")
+        assert wait_for(lambda: c.execute("SELECT count(*) FROM ex WHERE sensor = 'old'").fetchone()[0] == 0)
+        assert c.execute("SELECT sensor, count(*) FROM ex GROUP BY 1 ORDER BY 1").fetchall() == [("fresh", 1), ("mixed", 2)]
+        job = c.execute("SELECT last_expiry IS NOT NULL, last_error FROM tsbucket.jobs WHERE table_name = 'ex'::regclass").fetchone()
+        assert job == (True, None)
+
+
+def test_compaction_matches_a_copy_load(worker_cluster):
+    with worker_cluster.connect() as c:
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = off")
+        c.execute("SELECT pg_reload_conf()")
+        time.sleep(1.5)
+        for t in ("trickle", "loaded"):
+            make_table(c, t)
+        rows = [(f"2024-01-01 00:00:00+00", s, i) for i in range(300) for s in ("a", "b")]
+        for _, s, i in rows:
+            c.execute("INSERT INTO trickle VALUES ('2024-01-01 00:00:00+00'::timestamptz + %s * interval '1 s', %s, %s, %s)", (i, s, i, i))
+        c.execute("INSERT INTO loaded SELECT time, sensor, v, n FROM trickle ORDER BY time")
+        assert c.execute("SELECT buckets FROM tsbucket.stats('trickle')").fetchone()[0] == 600
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
+        c.execute("SELECT pg_reload_conf()")
+        assert wait_for(lambda: c.execute("SELECT buckets FROM tsbucket.stats('trickle')").fetchone()[0] == 2)
+        trickle = c.execute("SELECT buckets, rows, compressed_bytes FROM tsbucket.stats('trickle')").fetchone()
+        loaded = c.execute("SELECT buckets, rows, compressed_bytes FROM tsbucket.stats('loaded')").fetchone()
+        assert trickle[:2] == loaded[:2]
+        assert abs(trickle[2] - loaded[2]) <= 0.1 * loaded[2]
+        diff = c.execute("SELECT count(*) FROM ((SELECT * FROM trickle EXCEPT ALL SELECT * FROM loaded) "
+                         "UNION ALL (SELECT * FROM loaded EXCEPT ALL SELECT * FROM trickle)) d").fetchone()[0]
+        assert diff == 0
+        assert problems(c, "trickle") == []
+
+
+def test_reads_and_writes_go_on_during_compaction(worker_cluster):
+    with worker_cluster.connect() as c:
+        make_table(c, "busy")
+        for i in range(400):
+            c.execute("INSERT INTO busy VALUES ('2024-01-01'::timestamptz + %s * interval '1 s', 's', %s, %s)", (i, i, i))
+    stop = threading.Event()
+    seen = []
+
+    def reader():
+        with worker_cluster.connect() as r:
+            while not stop.is_set():
+                n = r.execute("SELECT count(*) FROM busy WHERE n < 400").fetchone()[0]
+                seen.append(n)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    with worker_cluster.connect() as w:
+        for i in range(400, 600):
+            w.execute("INSERT INTO busy VALUES ('2024-01-01'::timestamptz + %s * interval '1 s', 's', %s, %s)", (i, i, i))
+        assert wait_for(lambda: w.execute("SELECT buckets FROM tsbucket.stats('busy')").fetchone()[0] <= 2)
+    stop.set()
+    t.join()
+    # Every read saw each of the first 400 rows exactly once, before, during and after compaction.
+    assert seen and all(n == 400 for n in seen)
+    with worker_cluster.connect() as c:
+        assert c.execute("SELECT count(*), count(DISTINCT n) FROM busy").fetchone() == (600, 600)
+
+
+def test_kill_9_during_compaction_loses_nothing(worker_cluster):
+    with worker_cluster.connect() as c:
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = off")
+        c.execute("SELECT pg_reload_conf()")
+        time.sleep(1.5)
+        make_table(c, "crashy")
+        c.execute("""DO $$ BEGIN FOR i IN 1..3000 LOOP
+                       INSERT INTO crashy VALUES ('2024-01-01'::timestamptz + i * interval '1 s', 's' || (i % 7), i, i);
+                     END LOOP; END $$""")
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
+        c.execute("SELECT pg_reload_conf()")
+    time.sleep(1.2)
+    worker_cluster.crash()
+    worker_cluster.start()
+    with worker_cluster.connect() as c:
+        assert c.execute("SELECT count(*), count(DISTINCT n), sum(n) FROM crashy").fetchone() == (3000, 3000, sum(range(1, 3001)))
+        assert problems(c, "crashy") == []
+        assert wait_for(lambda: c.execute("SELECT buckets FROM tsbucket.stats('crashy')").fetchone()[0] <= 14)
+        assert c.execute("SELECT count(*), count(DISTINCT n) FROM crashy").fetchone() == (3000, 3000)
+
+
+def test_drop_database_while_the_worker_runs(worker_cluster):
+    with worker_cluster.connect(dbname="postgres") as c:
+        c.execute("CREATE DATABASE doomed")
+    with worker_cluster.connect(dbname="doomed") as d:
+        d.execute("CREATE EXTENSION tsbucket")
+        make_table(d, "t")
+        for i in range(200):
+            d.execute("INSERT INTO t VALUES (now() - %s * interval '1 s', 'x', %s, %s)", (i, i, i))
+    time.sleep(2.5)
+    with worker_cluster.connect(dbname="postgres") as c:
+        t0 = time.time()
+        c.execute("DROP DATABASE doomed")
+        assert time.time() - t0 < 10
+        assert c.execute("SELECT count(*) FROM pg_database WHERE datname = 'doomed'").fetchone()[0] == 0
