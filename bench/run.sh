@@ -10,4 +10,5 @@ install_extension "$ver" --release
 TSBUCKET_PG=$ver "$TSBUCKET_VENV/bin/python" bench/bench.py "$@"
 if [ -z "${BENCH_SKIP_FUNCTIONS:-}" ]; then
     TSBUCKET_PG=$ver "$TSBUCKET_VENV/bin/python" bench/functions.py
+    TSBUCKET_PG=$ver "$TSBUCKET_VENV/bin/python" bench/compaction.py
 fi

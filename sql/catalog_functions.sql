@@ -327,37 +327,92 @@ BEGIN
     DELETE FROM tsbucket.catalog c
      USING pg_event_trigger_dropped_objects() d
      WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = c.relid;
+    DELETE FROM tsbucket.series_retention r
+     USING pg_event_trigger_dropped_objects() d
+     WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = r.relid;
+    DELETE FROM tsbucket.job_state j
+     USING pg_event_trigger_dropped_objects() d
+     WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = j.relid;
 END $$;
 CREATE EVENT TRIGGER tsbucket_drop_cleanup ON sql_drop EXECUTE FUNCTION tsbucket._drop_cleanup();
 
--- Expiry by hand (the background worker of a later step will call the same):
--- deletes every bucket whose newest row is older than now() - expire_after.
--- A bucket with one unexpired row keeps all its rows, as in MongoDB.
+-- Per-series retention (beyond MongoDB): an override of expire_after for one
+-- series; NULL keeps that series forever. Meta values are matched as text
+-- (a row of them for several meta columns).
+CREATE TABLE tsbucket.series_retention (
+    relid         oid  NOT NULL,
+    meta          text NOT NULL,
+    expire_after  interval CHECK (expire_after > interval '0'),
+    PRIMARY KEY (relid, meta)
+);
+GRANT SELECT ON tsbucket.series_retention TO PUBLIC;
+
+CREATE FUNCTION tsbucket.set_series_retention(relation regclass, meta anyelement, expire_after interval)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM tsbucket._store_of(relation);
+    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('must be owner of table %s', relation);
+    END IF;
+    IF meta IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'the series of NULL meta values has no retention of its own',
+            HINT = 'It follows the table''s expire_after.';
+    END IF;
+    IF expire_after <= interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('expire_after must be positive, not %s', expire_after);
+    END IF;
+    INSERT INTO tsbucket.series_retention VALUES (relation, meta::text, expire_after)
+        ON CONFLICT ON CONSTRAINT series_retention_pkey DO UPDATE SET expire_after = EXCLUDED.expire_after;
+END $$;
+
+CREATE FUNCTION tsbucket.reset_series_retention(relation regclass, meta anyelement)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM tsbucket._store_of(relation);
+    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('must be owner of table %s', relation);
+    END IF;
+    DELETE FROM tsbucket.series_retention r WHERE r.relid = relation AND r.meta = reset_series_retention.meta::text;
+END $$;
+
+-- Expiry by hand (the background worker calls the same): deletes every
+-- bucket whose newest row is older than now() - expire_after (or its series'
+-- override). A bucket with one unexpired row keeps all its rows, as in MongoDB.
 CREATE FUNCTION tsbucket.expire(relation regclass)
 RETURNS TABLE (buckets_expired bigint, rows_expired bigint)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     store regclass := tsbucket._store_of(relation);
     c tsbucket.catalog;
-    cutoff text;
+    now_expr text;
+    n int;
+    meta_expr text;
 BEGIN
     IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
         RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
             MESSAGE = format('must be owner of table %s', relation);
     END IF;
     SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
-    IF c.expire_after IS NULL THEN
+    IF c.expire_after IS NULL AND NOT EXISTS (SELECT 1 FROM tsbucket.series_retention WHERE relid = relation) THEN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = format('table %s has no expire_after', relation),
-            HINT = 'Give expire_after to tsbucket.create_timeseries().';
+            HINT = 'Set one with tsbucket.alter_timeseries() or tsbucket.set_series_retention().';
     END IF;
     -- A timestamp (without time zone) time column holds UTC wall-clock times.
-    cutoff := CASE WHEN c.time_type = 'timestamp'::regtype THEN '(now() AT TIME ZONE ''UTC'') - $1'
-                   ELSE 'now() - $1' END;
+    now_expr := CASE WHEN c.time_type = 'timestamp'::regtype THEN '(now() AT TIME ZONE ''UTC'')' ELSE 'now()' END;
+    n := coalesce(array_length(c.meta_attnums, 1), 0);
+    meta_expr := CASE n WHEN 0 THEN 'NULL::text' WHEN 1 THEN 's.meta_1::text'
+                 ELSE 'row(' || (SELECT string_agg('s.meta_' || i, ', ') FROM generate_series(1, n) i) || ')::text' END;
     RETURN QUERY EXECUTE format(
-        'WITH gone AS (DELETE FROM %s WHERE max_time < %s RETURNING row_count)
-         SELECT count(*), coalesce(sum(row_count), 0)::bigint FROM gone', store, cutoff)
-        USING c.expire_after;
+        'WITH gone AS (
+           DELETE FROM %s s
+            WHERE s.max_time < %s - (SELECT CASE WHEN count(r.*) > 0 THEN max(r.expire_after) ELSE $1 END
+                                       FROM tsbucket.series_retention r WHERE r.relid = $2 AND r.meta = %s)
+           RETURNING row_count)
+         SELECT count(*), coalesce(sum(row_count), 0)::bigint FROM gone', store, now_expr, meta_expr)
+        USING c.expire_after, relation::oid;
 END $$;
 
 -- Compaction by hand: merges under-filled buckets of each series and window.
@@ -496,7 +551,8 @@ DECLARE
 BEGIN
     INSERT INTO tsbucket.job_state (relid) VALUES (relation) ON CONFLICT (relid) DO NOTHING;
     BEGIN
-        IF (SELECT expire_after FROM tsbucket.catalog WHERE relid = relation) IS NOT NULL THEN
+        IF (SELECT expire_after FROM tsbucket.catalog WHERE relid = relation) IS NOT NULL
+           OR EXISTS (SELECT 1 FROM tsbucket.series_retention WHERE relid = relation) THEN
             SELECT * INTO e FROM tsbucket.expire(relation);
             UPDATE tsbucket.job_state SET last_expiry = now(), buckets_expired = e.buckets_expired,
                    rows_expired = e.rows_expired WHERE relid = relation;

@@ -130,3 +130,43 @@ def test_drop_database_while_the_worker_runs(worker_cluster):
         c.execute("DROP DATABASE doomed")
         assert time.time() - t0 < 10
         assert c.execute("SELECT count(*) FROM pg_database WHERE datname = 'doomed'").fetchone()[0] == 0
+
+
+def test_expiry_timing(worker_cluster):
+    """A bucket goes within about one interval after its newest row expires, not before."""
+    with worker_cluster.connect() as c:
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
+        c.execute("SELECT pg_reload_conf()")
+        c.execute("CREATE TABLE timing (time timestamptz NOT NULL, sensor text) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('timing', 'time', 'sensor', expire_after => '4 seconds')")
+        c.execute("INSERT INTO timing VALUES (now(), 'a'), (now() - interval '1 second', 'a')")
+        inserted = time.time()
+        time.sleep(2.0)
+        assert c.execute("SELECT count(*) FROM timing").fetchone()[0] == 2, "expired before its time"
+        assert wait_for(lambda: c.execute("SELECT count(*) FROM timing").fetchone()[0] == 0, timeout=15)
+        # Expiry at 4 s plus at most one 1 s interval (and scheduling slack).
+        assert time.time() - inserted < 8
+
+
+def test_kill_9_during_expiry_expires_whole_buckets_or_none(worker_cluster):
+    with worker_cluster.connect() as c:
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = off")
+        c.execute("SELECT pg_reload_conf()")
+        time.sleep(1.5)
+        c.execute("CREATE TABLE exp9 (time timestamptz NOT NULL, sensor text, n int) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('exp9', 'time', 'sensor', expire_after => '1 day')")
+        c.execute("INSERT INTO exp9 SELECT now() - interval '10 days' + i * interval '1 s', 's' || (i % 50), i "
+                  "FROM generate_series(1, 100000) i")
+        c.execute("INSERT INTO exp9 SELECT now() - i * interval '1 s', 'new', i FROM generate_series(1, 1000) i")
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
+        c.execute("SELECT pg_reload_conf()")
+    time.sleep(1.1)
+    worker_cluster.crash()
+    worker_cluster.start()
+    with worker_cluster.connect() as c:
+        # Either the expiry committed or it did not: every bucket is whole.
+        assert problems(c, "exp9") == []
+        assert c.execute("SELECT count(*) FROM exp9 WHERE sensor = 'new'").fetchone()[0] == 1000
+        old = c.execute("SELECT count(*) FROM exp9 WHERE sensor <> 'new'").fetchone()[0]
+        assert old in (0, 100000)
+        assert wait_for(lambda: c.execute("SELECT count(*) FROM exp9 WHERE sensor <> 'new'").fetchone()[0] == 0)

@@ -16,11 +16,28 @@ INSERT INTO readings VALUES (now() - interval '1 hour', 'c', 3);
 SELECT * FROM tsbucket.expire('readings');
 SELECT sensor, count(*) FROM readings GROUP BY 1 ORDER BY 1;
 SELECT * FROM tsbucket.expire('readings');
+-- Per-series retention: series d keeps 1000 days, series e never expires, f follows the table.
+INSERT INTO readings VALUES (now() - interval '400 days', 'd', 1), (now() - interval '400 days', 'e', 1),
+                            (now() - interval '400 days', 'f', 1);
+SELECT tsbucket.set_series_retention('readings', 'd'::text, '1000 days');
+SELECT tsbucket.set_series_retention('readings', 'e'::text, NULL);
+SELECT relid::regclass, meta, expire_after FROM tsbucket.series_retention ORDER BY meta;
+SELECT * FROM tsbucket.expire('readings');
+SELECT sensor, count(*) FROM readings GROUP BY 1 ORDER BY 1;
+SELECT tsbucket.reset_series_retention('readings', 'd'::text);
+SELECT * FROM tsbucket.expire('readings');
+SELECT sensor, count(*) FROM readings GROUP BY 1 ORDER BY 1;
+SELECT tsbucket.set_series_retention('readings', 'd'::text, '-1 day');
+\echo SQLSTATE :LAST_ERROR_SQLSTATE
+SELECT tsbucket.set_series_retention('readings', NULL::text, '1 day');
+\echo SQLSTATE :LAST_ERROR_SQLSTATE
 -- Only the owner may expire; tables without expire_after cannot.
 CREATE ROLE ts_expirer;
 GRANT SELECT ON readings TO ts_expirer;
 SET SESSION AUTHORIZATION ts_expirer;
 SELECT * FROM tsbucket.expire('readings');
+\echo SQLSTATE :LAST_ERROR_SQLSTATE
+SELECT tsbucket.set_series_retention('readings', 'c'::text, '1 day');
 \echo SQLSTATE :LAST_ERROR_SQLSTATE
 RESET SESSION AUTHORIZATION;
 CREATE TABLE forever (time timestamptz NOT NULL) USING tsbucket;
@@ -28,4 +45,5 @@ SELECT tsbucket.create_timeseries('forever', 'time');
 SELECT * FROM tsbucket.expire('forever');
 \echo SQLSTATE :LAST_ERROR_SQLSTATE
 DROP TABLE readings, forever;
+SELECT count(*) AS overrides_left FROM tsbucket.series_retention;
 DROP ROLE ts_expirer;
