@@ -566,3 +566,7 @@ BEGIN
     END;
 END $$;
 REVOKE EXECUTE ON FUNCTION tsbucket._run_jobs(regclass, int) FROM PUBLIC;
+
+-- This database has the extension now: let the background launcher visit it.
+SELECT tsbucket._extension_created();
+REVOKE EXECUTE ON FUNCTION tsbucket._extension_created() FROM PUBLIC;

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Every test, on every supported PostgreSQL: the format crate's unit, property
+# Every test, on every supported PostgreSQL: the pure crates' unit, property
 # and corrupt-input tests; #[pg_test]s; the pg_regress suite; the integration
-# tests that start their own clusters. Usage: tests/run-all.sh (PG_VERSIONS="pg15" to narrow).
+# tests that start their own clusters. First installs what a fresh Debian 12
+# machine lacks (scripts/setup.sh, idempotent; TSBUCKET_SKIP_SETUP=1 skips it).
+# Usage: tests/run-all.sh (PG_VERSIONS="pg15" to narrow).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if [ -z "${TSBUCKET_SKIP_SETUP:-}" ]; then
+    ./scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+fi
 . scripts/pg-env.sh
 passed=0; failed=0; failures=()
 step() {

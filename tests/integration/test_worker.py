@@ -170,3 +170,57 @@ def test_kill_9_during_expiry_expires_whole_buckets_or_none(worker_cluster):
         old = c.execute("SELECT count(*) FROM exp9 WHERE sensor <> 'new'").fetchone()[0]
         assert old in (0, 100000)
         assert wait_for(lambda: c.execute("SELECT count(*) FROM exp9 WHERE sensor <> 'new'").fetchone()[0] == 0)
+
+
+def worker_visits(cluster, dbname):
+    with cluster.connect(dbname="postgres") as c:
+        return c.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND backend_type = 'tsbucket worker'",
+                         (dbname,)).fetchone()[0]
+
+
+def test_no_worker_where_the_extension_is_absent(worker_cluster):
+    with worker_cluster.connect() as c:
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
+        c.execute("SELECT pg_reload_conf()")
+    with worker_cluster.connect(dbname="postgres") as c:
+        c.execute("CREATE DATABASE plain_db")
+    time.sleep(3)  # the first visit finds no extension
+    with worker_cluster.connect(dbname="postgres") as c:
+        log_mark = c.execute("SELECT count(*) FROM pg_stat_activity").fetchone()[0]
+    seen = 0
+    for _ in range(12):
+        seen += worker_visits(worker_cluster, "plain_db")
+        time.sleep(0.25)
+    assert seen == 0 and log_mark >= 0
+    # CREATE EXTENSION brings the worker in.
+    with worker_cluster.connect(dbname="plain_db") as d:
+        d.execute("CREATE EXTENSION tsbucket")
+        make_table(d, "t")
+        for i in range(50):
+            d.execute("INSERT INTO t VALUES ('2024-01-01'::timestamptz + %s * interval '1 s', 'x', %s, %s)", (i, i, i))
+        assert wait_for(lambda: d.execute("SELECT buckets FROM tsbucket.stats('t')").fetchone()[0] == 1)
+    with worker_cluster.connect(dbname="postgres") as c:
+        c.execute("DROP DATABASE plain_db")
+
+
+def test_an_error_in_one_table_does_not_stop_the_others(worker_cluster):
+    with worker_cluster.connect() as c:
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = off")
+        c.execute("SELECT pg_reload_conf()")
+        time.sleep(1.5)
+        for t in ("broken", "healthy"):
+            make_table(c, t)
+            for i in range(20):
+                c.execute(f"INSERT INTO {t} VALUES ('2024-01-01'::timestamptz + %s * interval '1 s', 'x', %s, %s)", (i, i, i))
+        # A corrupt bucket makes compaction of one table fail.
+        store = c.execute("SELECT bucket_store FROM tsbucket.timeseries WHERE table_name = 'broken'::regclass").fetchone()[0]
+        c.execute(f"UPDATE {store} SET payload = '\\x01ff'::bytea WHERE bucket_id = (SELECT min(bucket_id) FROM {store})")
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
+        c.execute("SELECT pg_reload_conf()")
+        assert wait_for(lambda: c.execute("SELECT buckets FROM tsbucket.stats('healthy')").fetchone()[0] == 1)
+        assert wait_for(lambda: c.execute("SELECT last_error IS NOT NULL FROM tsbucket.jobs "
+                                          "WHERE table_name = 'broken'::regclass").fetchone() == (True,))
+        error = c.execute("SELECT last_error FROM tsbucket.jobs WHERE table_name = 'broken'::regclass").fetchone()[0]
+        assert "corrupt" in error
+        # The broken table is untouched: its 20 buckets are still there, 19 of them readable.
+        assert c.execute("SELECT buckets FROM tsbucket.stats('broken')").fetchone()[0] == 20
