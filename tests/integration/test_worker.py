@@ -224,3 +224,38 @@ def test_an_error_in_one_table_does_not_stop_the_others(worker_cluster):
         assert "corrupt" in error
         # The broken table is untouched: its 20 buckets are still there, 19 of them readable.
         assert c.execute("SELECT buckets FROM tsbucket.stats('broken')").fetchone()[0] == 20
+
+
+def test_reads_and_inserts_during_expiry(worker_cluster):
+    with worker_cluster.connect() as c:
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = off")
+        c.execute("SELECT pg_reload_conf()")
+        time.sleep(1.5)
+        c.execute("CREATE TABLE exr (time timestamptz NOT NULL, sensor text, n int) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('exr', 'time', 'sensor', expire_after => '1 day')")
+        c.execute("INSERT INTO exr SELECT now() - interval '10 days' + i * interval '1 s', 'old' || (i % 20), i "
+                  "FROM generate_series(1, 50000) i")
+        c.execute("INSERT INTO exr SELECT now() - i * interval '1 s', 'fresh', i FROM generate_series(1, 1000) i")
+        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
+        c.execute("SELECT pg_reload_conf()")
+    stop = threading.Event()
+    seen = []
+
+    def reader():
+        with worker_cluster.connect() as r:
+            while not stop.is_set():
+                seen.append(r.execute("SELECT count(*) FILTER (WHERE sensor = 'fresh'), "
+                                      "count(*) FILTER (WHERE sensor <> 'fresh') FROM exr").fetchone())
+
+    t = threading.Thread(target=reader)
+    t.start()
+    with worker_cluster.connect() as w:
+        for i in range(200):
+            w.execute("INSERT INTO exr VALUES (now(), 'fresh', -%s)", (i,))
+        assert wait_for(lambda: w.execute("SELECT count(*) FROM exr WHERE sensor <> 'fresh'").fetchone()[0] == 0)
+    stop.set()
+    t.join()
+    # Fresh rows are never lost; expired buckets vanish whole, all at once.
+    assert seen and all(fresh >= 1000 and old in (0, 50000) for fresh, old in seen)
+    with worker_cluster.connect() as c:
+        assert c.execute("SELECT count(*) FROM exr WHERE sensor = 'fresh'").fetchone()[0] == 1200
