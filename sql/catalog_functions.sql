@@ -3,6 +3,17 @@
 
 REVOKE EXECUTE ON FUNCTION tsbucket._depend_internal(oid, oid) FROM PUBLIC;
 
+-- The session user must own the table (these functions run with the extension
+-- owner's rights; session_user is who logged in, which SET ROLE cannot widen).
+CREATE FUNCTION tsbucket._check_owner(relation regclass) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('must be owner of table %s', relation);
+    END IF;
+END $$;
+
 CREATE FUNCTION tsbucket._create_store(
     relation regclass, time_attnum int2, meta_attnums int2[], granularity text,
     span interval, span_micros int8, expire_after interval)
@@ -21,10 +32,7 @@ DECLARE
 BEGIN
     -- Callers reach this only through create_timeseries, which checked ownership;
     -- check again, since this runs with the extension owner's rights.
-    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-            MESSAGE = format('must be owner of table %s', relation);
-    END IF;
+    PERFORM tsbucket._check_owner(relation);
     SELECT format_type(atttypid, atttypmod) INTO time_type
       FROM pg_attribute WHERE attrelid = relation AND attnum = time_attnum;
     FOR i IN 1 .. coalesce(array_length(meta_attnums, 1), 0) LOOP
@@ -351,9 +359,7 @@ CREATE FUNCTION tsbucket.set_series_retention(relation regclass, meta anyelement
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._store_of(relation);
-    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('must be owner of table %s', relation);
-    END IF;
+    PERFORM tsbucket._check_owner(relation);
     IF meta IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'the series of NULL meta values has no retention of its own',
@@ -371,9 +377,7 @@ CREATE FUNCTION tsbucket.reset_series_retention(relation regclass, meta anyeleme
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._store_of(relation);
-    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('must be owner of table %s', relation);
-    END IF;
+    PERFORM tsbucket._check_owner(relation);
     DELETE FROM tsbucket.series_retention r WHERE r.relid = relation AND r.meta = reset_series_retention.meta::text;
 END $$;
 
@@ -390,10 +394,7 @@ DECLARE
     n int;
     meta_expr text;
 BEGIN
-    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-            MESSAGE = format('must be owner of table %s', relation);
-    END IF;
+    PERFORM tsbucket._check_owner(relation);
     SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
     IF c.expire_after IS NULL AND NOT EXISTS (SELECT 1 FROM tsbucket.series_retention WHERE relid = relation) THEN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -421,10 +422,7 @@ RETURNS TABLE (buckets_before bigint, buckets_after bigint, rows_moved bigint)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._store_of(relation);
-    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-            MESSAGE = format('must be owner of table %s', relation);
-    END IF;
+    PERFORM tsbucket._check_owner(relation);
     RETURN QUERY SELECT * FROM tsbucket._compact(relation);
 END $$;
 REVOKE EXECUTE ON FUNCTION tsbucket._compact(oid, int) FROM PUBLIC;
@@ -447,10 +445,7 @@ DECLARE
     rank_of jsonb := '{"seconds": 1, "minutes": 2, "hours": 3}';
 BEGIN
     PERFORM tsbucket._store_of(relation);
-    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-            MESSAGE = format('must be owner of table %s', relation);
-    END IF;
+    PERFORM tsbucket._check_owner(relation);
     SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation FOR UPDATE;
     IF granularity IS NOT NULL AND (bucket_max_span IS NOT NULL OR bucket_rounding IS NOT NULL) THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
