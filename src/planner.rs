@@ -5,7 +5,8 @@
 //! min/max time and meta values before its payload is even read). EXPLAIN
 //! shows both, and with ANALYZE how many buckets were read and skipped.
 
-use crate::am::scan::{self, Prune, ScanOptions};
+use crate::am::scan::{self, Bound, Prune, ScanOptions};
+use tsbucket_format::ColumnKind;
 use crate::catalog::{self, Config};
 use crate::pgutil::{list_ptrs, referenced_attnums};
 use pgrx::pg_sys;
@@ -148,6 +149,9 @@ struct Candidate {
 enum Target {
     Time,
     Meta(usize),
+    /// A measurement column with per-bucket min/max: attnum, storage kind,
+    /// btree strategy (1 <, 2 <=, 3 =, 4 >=, 5 >) and the column's typlen.
+    Column { attnum: u16, kind: ColumnKind, strategy: i32, typlen: i16 },
 }
 
 #[repr(C)]
@@ -249,6 +253,8 @@ unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, s
                     continue;
                 }
                 Target::Meta(m)
+            } else if let Some(target) = column_target(node, attnum, op, value_type, array) {
+                target
             } else {
                 continue;
             };
@@ -259,6 +265,40 @@ unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, s
     }
 }
 
+/// A comparison of a measurement column whose buckets keep min/max statistics:
+/// an integer-like or float column compared with a value of its own type by an
+/// operator of its type's default btree family.
+unsafe fn column_target(
+    node: *mut pg_sys::CustomScanState,
+    attnum: i16,
+    op: pg_sys::Oid,
+    value_type: pg_sys::Oid,
+    array: bool,
+) -> Option<Target> {
+    unsafe {
+        if array || attnum <= 0 {
+            return None;
+        }
+        let rel = (*node).ss.ss_currentRelation;
+        let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
+        let kind = crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval);
+        if !matches!(kind, ColumnKind::Int | ColumnKind::Timestamp | ColumnKind::Float64 | ColumnKind::Float32) {
+            return None;
+        }
+        let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
+        pg_sys::op_input_types(op, &mut left, &mut right);
+        if left != att.atttypid || right != att.atttypid || value_type != att.atttypid {
+            return None;
+        }
+        let opclass = pg_sys::GetDefaultOpClass(att.atttypid, pg_sys::BTREE_AM_OID);
+        if opclass == pg_sys::InvalidOid {
+            return None;
+        }
+        let strategy = pg_sys::get_op_opfamily_strategy(op, pg_sys::get_opclass_family(opclass));
+        (1..=5).contains(&strategy).then_some(Target::Column { attnum: attnum as u16, kind, strategy, typlen: att.attlen })
+    }
+}
+
 /// Evaluates the candidates' constant sides (parameters are known only now).
 unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate], time_type: pg_sys::Oid) -> Vec<Prune> {
     unsafe {
@@ -266,6 +306,7 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate],
         let mut lo: Option<(i64, bool)> = None;
         let mut hi: Option<(i64, bool)> = None;
         let mut out = Vec::new();
+        let mut columns: std::collections::BTreeMap<u16, (Option<(Bound, bool)>, Option<(Bound, bool)>)> = Default::default();
         let query_cxt = (*(*node).ss.ps.state).es_query_cxt;
         for c in candidates {
             let mut isnull = false;
@@ -310,6 +351,46 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate],
                         _ => {}
                     }
                 }
+                Target::Column { attnum, kind, strategy, typlen } => {
+                    let v = match kind {
+                        ColumnKind::Float64 => Bound::Float(f64::from_bits(value.value() as u64)),
+                        ColumnKind::Float32 => Bound::Float(f32::from_bits(value.value() as u32) as f64),
+                        _ => Bound::Int(match typlen {
+                            1 => value.value() as u8 as i8 as i64,
+                            2 => value.value() as u16 as i16 as i64,
+                            4 => value.value() as u32 as i32 as i64,
+                            _ => value.value() as i64,
+                        }),
+                    };
+                    // A NaN constant: leave it to the quals (NaN sorts above everything).
+                    if matches!(v, Bound::Float(f) if f.is_nan()) {
+                        continue;
+                    }
+                    // Normalise to "column <op> v".
+                    let strategy = if c.var_first { strategy } else { 6 - strategy };
+                    let entry = columns.entry(attnum).or_default();
+                    let tighter_lo = |cur: Option<(Bound, bool)>, new: (Bound, bool)| match (cur, new.0) {
+                        (Some((Bound::Int(a), ia)), Bound::Int(b)) if a > b || (a == b && !ia) => cur,
+                        (Some((Bound::Float(a), ia)), Bound::Float(b)) if a > b || (a == b && !ia) => cur,
+                        _ => Some(new),
+                    };
+                    let tighter_hi = |cur: Option<(Bound, bool)>, new: (Bound, bool)| match (cur, new.0) {
+                        (Some((Bound::Int(a), ia)), Bound::Int(b)) if a < b || (a == b && !ia) => cur,
+                        (Some((Bound::Float(a), ia)), Bound::Float(b)) if a < b || (a == b && !ia) => cur,
+                        _ => Some(new),
+                    };
+                    match strategy {
+                        1 => entry.1 = tighter_hi(entry.1, (v, false)),
+                        2 => entry.1 = tighter_hi(entry.1, (v, true)),
+                        3 => {
+                            entry.0 = tighter_lo(entry.0, (v, true));
+                            entry.1 = tighter_hi(entry.1, (v, true));
+                        }
+                        4 => entry.0 = tighter_lo(entry.0, (v, true)),
+                        5 => entry.0 = tighter_lo(entry.0, (v, false)),
+                        _ => {}
+                    }
+                }
                 Target::Meta(meta) => {
                     let old = pg_sys::MemoryContextSwitchTo(query_cxt);
                     let values = if c.array {
@@ -334,6 +415,9 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate],
         }
         if lo.is_some() || hi.is_some() {
             out.push(Prune::Time { lo, hi });
+        }
+        for (attnum, (lo, hi)) in columns {
+            out.push(Prune::Column { attnum, lo, hi });
         }
         out
     }

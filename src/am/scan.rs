@@ -16,6 +16,16 @@ pub enum Prune {
     /// The meta column `meta` must satisfy `op(meta, value)` (or `op(value,
     /// meta)` when `meta_first` is false) for at least one of `values`.
     Meta { meta: usize, op: pg_sys::Oid, collation: pg_sys::Oid, meta_first: bool, values: Vec<pg_sys::Datum> },
+    /// Rows of a measurement column must lie in [lo, hi], checked against the
+    /// bucket's stored min/max of that column.
+    Column { attnum: u16, lo: Option<(Bound, bool)>, hi: Option<(Bound, bool)> },
+}
+
+/// A bound on an integer-like or float column, in the stats' own terms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    Int(i64),
+    Float(f64),
 }
 
 /// What a custom scan knows that a plain sequential scan does not.
@@ -109,7 +119,7 @@ pub unsafe fn begin_with(
                     pg_sys::fmgr_info(pg_sys::get_opcode(*op), &mut finfo);
                     Some(finfo)
                 }
-                Prune::Time { .. } => None,
+                Prune::Time { .. } | Prune::Column { .. } => None,
             })
             .collect();
         let state = Box::new(ScanState {
@@ -258,6 +268,11 @@ unsafe fn bucket_may_match(options: &ScanOptions, meta_fns: &mut [Option<pg_sys:
                     return false;
                 }
             }
+            Prune::Column { attnum, lo, hi } => {
+                if !column_may_match(b, *attnum, *lo, *hi) {
+                    return false;
+                }
+            }
             Prune::Meta { meta, collation, meta_first, values, .. } => {
                 let Some(m) = b.meta_datum(*meta) else { return false };
                 let finfo = meta_fns[i].as_mut().expect("built with the condition");
@@ -278,4 +293,39 @@ unsafe fn bucket_may_match(options: &ScanOptions, meta_fns: &mut [Option<pg_sys:
 /// `scan` must come from `begin_with`.
 pub unsafe fn counters(scan: pg_sys::TableScanDesc) -> ScanCounters {
     unsafe { state(scan).counters }
+}
+
+/// Whether the bucket's min/max of column `attnum` allow a row in [lo, hi].
+/// Without statistics (an all-NULL column, one added later) it may.
+fn column_may_match(b: &store::StoredBucket, attnum: u16, lo: Option<(Bound, bool)>, hi: Option<(Bound, bool)>) -> bool {
+    use tsbucket_format::stats::{decode_stats, Range};
+    let Ok(stats) = decode_stats(b.stats()) else { return true };
+    let Some(range) = stats.into_iter().find(|s| s.attnum == attnum).map(|s| s.range) else { return true };
+    // below(x, bound): x is below the lower bound, so no row reaches it.
+    match range {
+        Range::Int { min, max } => {
+            let lo_ok = match lo {
+                Some((Bound::Int(v), incl)) => max > v || (incl && max == v),
+                _ => true,
+            };
+            let hi_ok = match hi {
+                Some((Bound::Int(v), incl)) => min < v || (incl && min == v),
+                _ => true,
+            };
+            lo_ok && hi_ok
+        }
+        Range::Float { min, max, has_nan } => {
+            // NaN sorts above every number in Postgres: it meets any lower bound.
+            let lo_ok = has_nan
+                || match lo {
+                    Some((Bound::Float(v), incl)) => !max.is_nan() && (max > v || (incl && max == v)),
+                    _ => true,
+                };
+            let hi_ok = match hi {
+                Some((Bound::Float(v), incl)) => !min.is_nan() && (min < v || (incl && min == v)),
+                _ => true,
+            };
+            lo_ok && hi_ok
+        }
+    }
 }

@@ -30,6 +30,10 @@ QUERIES = [
     "SELECT count(*) FROM {t} WHERE time >= '2024-03-01' AND time < '2024-03-02' AND device = 'd3'",
     "SELECT tags, doc, raw, span, day FROM {t} WHERE cnt % 17 = 3 ORDER BY time, cnt",
     "SELECT count(*) FROM {t} WHERE temp IS NULL OR note IS NULL OR tags IS NULL",
+    # Bucket pruning by per-column min/max (NaN, infinities, -0.0 and NULLs in the data).
+    "SELECT count(*), sum(cnt) FROM {t} WHERE temp > 10 AND temp <= 45.5 AND small >= 0",
+    "SELECT count(*) FROM {t} WHERE temp > 1e10 OR hum < 1",
+    "SELECT count(*) FROM {t} WHERE cnt = 3 OR (small BETWEEN -100 AND 100 AND temp >= 0)",
 ]
 
 

@@ -48,6 +48,27 @@ RESET plan_cache_mode;
 -- A parameterized inner scan is re-evaluated per outer row.
 SELECT a.sensor, (SELECT count(*) FROM w b WHERE b.sensor = a.sensor AND b.time < '2024-08-01 01:00')
   FROM (VALUES ('s1'), ('s2'), ('zz')) a(sensor) ORDER BY 1;
+-- Per-column min/max statistics prune measurement columns too.
+SELECT scan_lines($q$SELECT count(*) FROM w WHERE temp > 99000$q$);
+SELECT count(*), min(temp), max(temp) FROM w WHERE temp > 99000;
+SELECT count(*) FROM w WHERE temp BETWEEN 500 AND 520;
+SELECT count(*) FROM w WHERE 50000 <= temp AND temp < 50010;
+SELECT count(*) FROM w WHERE temp = 77777;
+-- NaN sorts above every number: a bucket holding one is never skipped for >.
+INSERT INTO w VALUES ('2024-08-01 00:00:05', 's5', 'NaN', 'nan row');
+SELECT count(*) FROM w WHERE temp > 1e9;
+SELECT count(*) FROM w WHERE temp < -0.5;
+-- Integer and float4 columns, and a column added later (no statistics in old buckets).
+CREATE TABLE m (time timestamptz NOT NULL, sensor text, n int, f float4) USING tsbucket;
+SELECT tsbucket.create_timeseries('m', 'time', 'sensor');
+INSERT INTO m SELECT '2024-01-01'::timestamptz + i * interval '1 s', 's' || (i % 4), i, i / 4.0 FROM generate_series(1, 10000) i;
+ALTER TABLE m ADD COLUMN late int DEFAULT 7;
+SELECT scan_lines($q$SELECT count(*) FROM m WHERE n >= 9990$q$);
+SELECT count(*) FROM m WHERE n >= 9990;
+SELECT count(*) FROM m WHERE f < 2.5::float4;
+SELECT count(*) FROM m WHERE late = 7;
+SELECT count(*) FROM m WHERE n > 5000 AND n < 5002;
+DROP TABLE m;
 -- now() and other stable expressions prune too.
 SELECT count(*) FROM w WHERE time > now() + interval '100 years';
 DROP TABLE w;
