@@ -17,6 +17,14 @@ def worker_cluster():
     c.destroy()
 
 
+def set_worker(conn, on):
+    """Switch the background worker on or off (and, when off, let a running round finish)."""
+    conn.execute(f"ALTER SYSTEM SET tsbucket.worker_enabled = {'on' if on else 'off'}")
+    conn.execute("SELECT pg_reload_conf()")
+    if not on:
+        time.sleep(1.5)
+
+
 def wait_for(predicate, timeout=20.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -44,9 +52,7 @@ def test_expiry_removes_whole_expired_buckets_only(worker_cluster):
 
 def test_compaction_matches_a_copy_load(worker_cluster):
     with worker_cluster.connect() as c:
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = off")
-        c.execute("SELECT pg_reload_conf()")
-        time.sleep(1.5)
+        set_worker(c, False)
         for t in ("trickle", "loaded"):
             make_table(c, t)
         rows = [(f"2024-01-01 00:00:00+00", s, i) for i in range(300) for s in ("a", "b")]
@@ -54,8 +60,7 @@ def test_compaction_matches_a_copy_load(worker_cluster):
             c.execute("INSERT INTO trickle VALUES ('2024-01-01 00:00:00+00'::timestamptz + %s * interval '1 s', %s, %s, %s)", (i, s, i, i))
         c.execute("INSERT INTO loaded SELECT time, sensor, v, n FROM trickle ORDER BY time")
         assert c.execute("SELECT buckets FROM tsbucket.stats('trickle')").fetchone()[0] == 600
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
-        c.execute("SELECT pg_reload_conf()")
+        set_worker(c, True)
         assert wait_for(lambda: c.execute("SELECT buckets FROM tsbucket.stats('trickle')").fetchone()[0] == 2)
         trickle = c.execute("SELECT buckets, rows, compressed_bytes FROM tsbucket.stats('trickle')").fetchone()
         loaded = c.execute("SELECT buckets, rows, compressed_bytes FROM tsbucket.stats('loaded')").fetchone()
@@ -97,15 +102,12 @@ def test_reads_and_writes_go_on_during_compaction(worker_cluster):
 
 def test_kill_9_during_compaction_loses_nothing(worker_cluster):
     with worker_cluster.connect() as c:
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = off")
-        c.execute("SELECT pg_reload_conf()")
-        time.sleep(1.5)
+        set_worker(c, False)
         make_table(c, "crashy")
         c.execute("""DO $$ BEGIN FOR i IN 1..3000 LOOP
                        INSERT INTO crashy VALUES ('2024-01-01'::timestamptz + i * interval '1 s', 's' || (i % 7), i, i);
                      END LOOP; END $$""")
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
-        c.execute("SELECT pg_reload_conf()")
+        set_worker(c, True)
     time.sleep(1.2)
     worker_cluster.crash()
     worker_cluster.start()
@@ -135,8 +137,7 @@ def test_drop_database_while_the_worker_runs(worker_cluster):
 def test_expiry_timing(worker_cluster):
     """A bucket goes within about one interval after its newest row expires, not before."""
     with worker_cluster.connect() as c:
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
-        c.execute("SELECT pg_reload_conf()")
+        set_worker(c, True)
         c.execute("CREATE TABLE timing (time timestamptz NOT NULL, sensor text) USING tsbucket")
         c.execute("SELECT tsbucket.create_timeseries('timing', 'time', 'sensor', expire_after => '4 seconds')")
         c.execute("INSERT INTO timing VALUES (now(), 'a'), (now() - interval '1 second', 'a')")
@@ -150,16 +151,13 @@ def test_expiry_timing(worker_cluster):
 
 def test_kill_9_during_expiry_expires_whole_buckets_or_none(worker_cluster):
     with worker_cluster.connect() as c:
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = off")
-        c.execute("SELECT pg_reload_conf()")
-        time.sleep(1.5)
+        set_worker(c, False)
         c.execute("CREATE TABLE exp9 (time timestamptz NOT NULL, sensor text, n int) USING tsbucket")
         c.execute("SELECT tsbucket.create_timeseries('exp9', 'time', 'sensor', expire_after => '1 day')")
         c.execute("INSERT INTO exp9 SELECT now() - interval '10 days' + i * interval '1 s', 's' || (i % 50), i "
                   "FROM generate_series(1, 100000) i")
         c.execute("INSERT INTO exp9 SELECT now() - i * interval '1 s', 'new', i FROM generate_series(1, 1000) i")
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
-        c.execute("SELECT pg_reload_conf()")
+        set_worker(c, True)
     time.sleep(1.1)
     worker_cluster.crash()
     worker_cluster.start()
@@ -180,8 +178,7 @@ def worker_visits(cluster, dbname):
 
 def test_no_worker_where_the_extension_is_absent(worker_cluster):
     with worker_cluster.connect() as c:
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
-        c.execute("SELECT pg_reload_conf()")
+        set_worker(c, True)
     with worker_cluster.connect(dbname="postgres") as c:
         c.execute("CREATE DATABASE plain_db")
     time.sleep(3)  # the first visit finds no extension
@@ -205,9 +202,7 @@ def test_no_worker_where_the_extension_is_absent(worker_cluster):
 
 def test_an_error_in_one_table_does_not_stop_the_others(worker_cluster):
     with worker_cluster.connect() as c:
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = off")
-        c.execute("SELECT pg_reload_conf()")
-        time.sleep(1.5)
+        set_worker(c, False)
         for t in ("broken", "healthy"):
             make_table(c, t)
             for i in range(20):
@@ -215,8 +210,7 @@ def test_an_error_in_one_table_does_not_stop_the_others(worker_cluster):
         # A corrupt bucket makes compaction of one table fail.
         store = c.execute("SELECT bucket_store FROM tsbucket.timeseries WHERE table_name = 'broken'::regclass").fetchone()[0]
         c.execute(f"UPDATE {store} SET payload = '\\x01ff'::bytea WHERE bucket_id = (SELECT min(bucket_id) FROM {store})")
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
-        c.execute("SELECT pg_reload_conf()")
+        set_worker(c, True)
         assert wait_for(lambda: c.execute("SELECT buckets FROM tsbucket.stats('healthy')").fetchone()[0] == 1)
         assert wait_for(lambda: c.execute("SELECT last_error IS NOT NULL FROM tsbucket.jobs "
                                           "WHERE table_name = 'broken'::regclass").fetchone() == (True,))
@@ -228,16 +222,13 @@ def test_an_error_in_one_table_does_not_stop_the_others(worker_cluster):
 
 def test_reads_and_inserts_during_expiry(worker_cluster):
     with worker_cluster.connect() as c:
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = off")
-        c.execute("SELECT pg_reload_conf()")
-        time.sleep(1.5)
+        set_worker(c, False)
         c.execute("CREATE TABLE exr (time timestamptz NOT NULL, sensor text, n int) USING tsbucket")
         c.execute("SELECT tsbucket.create_timeseries('exr', 'time', 'sensor', expire_after => '1 day')")
         c.execute("INSERT INTO exr SELECT now() - interval '10 days' + i * interval '1 s', 'old' || (i % 20), i "
                   "FROM generate_series(1, 50000) i")
         c.execute("INSERT INTO exr SELECT now() - i * interval '1 s', 'fresh', i FROM generate_series(1, 1000) i")
-        c.execute("ALTER SYSTEM SET tsbucket.worker_enabled = on")
-        c.execute("SELECT pg_reload_conf()")
+        set_worker(c, True)
     stop = threading.Event()
     seen = []
 
