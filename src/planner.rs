@@ -5,7 +5,7 @@
 //! min/max time and meta values before its payload is even read). EXPLAIN
 //! shows both, and with ANALYZE how many buckets were read and skipped.
 
-use crate::am::scan::{self, Bound, Prune, ScanOptions};
+use crate::am::scan::{self, Bound, BoundRange, Prune, ScanOptions};
 use tsbucket_format::ColumnKind;
 use crate::catalog::{self, Config};
 use crate::pgutil::{list_ptrs, referenced_attnums};
@@ -54,8 +54,10 @@ pub fn init() {
     }
 }
 
-const TIMESTAMPTZ_OPS: [(u32, &str); 5] = [(1322, "<"), (1323, "<="), (1320, "="), (1325, ">="), (1324, ">")];
-const TIMESTAMP_OPS: [(u32, &str); 5] = [(2062, "<"), (2063, "<="), (2060, "="), (2065, ">="), (2064, ">")];
+/// Built-in comparison operators of the time column's type, with their btree
+/// strategies (1 <, 2 <=, 3 =, 4 >=, 5 >).
+const TIMESTAMPTZ_OPS: [(u32, i32); 5] = [(1322, 1), (1323, 2), (1320, 3), (1325, 4), (1324, 5)];
+const TIMESTAMP_OPS: [(u32, i32); 5] = [(2062, 1), (2063, 2), (2060, 3), (2065, 4), (2064, 5)];
 
 #[pg_guard]
 unsafe extern "C-unwind" fn set_rel_pathlist(
@@ -147,7 +149,8 @@ struct Candidate {
 
 #[derive(Clone, Copy)]
 enum Target {
-    Time,
+    /// The time column, with the operator's btree strategy.
+    Time { strategy: i32 },
     Meta(usize),
     /// A measurement column with per-bucket min/max: attnum, storage kind,
     /// btree strategy (1 <, 2 <=, 3 =, 4 >=, 5 >) and the column's typlen.
@@ -161,7 +164,6 @@ struct TsBucketScanState {
 }
 
 struct ExecState {
-    config: std::rc::Rc<Config>,
     needed: Option<Vec<bool>>,
     candidates: Vec<Candidate>,
     scan: pg_sys::TableScanDesc,
@@ -242,11 +244,12 @@ unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, s
             let attnum = (*var).varattno;
             let value_type = pg_sys::exprType(other);
             let target = if attnum == config.time_attnum {
-                let ops: &[(u32, &str)] = if time_type == pg_sys::TIMESTAMPTZOID { &TIMESTAMPTZ_OPS } else { &TIMESTAMP_OPS };
-                if array || value_type != time_type || !ops.iter().any(|(o, _)| pg_sys::Oid::from(*o) == op) {
-                    continue;
+                let ops: &[(u32, i32)] = if time_type == pg_sys::TIMESTAMPTZOID { &TIMESTAMPTZ_OPS } else { &TIMESTAMP_OPS };
+                let strategy = ops.iter().find(|(o, _)| pg_sys::Oid::from(*o) == op).map(|(_, s)| *s);
+                match strategy {
+                    Some(strategy) if !array && value_type == time_type => Target::Time { strategy },
+                    _ => continue,
                 }
-                Target::Time
             } else if let Some(m) = config.meta_attnums.iter().position(|&m| m == attnum) {
                 let name = CStr::from_ptr(pg_sys::get_opname(op)).to_bytes();
                 if name != b"=" {
@@ -300,13 +303,12 @@ unsafe fn column_target(
 }
 
 /// Evaluates the candidates' constant sides (parameters are known only now).
-unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate], time_type: pg_sys::Oid) -> Vec<Prune> {
+unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate]) -> Vec<Prune> {
     unsafe {
         let econtext = (*node).ss.ps.ps_ExprContext;
-        let mut lo: Option<(i64, bool)> = None;
-        let mut hi: Option<(i64, bool)> = None;
+        let mut time = BoundRange::default();
         let mut out = Vec::new();
-        let mut columns: std::collections::BTreeMap<u16, (Option<(Bound, bool)>, Option<(Bound, bool)>)> = Default::default();
+        let mut columns: std::collections::BTreeMap<u16, BoundRange> = Default::default();
         let query_cxt = (*(*node).ss.ps.state).es_query_cxt;
         for c in candidates {
             let mut isnull = false;
@@ -315,41 +317,10 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate],
                 continue;
             }
             match c.target {
-                Target::Time => {
-                    let v = value.value() as i64;
-                    let ops: &[(u32, &str)] = if time_type == pg_sys::TIMESTAMPTZOID { &TIMESTAMPTZ_OPS } else { &TIMESTAMP_OPS };
-                    let name = ops.iter().find(|(o, _)| pg_sys::Oid::from(*o) == c.op).map(|(_, n)| *n).unwrap_or("");
-                    // Normalise to "time <op> v".
-                    let name = if c.var_first {
-                        name
-                    } else {
-                        match name {
-                            "<" => ">",
-                            "<=" => ">=",
-                            ">" => "<",
-                            ">=" => "<=",
-                            other => other,
-                        }
-                    };
-                    let tighten_lo = |cur: Option<(i64, bool)>, new: (i64, bool)| match cur {
-                        Some(c) if c.0 > new.0 || (c.0 == new.0 && !c.1) => Some(c),
-                        _ => Some(new),
-                    };
-                    let tighten_hi = |cur: Option<(i64, bool)>, new: (i64, bool)| match cur {
-                        Some(c) if c.0 < new.0 || (c.0 == new.0 && !c.1) => Some(c),
-                        _ => Some(new),
-                    };
-                    match name {
-                        ">" => lo = tighten_lo(lo, (v, false)),
-                        ">=" => lo = tighten_lo(lo, (v, true)),
-                        "<" => hi = tighten_hi(hi, (v, false)),
-                        "<=" => hi = tighten_hi(hi, (v, true)),
-                        "=" => {
-                            lo = tighten_lo(lo, (v, true));
-                            hi = tighten_hi(hi, (v, true));
-                        }
-                        _ => {}
-                    }
+                Target::Time { strategy } => {
+                    // Normalise `v <op> time` to `time <op'> v`.
+                    let strategy = if c.var_first { strategy } else { 6 - strategy };
+                    time.narrow(strategy, Bound::Int(value.value() as i64));
                 }
                 Target::Column { attnum, kind, strategy, typlen } => {
                     let v = match kind {
@@ -366,30 +337,8 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate],
                     if matches!(v, Bound::Float(f) if f.is_nan()) {
                         continue;
                     }
-                    // Normalise to "column <op> v".
                     let strategy = if c.var_first { strategy } else { 6 - strategy };
-                    let entry = columns.entry(attnum).or_default();
-                    let tighter_lo = |cur: Option<(Bound, bool)>, new: (Bound, bool)| match (cur, new.0) {
-                        (Some((Bound::Int(a), ia)), Bound::Int(b)) if a > b || (a == b && !ia) => cur,
-                        (Some((Bound::Float(a), ia)), Bound::Float(b)) if a > b || (a == b && !ia) => cur,
-                        _ => Some(new),
-                    };
-                    let tighter_hi = |cur: Option<(Bound, bool)>, new: (Bound, bool)| match (cur, new.0) {
-                        (Some((Bound::Int(a), ia)), Bound::Int(b)) if a < b || (a == b && !ia) => cur,
-                        (Some((Bound::Float(a), ia)), Bound::Float(b)) if a < b || (a == b && !ia) => cur,
-                        _ => Some(new),
-                    };
-                    match strategy {
-                        1 => entry.1 = tighter_hi(entry.1, (v, false)),
-                        2 => entry.1 = tighter_hi(entry.1, (v, true)),
-                        3 => {
-                            entry.0 = tighter_lo(entry.0, (v, true));
-                            entry.1 = tighter_hi(entry.1, (v, true));
-                        }
-                        4 => entry.0 = tighter_lo(entry.0, (v, true)),
-                        5 => entry.0 = tighter_lo(entry.0, (v, false)),
-                        _ => {}
-                    }
+                    columns.entry(attnum).or_default().narrow(strategy, v);
                 }
                 Target::Meta(meta) => {
                     let old = pg_sys::MemoryContextSwitchTo(query_cxt);
@@ -413,12 +362,10 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate],
                 }
             }
         }
-        if lo.is_some() || hi.is_some() {
-            out.push(Prune::Time { lo, hi });
+        if time != BoundRange::default() {
+            out.push(Prune::Time(time));
         }
-        for (attnum, (lo, hi)) in columns {
-            out.push(Prune::Column { attnum, lo, hi });
-        }
+        out.extend(columns.into_iter().map(|(attnum, range)| Prune::Column { attnum, range }));
         out
     }
 }
@@ -439,7 +386,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             Some(mask)
         };
         let candidates = find_candidates(node, &config, (*cscan).scan.scanrelid);
-        let state = Box::new(ExecState { config, needed, candidates, scan: std::ptr::null_mut(), totals: Default::default() });
+        let state = Box::new(ExecState { needed, candidates, scan: std::ptr::null_mut(), totals: Default::default() });
         (*(node as *mut TsBucketScanState)).state = Box::into_raw(state);
     }
 }
@@ -448,8 +395,7 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
     unsafe {
         let st = exec_state(node);
         let rel = (*node).ss.ss_currentRelation;
-        let time_type = (*crate::shape::tuple_desc_attr((*rel).rd_att, st.config.time_attnum as usize - 1)).atttypid;
-        let prune = evaluate(node, &st.candidates, time_type);
+        let prune = evaluate(node, &st.candidates);
         let options = ScanOptions { needed: st.needed.clone(), prune };
         let estate = (*node).ss.ps.state;
         st.scan = scan::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);

@@ -10,22 +10,89 @@ use std::rc::Rc;
 
 /// A condition that rules whole buckets out before their payload is read.
 pub enum Prune {
-    /// Rows must lie in [lo, hi] (each bound optional, `true` = inclusive), in
-    /// the time column's microseconds.
-    Time { lo: Option<(i64, bool)>, hi: Option<(i64, bool)> },
+    /// The time column must lie in the range (checked against the bucket's
+    /// min/max time, in microseconds).
+    Time(BoundRange),
     /// The meta column `meta` must satisfy `op(meta, value)` (or `op(value,
     /// meta)` when `meta_first` is false) for at least one of `values`.
     Meta { meta: usize, op: pg_sys::Oid, collation: pg_sys::Oid, meta_first: bool, values: Vec<pg_sys::Datum> },
-    /// Rows of a measurement column must lie in [lo, hi], checked against the
+    /// A measurement column must lie in the range, checked against the
     /// bucket's stored min/max of that column.
-    Column { attnum: u16, lo: Option<(Bound, bool)>, hi: Option<(Bound, bool)> },
+    Column { attnum: u16, range: BoundRange },
 }
 
-/// A bound on an integer-like or float column, in the stats' own terms.
+/// A bound on an integer-like (timestamps included) or float column.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Bound {
     Int(i64),
     Float(f64),
+}
+
+impl Bound {
+    /// None for NaN, and for bounds of different kinds.
+    fn compare(self, other: Bound) -> Option<std::cmp::Ordering> {
+        match (self, other) {
+            (Bound::Int(a), Bound::Int(b)) => Some(a.cmp(&b)),
+            (Bound::Float(a), Bound::Float(b)) => a.partial_cmp(&b),
+            _ => None,
+        }
+    }
+
+    fn same_kind(self, other: Bound) -> bool {
+        matches!((self, other), (Bound::Int(_), Bound::Int(_)) | (Bound::Float(_), Bound::Float(_)))
+    }
+}
+
+/// The values a condition allows: [lo, hi], each bound optional, `true` = inclusive.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BoundRange {
+    pub lo: Option<(Bound, bool)>,
+    pub hi: Option<(Bound, bool)>,
+}
+
+impl BoundRange {
+    /// Narrows by `column <op> v`, op given as a btree strategy (1 <, 2 <=, 3 =, 4 >=, 5 >).
+    pub fn narrow(&mut self, strategy: i32, v: Bound) {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        // Keep the current bound if it is at least as tight as the new one.
+        let tighter = |cur: Option<(Bound, bool)>, new: (Bound, bool), beyond| {
+            cur.is_some_and(|(c, inclusive)| c.compare(new.0) == Some(beyond) || (c.compare(new.0) == Some(Equal) && !inclusive))
+        };
+        let mut lower = |new: (Bound, bool)| {
+            if !tighter(self.lo, new, Greater) {
+                self.lo = Some(new);
+            }
+        };
+        match strategy {
+            3 => lower((v, true)),
+            4 => lower((v, true)),
+            5 => lower((v, false)),
+            _ => {}
+        }
+        let mut upper = |new: (Bound, bool)| {
+            if !tighter(self.hi, new, Less) {
+                self.hi = Some(new);
+            }
+        };
+        match strategy {
+            1 => upper((v, false)),
+            2 | 3 => upper((v, true)),
+            _ => {}
+        }
+    }
+
+    /// Whether values spanning [min, max] (plus NaN where `has_nan`; Postgres
+    /// sorts NaN above every number) may include one in the range.
+    pub fn admits(&self, min: Bound, max: Bound, has_nan: bool) -> bool {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let meets = |x: Bound, (v, inclusive): (Bound, bool), beyond| {
+            // Bounds of another kind say nothing: admit.
+            !x.same_kind(v) || x.compare(v) == Some(beyond) || (inclusive && x.compare(v) == Some(Equal))
+        };
+        let lo_ok = has_nan || self.lo.is_none_or(|lo| meets(max, lo, Greater));
+        let hi_ok = self.hi.is_none_or(|hi| meets(min, hi, Less));
+        lo_ok && hi_ok
+    }
 }
 
 /// What a custom scan knows that a plain sequential scan does not.
@@ -256,20 +323,13 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
 unsafe fn bucket_may_match(options: &ScanOptions, meta_fns: &mut [Option<pg_sys::FmgrInfo>], b: &store::StoredBucket) -> bool {
     for (i, p) in options.prune.iter().enumerate() {
         match p {
-            Prune::Time { lo, hi } => {
-                if let Some((lo, inclusive)) = *lo
-                    && (b.max_time < lo || (b.max_time == lo && !inclusive))
-                {
-                    return false;
-                }
-                if let Some((hi, inclusive)) = *hi
-                    && (b.min_time > hi || (b.min_time == hi && !inclusive))
-                {
+            Prune::Time(range) => {
+                if !range.admits(Bound::Int(b.min_time), Bound::Int(b.max_time), false) {
                     return false;
                 }
             }
-            Prune::Column { attnum, lo, hi } => {
-                if !column_may_match(b, *attnum, *lo, *hi) {
+            Prune::Column { attnum, range } => {
+                if !column_may_match(b, *attnum, range) {
                     return false;
                 }
             }
@@ -295,37 +355,44 @@ pub unsafe fn counters(scan: pg_sys::TableScanDesc) -> ScanCounters {
     unsafe { state(scan).counters }
 }
 
-/// Whether the bucket's min/max of column `attnum` allow a row in [lo, hi].
+/// Whether the bucket's min/max of column `attnum` allow a row in the range.
 /// Without statistics (an all-NULL column, one added later) it may.
-fn column_may_match(b: &store::StoredBucket, attnum: u16, lo: Option<(Bound, bool)>, hi: Option<(Bound, bool)>) -> bool {
+fn column_may_match(b: &store::StoredBucket, attnum: u16, range: &BoundRange) -> bool {
     use tsbucket_format::stats::{decode_stats, Range};
     let Ok(stats) = decode_stats(b.stats()) else { return true };
-    let Some(range) = stats.into_iter().find(|s| s.attnum == attnum).map(|s| s.range) else { return true };
-    // below(x, bound): x is below the lower bound, so no row reaches it.
-    match range {
-        Range::Int { min, max } => {
-            let lo_ok = match lo {
-                Some((Bound::Int(v), incl)) => max > v || (incl && max == v),
-                _ => true,
-            };
-            let hi_ok = match hi {
-                Some((Bound::Int(v), incl)) => min < v || (incl && min == v),
-                _ => true,
-            };
-            lo_ok && hi_ok
-        }
-        Range::Float { min, max, has_nan } => {
-            // NaN sorts above every number in Postgres: it meets any lower bound.
-            let lo_ok = has_nan
-                || match lo {
-                    Some((Bound::Float(v), incl)) => !max.is_nan() && (max > v || (incl && max == v)),
-                    _ => true,
-                };
-            let hi_ok = match hi {
-                Some((Bound::Float(v), incl)) => !min.is_nan() && (min < v || (incl && min == v)),
-                _ => true,
-            };
-            lo_ok && hi_ok
-        }
+    match stats.into_iter().find(|s| s.attnum == attnum).map(|s| s.range) {
+        None => true,
+        Some(Range::Int { min, max }) => range.admits(Bound::Int(min), Bound::Int(max), false),
+        Some(Range::Float { min, max, has_nan }) => range.admits(Bound::Float(min), Bound::Float(max), has_nan),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(conditions: &[(i32, Bound)]) -> BoundRange {
+        let mut r = BoundRange::default();
+        conditions.iter().for_each(|(s, v)| r.narrow(*s, *v));
+        r
+    }
+
+    #[test]
+    fn narrowing_keeps_the_tightest_bounds() {
+        let r = range(&[(4, Bound::Int(5)), (5, Bound::Int(5)), (4, Bound::Int(3)), (1, Bound::Int(9)), (2, Bound::Int(12))]);
+        assert_eq!(r, BoundRange { lo: Some((Bound::Int(5), false)), hi: Some((Bound::Int(9), false)) });
+        let eq = range(&[(3, Bound::Int(7))]);
+        assert!(eq.admits(Bound::Int(7), Bound::Int(7), false));
+        assert!(!eq.admits(Bound::Int(8), Bound::Int(9), false));
+    }
+
+    #[test]
+    fn admits_respects_inclusivity_and_nan() {
+        let above = range(&[(5, Bound::Float(10.0))]);
+        assert!(!above.admits(Bound::Float(0.0), Bound::Float(10.0), false));
+        assert!(above.admits(Bound::Float(0.0), Bound::Float(10.0), true));
+        assert!(range(&[(4, Bound::Float(10.0))]).admits(Bound::Float(0.0), Bound::Float(10.0), false));
+        assert!(!range(&[(1, Bound::Float(0.0))]).admits(Bound::Float(f64::NAN), Bound::Float(f64::NAN), true));
+        assert!(range(&[(1, Bound::Int(0))]).admits(Bound::Float(5.0), Bound::Float(6.0), false));
     }
 }
