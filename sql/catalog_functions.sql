@@ -71,6 +71,30 @@ BEGIN
 END $$;
 REVOKE EXECUTE ON FUNCTION tsbucket._create_store(regclass, int2, int2[], text, interval, int8, interval) FROM PUBLIC;
 
+-- What a bucket span may be (create_timeseries and alter_timeseries): positive,
+-- a whole number of seconds, no months (their length varies), at most MongoDB's 365 days.
+CREATE FUNCTION tsbucket._check_span(span interval) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF span <= interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('bucket_max_span must be positive, not %s', span);
+    END IF;
+    IF extract(month FROM span) <> 0 OR extract(year FROM span) <> 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('bucket_max_span %s uses months or years, whose length varies', span),
+            HINT = 'Give the span in days, hours, minutes or seconds.';
+    END IF;
+    IF span > interval '365 days' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('bucket_max_span %s exceeds the maximum of 365 days', span);
+    END IF;
+    IF extract(epoch FROM span) < 1 OR extract(microseconds FROM span) % 1000000 <> 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('bucket_max_span %s must be a whole number of seconds', span);
+    END IF;
+END $$;
+
 CREATE FUNCTION tsbucket.create_timeseries(
     relation regclass,
     time_column name,
@@ -163,23 +187,7 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
                 MESSAGE = format('bucket_max_span (%s) and bucket_rounding (%s) must be equal', bucket_max_span, bucket_rounding);
         END IF;
-        IF bucket_max_span <= interval '0' THEN
-            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-                MESSAGE = format('bucket_max_span must be positive, not %s', bucket_max_span);
-        END IF;
-        IF extract(month FROM bucket_max_span) <> 0 OR extract(year FROM bucket_max_span) <> 0 THEN
-            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-                MESSAGE = format('bucket_max_span %s uses months or years, whose length varies', bucket_max_span),
-                HINT = 'Give the span in days, hours, minutes or seconds.';
-        END IF;
-        IF bucket_max_span > interval '365 days' THEN
-            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-                MESSAGE = format('bucket_max_span %s exceeds the maximum of 365 days', bucket_max_span);
-        END IF;
-        IF extract(epoch FROM bucket_max_span) < 1 OR extract(microseconds FROM bucket_max_span) % 1000000 <> 0 THEN
-            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-                MESSAGE = format('bucket_max_span %s must be a whole number of seconds', bucket_max_span);
-        END IF;
+        PERFORM tsbucket._check_span(bucket_max_span);
         span := bucket_max_span;
         gran := NULL;
     ELSE
@@ -484,15 +492,7 @@ BEGIN
         new_span := CASE granularity WHEN 'seconds' THEN interval '1 hour' WHEN 'minutes' THEN interval '1 day'
                                      ELSE interval '30 days' END;
     ELSIF bucket_max_span IS NOT NULL THEN
-        IF extract(month FROM bucket_max_span) <> 0 OR extract(year FROM bucket_max_span) <> 0
-           OR extract(epoch FROM bucket_max_span) < 1 OR extract(microseconds FROM bucket_max_span) % 1000000 <> 0 THEN
-            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-                MESSAGE = format('bucket_max_span %s must be a whole number of seconds, without months', bucket_max_span);
-        END IF;
-        IF bucket_max_span > interval '365 days' THEN
-            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-                MESSAGE = format('bucket_max_span %s exceeds the maximum of 365 days', bucket_max_span);
-        END IF;
+        PERFORM tsbucket._check_span(bucket_max_span);
         IF bucket_max_span < c.bucket_max_span THEN
             RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
                 MESSAGE = format('bucket_max_span can only grow, not go from %s to %s', c.bucket_max_span, bucket_max_span);
