@@ -149,26 +149,31 @@ pub fn is_tsbucket_oid(relid: pg_sys::Oid) -> bool {
 unsafe fn check_update(query: *mut pg_sys::Query, relid: pg_sys::Oid, name: &str) {
     unsafe {
         let Some(config) = catalog::lookup(relid) else { return };
-        let is_meta = |attnum: i32| config.meta_attnums.iter().any(|&m| i32::from(m) == attnum);
         let rel = pg_sys::RelationIdGetRelation(relid);
-        let column_name = |attnum: i32| {
-            if attnum <= 0 {
-                if attnum == 0 { "the whole row".to_string() } else { "a system column".to_string() }
-            } else {
-                format!("column \"{}\"", crate::shape::attr_name(rel, attnum as i16))
-            }
+        let violation = update_violation(query, rel, &config, name);
+        pg_sys::RelationClose(rel);
+        if let Some((message, hint)) = violation {
+            ts_error(FEATURE_NOT_SUPPORTED, &message, &hint);
+        }
+    }
+}
+
+/// The first way this UPDATE breaks the meta-only rule, as (message, hint).
+unsafe fn update_violation(query: *mut pg_sys::Query, rel: pg_sys::Relation, config: &catalog::Config, name: &str) -> Option<(String, String)> {
+    unsafe {
+        let is_meta = |attnum: i32| config.meta_attnums.iter().any(|&m| i32::from(m) == attnum);
+        let column_name = |attnum: i32| match attnum {
+            0 => "the whole row".to_string(),
+            a if a < 0 => "a system column".to_string(),
+            a => format!("column \"{}\"", crate::shape::attr_name(rel, a as i16)),
         };
         let meta_names = config.meta_attnums.iter().map(|&m| crate::shape::attr_name(rel, m)).collect::<Vec<_>>().join(", ");
-        let result_rel = (*query).resultRelation;
-        let fail = |what: String, hint: String| -> ! {
-            ts_error(FEATURE_NOT_SUPPORTED, &what, &hint);
-        };
+        let result_rel = (*query).resultRelation as u32;
         if config.meta_attnums.is_empty() {
-            pg_sys::RelationClose(rel);
-            fail(
+            return Some((
                 format!("UPDATE is not supported on time-series table \"{name}\", which has no meta column"),
                 "Delete the rows and insert them again.".into(),
-            );
+            ));
         }
         for tle in list_ptrs((*query).targetList) {
             let tle = tle as *mut pg_sys::TargetEntry;
@@ -177,35 +182,24 @@ unsafe fn check_update(query: *mut pg_sys::Query, relid: pg_sys::Oid, name: &str
             }
             let attnum = i32::from((*tle).resno);
             if !is_meta(attnum) {
-                let col = column_name(attnum);
-                pg_sys::RelationClose(rel);
-                fail(
-                    format!("cannot update {col} of time-series table \"{name}\": only meta columns may be changed"),
+                return Some((
+                    format!("cannot update {} of time-series table \"{name}\": only meta columns may be changed", column_name(attnum)),
                     format!("An UPDATE of a time-series table may only set its meta columns ({meta_names})."),
-                );
+                ));
             }
-            for used in referenced_attnums(&[(*tle).expr as *mut pg_sys::Node], result_rel as u32) {
-                if !is_meta(used) {
-                    let col = column_name(used);
-                    pg_sys::RelationClose(rel);
-                    fail(
-                        format!("cannot compute the new meta value of time-series table \"{name}\" from {col}"),
-                        format!("The new value may only depend on the meta columns ({meta_names}) and constants."),
-                    );
-                }
+            if let Some(used) = referenced_attnums(&[(*tle).expr as *mut pg_sys::Node], result_rel).into_iter().find(|a| !is_meta(*a)) {
+                return Some((
+                    format!("cannot compute the new meta value of time-series table \"{name}\" from {}", column_name(used)),
+                    format!("The new value may only depend on the meta columns ({meta_names}) and constants."),
+                ));
             }
         }
-        for used in referenced_attnums(&[(*query).jointree as *mut pg_sys::Node], result_rel as u32) {
-            if !is_meta(used) {
-                let col = column_name(used);
-                pg_sys::RelationClose(rel);
-                fail(
-                    format!("UPDATE of time-series table \"{name}\" may only filter on meta columns, not on {col}"),
-                    format!("Filter on the meta columns ({meta_names}) only, or DELETE the rows and insert them again."),
-                );
-            }
-        }
-        pg_sys::RelationClose(rel);
+        referenced_attnums(&[(*query).jointree as *mut pg_sys::Node], result_rel).into_iter().find(|a| !is_meta(*a)).map(|used| {
+            (
+                format!("UPDATE of time-series table \"{name}\" may only filter on meta columns, not on {}", column_name(used)),
+                format!("Filter on the meta columns ({meta_names}) only, or DELETE the rows and insert them again."),
+            )
+        })
     }
 }
 
