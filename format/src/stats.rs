@@ -18,6 +18,21 @@ pub struct ColumnStats {
     pub range: Range,
 }
 
+impl ColumnStats {
+    /// Equal, counting NaN bounds (an all-NaN column) as equal to each other.
+    pub fn matches(&self, other: &ColumnStats) -> bool {
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        self.attnum == other.attnum
+            && match (self.range, other.range) {
+                (Range::Int { min: a, max: b }, Range::Int { min: c, max: d }) => a == c && b == d,
+                (Range::Float { min: a, max: b, has_nan: x }, Range::Float { min: c, max: d, has_nan: y }) => {
+                    same(a, c) && same(b, d) && x == y
+                }
+                _ => false,
+            }
+    }
+}
+
 /// Min/max of the non-NULL values of ordered kinds; `None` for all-NULL
 /// columns and for kinds whose order lives in Postgres (text collations...).
 pub fn column_stats(col: &Column) -> Option<ColumnStats> {
@@ -89,4 +104,21 @@ pub fn decode_stats(bytes: &[u8]) -> Result<Vec<ColumnStats>> {
         out.push(ColumnStats { attnum, range });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_round_trip_and_match_with_nan() {
+        let stats = vec![
+            ColumnStats { attnum: 1, range: Range::Int { min: i64::MIN, max: i64::MAX } },
+            ColumnStats { attnum: 2, range: Range::Float { min: f64::NAN, max: f64::NAN, has_nan: true } },
+            ColumnStats { attnum: 3, range: Range::Float { min: -0.5, max: 7.25, has_nan: false } },
+        ];
+        let back = decode_stats(&encode_stats(&stats)).unwrap();
+        assert!(stats.iter().zip(&back).all(|(a, b)| a.matches(b)));
+        assert!(!stats[0].matches(&stats[2]));
+    }
 }
