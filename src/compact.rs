@@ -67,7 +67,7 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
             let meta = meta_attrs
                 .iter()
                 .enumerate()
-                .map(|(i, attr)| b.meta_datum(i).map(|d| datum::datum_bytes(d, attr).to_vec()))
+                .map(|(i, attr)| b.meta_datum(i).map(|d| datum::datum_bytes(&d, attr).to_vec()))
                 .collect();
             groups.entry((meta, b.window_start)).or_default().push(Candidate { tid: b.tid, bucket_id: b.bucket_id, rows: b.rows });
         }

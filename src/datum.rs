@@ -17,7 +17,7 @@ pub unsafe fn push_datum(col: &mut Column, attr: &Attr, value: pg_sys::Datum) ->
         ColumnKind::Bool => col.push_bool(value.value() & 0xff != 0),
         ColumnKind::Timestamp | ColumnKind::Int => col.push_int(int_of(value, attr.typlen)),
         ColumnKind::Bytes => {
-            let bytes = unsafe { datum_bytes(value, attr) };
+            let bytes = unsafe { datum_bytes(&value, attr) };
             let n = bytes.len();
             col.push_bytes(bytes);
             return n + 4;
@@ -37,11 +37,13 @@ fn int_of(value: pg_sys::Datum, typlen: i16) -> i64 {
 }
 
 /// The bytes that identify a value: a varlena's data (detoasted), a cstring's
-/// characters, a fixed-length type's bytes. Valid for the current memory context.
+/// characters, a fixed-length type's bytes, a by-value type's low `typlen`
+/// bytes (read in place from `value`, so nothing is allocated per row).
+/// Valid while `value` and the current memory context are.
 ///
 /// # Safety
 /// `value` must be a valid datum of `attr`'s type.
-pub unsafe fn datum_bytes<'a>(value: pg_sys::Datum, attr: &Attr) -> &'a [u8] {
+pub unsafe fn datum_bytes<'a>(value: &'a pg_sys::Datum, attr: &Attr) -> &'a [u8] {
     unsafe {
         match attr.typlen {
             -1 => {
@@ -51,18 +53,16 @@ pub unsafe fn datum_bytes<'a>(value: pg_sys::Datum, attr: &Attr) -> &'a [u8] {
             }
             -2 => std::ffi::CStr::from_ptr(value.cast_mut_ptr::<std::ffi::c_char>()).to_bytes(),
             n if attr.typbyval => {
-                // by-value types of unusual length never reach here (kind Int);
-                // keep the low bytes for safety.
-                let v = value.value().to_le_bytes();
-                let n = (n as usize).min(8);
-                let p = pg_sys::palloc(n) as *mut u8;
-                std::ptr::copy_nonoverlapping(v.as_ptr(), p, n);
-                std::slice::from_raw_parts(p, n)
+                // Little-endian: the low bytes come first, as bytes_datum reads them back.
+                std::slice::from_raw_parts(value as *const pg_sys::Datum as *const u8, (n as usize).min(8))
             }
             n => std::slice::from_raw_parts(value.cast_mut_ptr::<u8>(), n as usize),
         }
     }
 }
+
+// datum_bytes and bytes_datum read a by-value datum's bytes in place.
+const _: () = assert!(cfg!(target_endian = "little"), "tsbucket assumes a little-endian machine");
 
 /// A varlena stored inline and uncompressed (1- or 4-byte header): readable as
 /// it is, without a call into the detoaster (the common case on the write path).

@@ -75,7 +75,7 @@ pub unsafe fn record_update(rel: pg_sys::Relation, otid: &pg_sys::ItemPointerDat
                 Role::Dropped => {}
                 Role::Meta(m) => {
                     if !nulls[i] {
-                        meta[m] = Some(datum::datum_bytes(values[i], attr).to_vec());
+                        meta[m] = Some(datum::datum_bytes(&values[i], attr).to_vec());
                     }
                 }
                 Role::Time | Role::Measurement => {

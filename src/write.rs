@@ -82,7 +82,7 @@ unsafe fn series_key(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool
         if nulls[i] {
             key.push(0);
         } else {
-            let bytes = unsafe { datum::datum_bytes(values[i], attr) };
+            let bytes = unsafe { datum::datum_bytes(&values[i], attr) };
             key.push(1);
             key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
             key.extend_from_slice(bytes);
@@ -96,7 +96,7 @@ unsafe fn meta_values(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[boo
         .iter()
         .map(|attr| {
             let i = attr.attnum as usize - 1;
-            (!nulls[i]).then(|| unsafe { datum::datum_bytes(values[i], attr) }.to_vec())
+            (!nulls[i]).then(|| unsafe { datum::datum_bytes(&values[i], attr) }.to_vec())
         })
         .collect()
 }

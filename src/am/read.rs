@@ -58,7 +58,7 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
         .meta_attrs()
         .iter()
         .enumerate()
-        .map(|(i, attr)| stored.meta_datum(i).map(|d| unsafe { datum::datum_bytes(d, attr) }.to_vec()))
+        .map(|(i, attr)| stored.meta_datum(i).map(|d| unsafe { datum::datum_bytes(&d, attr) }.to_vec()))
         .collect();
     let skipped = needed.map(|n| n.iter().map(|x| !x).collect());
     LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped }
