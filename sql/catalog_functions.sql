@@ -1,7 +1,6 @@
 -- The SQL surface: declaring time-series tables, the DDL guards, and the
 -- catalog functions a DBA uses. See README "SQL reference".
 
-REVOKE EXECUTE ON FUNCTION tsbucket._depend_internal(oid, oid) FROM PUBLIC;
 
 -- The session user must own the table (these functions run with the extension
 -- owner's rights; session_user is who logged in, which SET ROLE cannot widen).
@@ -51,25 +50,30 @@ BEGIN
     EXECUTE format('CREATE TABLE tsbucket_internal.%I (
         bucket_id int8 NOT NULL, window_start %s NOT NULL, min_time %s NOT NULL, max_time %s NOT NULL,
         row_count int4 NOT NULL, uncompressed_bytes int8 NOT NULL, close_reason int2 NOT NULL,
-        column_stats bytea, payload bytea NOT NULL%s)', store_name, time_type, time_type, time_type, meta_defs);
+        column_stats bytea, payload bytea NOT NULL%s) USING heap', store_name, time_type, time_type, time_type, meta_defs);
     store := format('tsbucket_internal.%I', store_name)::regclass;
     -- Payloads are compressed already; keep TOAST from trying again.
     EXECUTE format('ALTER TABLE %s ALTER COLUMN payload SET STORAGE EXTERNAL', store);
     EXECUTE format('CREATE INDEX %I ON %s (bucket_id)', store_name || '_id', store);
     EXECUTE format('CREATE INDEX %I ON %s (%swindow_start)', store_name || '_series', store, meta_keys);
-    EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 1 OWNED BY %s.bucket_id', store_name || '_ids', store);
-    -- Inserting sessions draw bucket ids (row TIDs) from it under their own role.
-    EXECUTE format('GRANT USAGE ON SEQUENCE tsbucket_internal.%I TO PUBLIC', store_name || '_ids');
+    -- Bucket ids cycle through the 37 bits a row identifier holds for them
+    -- (src/tid.rs); only tsbucket's code draws from it (no grants).
+    EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 1 MAXVALUE 137438953471 CYCLE', store_name || '_ids');
     id_index := format('tsbucket_internal.%I', store_name || '_id')::regclass;
     id_seq := format('tsbucket_internal.%I', store_name || '_ids')::regclass;
+    -- Members of the extension, so that pg_dump leaves them out (the rows are
+    -- dumped through the user table) and pg_upgrade carries them over.
+    -- tsbucket._drop_cleanup drops them with the user table.
+    EXECUTE format('ALTER EXTENSION tsbucket ADD TABLE %s', store);
+    EXECUTE format('ALTER EXTENSION tsbucket ADD SEQUENCE %s', id_seq);
     INSERT INTO tsbucket.catalog (relid, store_relid, id_index, id_sequence, time_attnum, time_type,
                                   meta_attnums, meta_types, granularity, bucket_max_span, span_micros, expire_after)
     VALUES (relation, store, id_index, id_seq, time_attnum,
             (SELECT atttypid FROM pg_attribute WHERE attrelid = relation AND attnum = time_attnum),
             meta_attnums, meta_types, granularity, span, span_micros, expire_after);
-    PERFORM tsbucket._depend_internal(store, relation);
 END $$;
-REVOKE EXECUTE ON FUNCTION tsbucket._create_store(regclass, int2, int2[], text, interval, int8, interval) FROM PUBLIC;
+-- Executable by everyone: create_timeseries calls it with the caller's rights,
+-- and it checks ownership itself before doing anything as the extension owner.
 
 -- What a bucket span may be (create_timeseries and alter_timeseries): positive,
 -- a whole number of seconds, no months (their length varies), at most MongoDB's 365 days.
@@ -208,9 +212,77 @@ BEGIN
     PERFORM tsbucket._create_store(relation, time_att.attnum::int2, meta_attnums, gran, span,
                                    (extract(epoch FROM span) * 1000000)::int8, expire_after);
     -- Buckets are read by one process; a parallel plan would need a shared cursor.
-    EXECUTE format('ALTER TABLE %s SET (parallel_workers = 0)', relation);
+    -- (A restored table has the option already, and is open in the label hook.)
+    IF NOT coalesce((SELECT 'parallel_workers=0' = ANY (reloptions) FROM pg_class WHERE oid = relation), false) THEN
+        EXECUTE format('ALTER TABLE %s SET (parallel_workers = 0)', relation);
+    END IF;
+    PERFORM tsbucket._invalidate(relation);
+    PERFORM tsbucket._sync_label(relation);
+    PERFORM tsbucket._worker_notice();
+END $$;
+
+-- The configuration of a time-series table as the text of its security
+-- label of provider tsbucket. pg_dump writes a table's security labels right
+-- after its CREATE TABLE, before its rows, in every format (-t and pg_dumpall
+-- included), so a restore re-creates the configuration before the COPY of the
+-- rows: tsbucket's label hook configures an unconfigured table from it
+-- (src/label.rs). Columns are named, since a restored table's attribute
+-- numbers may differ; renames re-write the label (tsbucket._ddl_guard).
+CREATE FUNCTION tsbucket._label_of(relation regclass) RETURNS text
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT jsonb_build_object(
+        'version', 1,
+        'time_column', (SELECT attname FROM pg_attribute WHERE attrelid = c.relid AND attnum = c.time_attnum),
+        'meta_columns', to_jsonb(ARRAY(SELECT a.attname FROM unnest(c.meta_attnums) WITH ORDINALITY AS m(attnum, ord)
+                                         JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = m.attnum ORDER BY m.ord)),
+        'granularity', c.granularity,
+        'bucket_max_span', c.bucket_max_span::text,
+        'expire_after', c.expire_after::text,
+        'series_retention', coalesce((SELECT jsonb_agg(jsonb_build_array(r.meta, r.expire_after::text) ORDER BY r.meta)
+                                        FROM tsbucket.series_retention r WHERE r.relid = c.relid), '[]'::jsonb))::text
+      FROM tsbucket.catalog c WHERE c.relid = relation
+$$;
+
+-- Configures an unconfigured table from its label (a restore). Called only by
+-- the label hook, as the extension owner, after SECURITY LABEL checked that
+-- the caller owns the table.
+CREATE FUNCTION tsbucket._configure_from_label(relation regclass, label text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    l jsonb;
+    gran text;
+    r jsonb;
+BEGIN
+    BEGIN
+        l := label::jsonb;
+    EXCEPTION WHEN OTHERS THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('security label of provider tsbucket on %s is not a tsbucket configuration', relation),
+            HINT = 'tsbucket writes this label itself; configure tables with tsbucket.create_timeseries().';
+    END;
+    IF jsonb_typeof(l) IS DISTINCT FROM 'object' OR (l ->> 'version') IS DISTINCT FROM '1' OR l ->> 'time_column' IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('security label of provider tsbucket on %s is not a tsbucket configuration', relation),
+            HINT = 'tsbucket writes this label itself; configure tables with tsbucket.create_timeseries().';
+    END IF;
+    gran := l ->> 'granularity';
+    PERFORM tsbucket.create_timeseries(relation,
+        time_column => (l ->> 'time_column')::name,
+        meta_columns => ARRAY(SELECT jsonb_array_elements_text(l -> 'meta_columns'))::name[],
+        granularity => gran,
+        bucket_max_span => CASE WHEN gran IS NULL THEN (l ->> 'bucket_max_span')::interval END,
+        bucket_rounding => CASE WHEN gran IS NULL THEN (l ->> 'bucket_max_span')::interval END,
+        expire_after => (l ->> 'expire_after')::interval);
+    -- A granularity that grew after creation keeps its span.
+    UPDATE tsbucket.catalog SET bucket_max_span = (l ->> 'bucket_max_span')::interval,
+           span_micros = (extract(epoch FROM (l ->> 'bucket_max_span')::interval) * 1000000)::int8
+     WHERE relid = relation AND bucket_max_span <> (l ->> 'bucket_max_span')::interval;
+    FOR r IN SELECT * FROM jsonb_array_elements(coalesce(l -> 'series_retention', '[]'::jsonb)) LOOP
+        INSERT INTO tsbucket.series_retention VALUES (relation, r ->> 0, (r ->> 1)::interval);
+    END LOOP;
     PERFORM tsbucket._invalidate(relation);
 END $$;
+REVOKE EXECUTE ON FUNCTION tsbucket._configure_from_label(regclass, text) FROM PUBLIC;
 
 CREATE VIEW tsbucket.timeseries AS
 SELECT c.relid::regclass AS table_name,
@@ -326,6 +398,12 @@ BEGIN
                     HINT = 'The time and meta columns are fixed at creation; renaming them is allowed.';
             END IF;
         END LOOP;
+        -- Renamed time or meta columns: the label names them for pg_dump.
+        IF tsbucket._label_of(r.relid) IS DISTINCT FROM
+           (SELECT label FROM pg_seclabel WHERE objoid = r.relid AND classoid = 'pg_class'::regclass
+               AND objsubid = 0 AND provider = 'tsbucket') THEN
+            PERFORM tsbucket._sync_label(r.relid);
+        END IF;
         IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = r.relid AND tgtype & 1 = 1 AND tgtype & 66 = 0) THEN
             RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
                 MESSAGE = format('AFTER ROW triggers and foreign keys are not supported on time-series table %s', r.relid::regclass),
@@ -340,16 +418,43 @@ CREATE EVENT TRIGGER tsbucket_ddl_guard ON ddl_command_end
 CREATE FUNCTION tsbucket._drop_cleanup() RETURNS event_trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    DELETE FROM tsbucket.catalog c
-     USING pg_event_trigger_dropped_objects() d
-     WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = c.relid;
-    DELETE FROM tsbucket.series_retention r
-     USING pg_event_trigger_dropped_objects() d
-     WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = r.relid;
-    DELETE FROM tsbucket.job_state j
-     USING pg_event_trigger_dropped_objects() d
-     WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = j.relid;
+    -- Runs as whoever dropped something: touch nothing unless a time-series
+    -- table went, so DROP of anything else behaves exactly as without tsbucket.
+    IF EXISTS (SELECT 1 FROM pg_event_trigger_dropped_objects() d JOIN tsbucket.catalog c ON c.relid = d.objid
+                WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0) THEN
+        PERFORM tsbucket._forget_dropped(ARRAY(
+            SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+             WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0));
+    END IF;
 END $$;
+
+-- Drops the bucket stores (and forgets the settings) of time-series tables
+-- that no longer exist. Harmless to call for anyone: a table that still
+-- exists is never touched.
+CREATE FUNCTION tsbucket._forget_dropped(relids oid[]) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c record;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'tsbucket') THEN
+        RETURN;
+    END IF;
+    FOR c IN SELECT * FROM tsbucket.catalog WHERE relid = ANY (relids)
+                AND NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = catalog.relid) LOOP
+        DELETE FROM tsbucket.catalog WHERE relid = c.relid;
+        DELETE FROM tsbucket.series_retention WHERE relid = c.relid;
+        DELETE FROM tsbucket.job_state WHERE relid = c.relid;
+        IF EXISTS (SELECT 1 FROM pg_class WHERE oid = c.store_relid) THEN
+            EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', c.store_relid::regclass);
+            EXECUTE format('DROP TABLE %s', c.store_relid::regclass);
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_class WHERE oid = c.id_sequence) THEN
+            EXECUTE format('ALTER EXTENSION tsbucket DROP SEQUENCE %s', c.id_sequence::regclass);
+            EXECUTE format('DROP SEQUENCE %s', c.id_sequence::regclass);
+        END IF;
+    END LOOP;
+END $$;
+
 CREATE EVENT TRIGGER tsbucket_drop_cleanup ON sql_drop EXECUTE FUNCTION tsbucket._drop_cleanup();
 
 -- Per-series retention (beyond MongoDB): an override of expire_after for one
@@ -379,6 +484,8 @@ BEGIN
     END IF;
     INSERT INTO tsbucket.series_retention VALUES (relation, meta::text, expire_after)
         ON CONFLICT ON CONSTRAINT series_retention_pkey DO UPDATE SET expire_after = EXCLUDED.expire_after;
+    PERFORM tsbucket._sync_label(relation);
+    PERFORM tsbucket._worker_notice();
 END $$;
 
 CREATE FUNCTION tsbucket.reset_series_retention(relation regclass, meta anyelement)
@@ -387,6 +494,7 @@ BEGIN
     PERFORM tsbucket._store_of(relation);
     PERFORM tsbucket._check_owner(relation);
     DELETE FROM tsbucket.series_retention r WHERE r.relid = relation AND r.meta = reset_series_retention.meta::text;
+    PERFORM tsbucket._sync_label(relation);
 END $$;
 
 -- Expiry by hand (the background worker calls the same): deletes every
@@ -512,6 +620,8 @@ BEGIN
                                ELSE coalesce(alter_timeseries.expire_after, catalog.expire_after) END
      WHERE relid = relation;
     PERFORM tsbucket._invalidate(relation);
+    PERFORM tsbucket._sync_label(relation);
+    PERFORM tsbucket._worker_notice();
 END $$;
 
 -- What the background worker did, per table.

@@ -8,15 +8,6 @@ use pgrx::prelude::*;
 use tsbucket_format::stats::{column_stats, decode_stats};
 use tsbucket_format::{BucketReader, Values};
 
-/// Makes the bucket store part of the user table: DROP TABLE drops it, and it
-/// cannot be dropped on its own.
-#[pg_extern]
-fn _depend_internal(store_relid: pg_sys::Oid, relid: pg_sys::Oid) {
-    let dependent = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: store_relid, objectSubId: 0 };
-    let referenced = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
-    unsafe { pg_sys::recordDependencyOn(&dependent, &referenced, pg_sys::DependencyType::DEPENDENCY_INTERNAL) };
-}
-
 /// Tells every backend to re-read the table's configuration.
 #[pg_extern]
 fn _invalidate(relid: pg_sys::Oid) {
@@ -35,26 +26,21 @@ unsafe fn verify_table(relid: pg_sys::Oid) -> Vec<(i64, String)> {
     unsafe {
         let config = catalog::require(relid);
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let scan = pg_sys::heap_beginscan(
-            store_rel,
-            store::current_snapshot(),
-            0,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE,
-        );
+        let mut scan = store::StoreScan::begin(store_rel, store::current_snapshot());
+        // Each bucket's detoasted payload lives only while it is checked: constant memory.
+        let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket verify".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
         let mut problems = Vec::new();
-        loop {
-            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
-            if tuple.is_null() {
-                break;
-            }
+        while let Some(tuple) = scan.next(true) {
+            let old = pg_sys::MemoryContextSwitchTo(cxt);
             let b = store::read_bucket(store_rel, tuple);
             for p in check_bucket(&config, &b) {
                 problems.push((b.bucket_id, p));
             }
+            pg_sys::MemoryContextSwitchTo(old);
+            pg_sys::MemoryContextReset(cxt);
         }
-        pg_sys::heap_endscan(scan);
+        pg_sys::MemoryContextDelete(cxt);
+        scan.end();
         pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
         problems
     }

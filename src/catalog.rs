@@ -15,8 +15,9 @@ pub struct Config {
     pub store_relid: pg_sys::Oid,
     /// The store's index on bucket_id, for fetching a row by TID.
     pub id_index: pg_sys::Oid,
-    /// Sequence that numbers buckets (and so row TIDs).
+    /// Sequence that numbers buckets (and so row TIDs), and its owner.
     pub id_sequence: pg_sys::Oid,
+    pub id_owner: pg_sys::Oid,
     pub time_attnum: i16,
     pub meta_attnums: Vec<i16>,
     pub span_micros: i64,
@@ -63,7 +64,8 @@ fn load(relid: pg_sys::Oid) -> Option<Config> {
     let row = Spi::connect(|client| {
         let table = client
             .select(
-                "SELECT store_relid, time_attnum, meta_attnums, span_micros, id_index, id_sequence FROM tsbucket.catalog WHERE relid = $1",
+                "SELECT c.store_relid, c.time_attnum, c.meta_attnums, c.span_micros, c.id_index, c.id_sequence, s.relowner
+                   FROM tsbucket.catalog c JOIN pg_catalog.pg_class s ON s.oid = c.id_sequence WHERE c.relid = $1",
                 Some(1),
                 &[relid.into()],
             )
@@ -75,11 +77,13 @@ fn load(relid: pg_sys::Oid) -> Option<Config> {
         let span: i64 = row.get(4).ok()??;
         let id_index: pg_sys::Oid = row.get(5).ok()??;
         let id_sequence: pg_sys::Oid = row.get(6).ok()??;
+        let id_owner: pg_sys::Oid = row.get(7).ok()??;
         Some(Config {
             relid,
             store_relid: store,
             id_index,
             id_sequence,
+            id_owner,
             time_attnum: time,
             meta_attnums: metas,
             span_micros: span,

@@ -10,12 +10,11 @@ use crate::catalog;
 use crate::datum;
 use crate::gucs;
 use crate::shape::{Role, TableShape};
-use crate::store::{self, CloseReason, NewBucket};
+use crate::store::{self, BucketContent, CloseReason};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::collections::BTreeMap;
-use tsbucket_format::stats::{column_stats, encode_stats};
-use tsbucket_format::{encode_bucket, Column, Values};
+use tsbucket_format::{Column, Values};
 
 struct Candidate {
     tid: pg_sys::ItemPointerData,
@@ -47,19 +46,8 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
 
         // 1. Find the under-filled buckets, grouped by series and window.
         let mut groups: BTreeMap<GroupKey, Vec<Candidate>> = BTreeMap::new();
-        let scan = pg_sys::heap_beginscan(
-            store_rel,
-            snapshot,
-            0,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE,
-        );
-        loop {
-            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
-            if tuple.is_null() {
-                break;
-            }
+        let mut scan = store::StoreScan::begin(store_rel, snapshot);
+        while let Some(tuple) = scan.next(true) {
             let b = store::read_header(store_rel, tuple);
             if b.rows as usize >= max_count {
                 continue;
@@ -71,7 +59,7 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
                 .collect();
             groups.entry((meta, b.window_start)).or_default().push(Candidate { tid: b.tid, bucket_id: b.bucket_id, rows: b.rows });
         }
-        pg_sys::heap_endscan(scan);
+        scan.end();
 
         // 2. Merge each group of two or more.
         let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket compaction".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
@@ -86,17 +74,8 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
                 uncompressed += stored.values[store::COL_UNCOMPRESSED_BYTES].value() as i64;
                 let loaded = read::load(&config, &shape, &stored);
                 for (col, attr) in merged.iter_mut().zip(shape.payload_attrs()) {
-                    match &loaded.columns[attr.attnum as usize - 1] {
-                        Some(src) => (0..loaded.rows).for_each(|r| col.push_row_of(src, r)),
-                        None => {
-                            // Written before the column was added: its default.
-                            let mut isnull = false;
-                            let missing = pg_sys::getmissingattr((*rel).rd_att, attr.attnum as i32, &mut isnull);
-                            for _ in 0..loaded.rows {
-                                if isnull { col.push_null() } else { datum::push_datum(col, attr, missing); }
-                            }
-                        }
-                    }
+                    let src = read::column_or_default((*rel).rd_att, attr, &loaded);
+                    (0..loaded.rows).for_each(|r| col.push_row_of(&src, r));
                 }
                 store::delete_bucket(store_rel, m.tid);
             }
@@ -110,24 +89,19 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
             order.sort_by_key(|&r| times[r]);
             for chunk in chunks(&merged, &order, max_count, gucs::bucket_max_size()) {
                 let columns: Vec<Column> = merged.iter().map(|c| c.gather(chunk)).collect();
-                let (min_time, max_time) = (times[chunk[0]], times[*chunk.last().expect("non-empty")]);
-                let payload = encode_bucket(chunk.len(), &columns);
-                let stats = encode_stats(&columns.iter().filter_map(column_stats).collect::<Vec<_>>());
-                store::insert_bucket(
+                store::write_bucket(
                     store_rel,
-                    &NewBucket {
-                        bucket_id: store::next_bucket_id(config.id_sequence),
-                        window_start,
-                        min_time,
-                        max_time,
-                        rows: chunk.len() as i32,
-                        uncompressed_bytes: uncompressed * chunk.len() as i64 / rows.max(1) as i64,
-                        close_reason: CloseReason::Compaction,
-                        stats: &stats,
-                        payload: &payload,
+                    &config,
+                    &shape,
+                    None,
+                    &BucketContent {
+                        columns: &columns,
+                        rows: chunk.len(),
                         meta: &meta,
+                        window_start,
+                        uncompressed_bytes: uncompressed * chunk.len() as i64 / rows.max(1) as i64,
                     },
-                    &meta_attrs,
+                    CloseReason::Compaction,
                 );
                 after += 1;
             }

@@ -13,6 +13,8 @@ pub static CATALOG_MEMORY_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(256 * 
 /// Seconds between background runs of expiry and compaction.
 pub static WORKER_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(60);
 pub static WORKER_ENABLED: GucSetting<bool> = GucSetting::<bool>::new(true);
+/// Background workers running at once (besides the launcher).
+pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(2);
 
 pub fn init() {
     GucRegistry::define_int_guc(
@@ -24,6 +26,16 @@ pub fn init() {
         86_400,
         GucContext::Sighup,
         GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"tsbucket.max_workers",
+        c"Background workers that expire and compact at once, one database each.",
+        c"Each takes one of max_worker_processes, besides the launcher; databases wait their turn.",
+        &MAX_WORKERS,
+        1,
+        64,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
     GucRegistry::define_bool_guc(
         c"tsbucket.worker_enabled",

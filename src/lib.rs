@@ -16,6 +16,7 @@ mod datum;
 mod error;
 mod gucs;
 mod hooks;
+mod label;
 mod modify;
 mod pgutil;
 mod planner;
@@ -40,6 +41,7 @@ pub extern "C-unwind" fn _PG_init() {
     gucs::init();
     catalog::init();
     hooks::init();
+    label::init();
     planner::init();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         worker::register();

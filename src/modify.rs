@@ -10,13 +10,11 @@ use crate::catalog::{self, Config};
 use crate::datum;
 use crate::error::{ts_error, FEATURE_NOT_SUPPORTED, SERIALIZATION_FAILURE};
 use crate::shape::{Role, TableShape};
-use crate::store::{self, CloseReason, NewBucket};
+use crate::store::{self, BucketContent, CloseReason};
 use pgrx::pg_sys;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-
-use tsbucket_format::stats::{column_stats, encode_stats};
-use tsbucket_format::{encode_bucket, Column, Values};
+use tsbucket_format::{Column, Values};
 
 type Meta = Vec<Option<Vec<u8>>>;
 
@@ -85,21 +83,7 @@ pub unsafe fn record_update(rel: pg_sys::Relation, otid: &pg_sys::ItemPointerDat
                     } else {
                         datum::push_datum(&mut fresh, attr, values[i]);
                     }
-                    let unchanged = match old.columns[i].as_ref() {
-                        Some(col) => same_value(col, row, &fresh),
-                        None => {
-                            // Added after the bucket was written: the old value is the column's default.
-                            let mut isnull = false;
-                            let missing = pg_sys::getmissingattr((*rel).rd_att, attr.attnum as i32, &mut isnull);
-                            let mut old_value = Column::new(attr.attnum, attr.kind);
-                            if isnull {
-                                old_value.push_null();
-                            } else {
-                                datum::push_datum(&mut old_value, attr, missing);
-                            }
-                            same_value(&old_value, 0, &fresh)
-                        }
-                    };
+                    let unchanged = same_value(&read::column_or_default((*rel).rd_att, attr, &old), row, &fresh);
                     if !unchanged {
                         ts_error(
                             FEATURE_NOT_SUPPORTED,
@@ -159,7 +143,6 @@ unsafe fn apply_table(relid: pg_sys::Oid, buckets: Vec<(i64, PendingBucket)>) {
         let rel = pg_sys::table_open(relid, pg_sys::NoLock as i32);
         let shape = TableShape::new((*rel).rd_att, &config);
         pg_sys::table_close(rel, pg_sys::NoLock as i32);
-        let meta_attrs = shape.meta_attrs();
         let store = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
         for (bucket_id, pending) in buckets {
             let Some(stored) = store::find_bucket(store, config.id_index, bucket_id, store::current_snapshot()) else {
@@ -182,7 +165,7 @@ unsafe fn apply_table(relid: pg_sys::Oid, buckets: Vec<(i64, PendingBucket)>) {
                 && pending.moved.len() == rows
                 && pending.moved.values().all(|m| Some(m) == first_meta);
             if whole_move {
-                store::insert_with_meta(store, &stored, first_meta.expect("rows > 0"), &meta_attrs);
+                store::relabel_bucket(store, &config, &shape, &stored, first_meta.expect("rows > 0"));
                 continue;
             }
             let loaded = read::load(&config, &shape, &stored);
@@ -207,35 +190,24 @@ unsafe fn rewrite(
         let meta = moved.get(&row).cloned().unwrap_or_else(|| loaded.meta.clone());
         groups.entry(meta).or_insert_with(|| vec![false; loaded.rows])[row] = true;
     }
-    let time_idx = config.time_attnum as usize - 1;
-    let meta_attrs = shape.meta_attrs();
+    let old_bytes = stored.values[store::COL_UNCOMPRESSED_BYTES].value() as i64;
     for (meta, keep) in groups {
         let kept = keep.iter().filter(|k| **k).count();
         let columns: Vec<Column> = loaded.columns.iter().flatten().map(|c| c.filter(&keep)).collect();
-        let times = loaded.columns[time_idx].as_ref().map(|c| c.filter(&keep));
-        let (min_time, max_time) = match times.as_ref().map(|c| &c.values) {
-            Some(Values::Int(t)) if !t.is_empty() => (*t.iter().min().expect("non-empty"), *t.iter().max().expect("non-empty")),
-            _ => (stored.min_time, stored.max_time),
-        };
-        let payload = encode_bucket(kept, &columns);
-        let stats = encode_stats(&columns.iter().filter_map(column_stats).collect::<Vec<_>>());
-        let old_bytes = stored.values[store::COL_UNCOMPRESSED_BYTES].value() as i64;
         unsafe {
-            store::insert_bucket(
+            store::write_bucket(
                 store,
-                &NewBucket {
-                    bucket_id: store::next_bucket_id(config.id_sequence),
-                    window_start: stored.window_start,
-                    min_time,
-                    max_time,
-                    rows: kept as i32,
-                    uncompressed_bytes: old_bytes * kept as i64 / loaded.rows.max(1) as i64,
-                    close_reason: CloseReason::Rewrite,
-                    stats: &stats,
-                    payload: &payload,
+                config,
+                shape,
+                None,
+                &BucketContent {
+                    columns: &columns,
+                    rows: kept,
                     meta: &meta,
+                    window_start: stored.window_start,
+                    uncompressed_bytes: old_bytes * kept as i64 / loaded.rows.max(1) as i64,
                 },
-                &meta_attrs,
+                CloseReason::Rewrite,
             );
         }
     }

@@ -2,10 +2,14 @@
 //! row per bucket. Postgres gives it WAL, MVCC, TOAST and VACUUM; this module
 //! is the only code that knows its column layout.
 
+use crate::catalog::Config;
 use crate::error::{ts_error, DATA_CORRUPTED, SERIALIZATION_FAILURE};
-use crate::shape::Attr;
+use crate::shape::{Attr, TableShape};
+use crate::tid;
 use pgrx::pg_sys;
 use pgrx::varlena::{set_varsize_4b, vardata_any, varsize_any_exhdr};
+use tsbucket_format::stats::{column_stats, encode_stats};
+use tsbucket_format::{encode_bucket, Column, Values};
 
 /// Store columns, 0-based. Keep in step with the CREATE TABLE in sql/bootstrap.sql.
 pub const COL_BUCKET_ID: usize = 0;
@@ -34,19 +38,16 @@ pub enum CloseReason {
     Compaction = 7,
 }
 
-/// A bucket to be written.
-pub struct NewBucket<'a> {
-    pub bucket_id: i64,
-    pub window_start: i64,
-    pub min_time: i64,
-    pub max_time: i64,
-    pub rows: i32,
-    pub uncompressed_bytes: i64,
-    pub close_reason: CloseReason,
-    pub stats: &'a [u8],
-    pub payload: &'a [u8],
+/// The rows of a bucket to be written, column by column (each knows its
+/// attnum; a column missing here reads back as its default).
+pub struct BucketContent<'a> {
+    pub columns: &'a [Column],
+    pub rows: usize,
     /// One entry per meta column: its identifying bytes, None for NULL.
     pub meta: &'a [Option<Vec<u8>>],
+    pub window_start: i64,
+    /// What the values take uncompressed (tsbucket.stats).
+    pub uncompressed_bytes: i64,
 }
 
 /// A bucket as read from the store; payload and stats are detoasted and valid
@@ -105,33 +106,67 @@ pub fn bytea_datum(bytes: &[u8]) -> pg_sys::Datum {
     }
 }
 
-/// Writes a bucket row and its index entries.
+/// THE writer of the store: encodes the columns, computes their statistics
+/// and time range, gives the bucket an id (or uses the one its buffered rows'
+/// TIDs already carry) and inserts it with its index entries. Returns the id.
 ///
 /// # Safety
-/// `store` must be the open bucket store, locked RowExclusive; `meta_attrs`
-/// the user table's meta attributes in catalog order.
-pub unsafe fn insert_bucket(store: pg_sys::Relation, b: &NewBucket, meta_attrs: &[&Attr]) {
+/// `store` must be `config`'s bucket store, open and locked RowExclusive;
+/// `shape` the user table's shape.
+pub unsafe fn write_bucket(
+    store: pg_sys::Relation,
+    config: &Config,
+    shape: &TableShape,
+    id: Option<i64>,
+    content: &BucketContent,
+    reason: CloseReason,
+) -> i64 {
+    let payload = encode_bucket(content.rows, content.columns);
+    let stats = encode_stats(&content.columns.iter().filter_map(column_stats).collect::<Vec<_>>());
+    let times = content.columns.iter().find(|c| c.attnum as i16 == config.time_attnum).map(|c| &c.values);
+    let (min_time, max_time) = match times {
+        Some(Values::Int(t)) if !t.is_empty() => (*t.iter().min().expect("non-empty"), *t.iter().max().expect("non-empty")),
+        _ => ts_error(DATA_CORRUPTED, "a bucket to be written has no times", "This is a bug in tsbucket; please report it."),
+    };
     unsafe {
+        let id = id.unwrap_or_else(|| allocate_id(store, config));
         let tupdesc = (*store).rd_att;
         let natts = (*tupdesc).natts as usize;
         let mut values = vec![pg_sys::Datum::from(0); natts];
         let mut nulls = vec![false; natts];
-        values[COL_BUCKET_ID] = pg_sys::Datum::from(b.bucket_id);
-        values[COL_WINDOW_START] = pg_sys::Datum::from(b.window_start);
-        values[COL_MIN_TIME] = pg_sys::Datum::from(b.min_time);
-        values[COL_MAX_TIME] = pg_sys::Datum::from(b.max_time);
-        values[COL_ROW_COUNT] = pg_sys::Datum::from(b.rows);
-        values[COL_UNCOMPRESSED_BYTES] = pg_sys::Datum::from(b.uncompressed_bytes);
-        values[COL_CLOSE_REASON] = pg_sys::Datum::from(b.close_reason as i16);
-        values[COL_STATS] = bytea_datum(b.stats);
-        values[COL_PAYLOAD] = bytea_datum(b.payload);
-        for (i, attr) in meta_attrs.iter().enumerate() {
-            match &b.meta[i] {
-                Some(bytes) => values[COL_FIRST_META + i] = crate::datum::bytes_datum(bytes, attr),
-                None => nulls[COL_FIRST_META + i] = true,
-            }
+        values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
+        values[COL_WINDOW_START] = pg_sys::Datum::from(content.window_start);
+        values[COL_MIN_TIME] = pg_sys::Datum::from(min_time);
+        values[COL_MAX_TIME] = pg_sys::Datum::from(max_time);
+        values[COL_ROW_COUNT] = pg_sys::Datum::from(content.rows as i32);
+        values[COL_UNCOMPRESSED_BYTES] = pg_sys::Datum::from(content.uncompressed_bytes);
+        values[COL_CLOSE_REASON] = pg_sys::Datum::from(reason as i16);
+        values[COL_STATS] = bytea_datum(&stats);
+        values[COL_PAYLOAD] = bytea_datum(&payload);
+        set_meta(&mut values, &mut nulls, content.meta, &shape.meta_attrs());
+        insert_tuple(store, &mut values, &mut nulls);
+        if reason != CloseReason::Compaction {
+            crate::worker::note_bucket_written();
         }
-        let tuple = pg_sys::heap_form_tuple(tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+        id
+    }
+}
+
+unsafe fn set_meta(values: &mut [pg_sys::Datum], nulls: &mut [bool], meta: &[Option<Vec<u8>>], meta_attrs: &[&Attr]) {
+    for (i, attr) in meta_attrs.iter().enumerate() {
+        match &meta[i] {
+            Some(bytes) => {
+                values[COL_FIRST_META + i] = unsafe { crate::datum::bytes_datum(bytes, attr) };
+                nulls[COL_FIRST_META + i] = false;
+            }
+            None => nulls[COL_FIRST_META + i] = true,
+        }
+    }
+}
+
+unsafe fn insert_tuple(store: pg_sys::Relation, values: &mut [pg_sys::Datum], nulls: &mut [bool]) {
+    unsafe {
+        let tuple = pg_sys::heap_form_tuple((*store).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
         pg_sys::CatalogTupleInsert(store, tuple);
         pg_sys::heap_freetuple(tuple);
     }
@@ -139,26 +174,20 @@ pub unsafe fn insert_bucket(store: pg_sys::Relation, b: &NewBucket, meta_attrs: 
 
 /// Re-writes an existing bucket row with other meta values (UPDATE of the
 /// series identity): the payload is carried over as it is, never decoded.
+/// The new version gets an id of its own, so that a fetch by TID under any
+/// snapshot (SnapshotAny included) finds exactly the version the TID came from.
 ///
 /// # Safety
-/// As `insert_bucket`; `old` must come from `store`.
-pub unsafe fn insert_with_meta(store: pg_sys::Relation, old: &StoredBucket, meta: &[Option<Vec<u8>>], meta_attrs: &[&Attr]) {
+/// As `write_bucket`; `old` must come from `store`.
+pub unsafe fn relabel_bucket(store: pg_sys::Relation, config: &Config, shape: &TableShape, old: &StoredBucket, meta: &[Option<Vec<u8>>]) -> i64 {
     unsafe {
-        let tupdesc = (*store).rd_att;
         let mut values = old.values.clone();
         let mut nulls = old.nulls.clone();
-        for (i, attr) in meta_attrs.iter().enumerate() {
-            match &meta[i] {
-                Some(bytes) => {
-                    values[COL_FIRST_META + i] = crate::datum::bytes_datum(bytes, attr);
-                    nulls[COL_FIRST_META + i] = false;
-                }
-                None => nulls[COL_FIRST_META + i] = true,
-            }
-        }
-        let tuple = pg_sys::heap_form_tuple(tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
-        pg_sys::CatalogTupleInsert(store, tuple);
-        pg_sys::heap_freetuple(tuple);
+        let id = allocate_id(store, config);
+        values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
+        set_meta(&mut values, &mut nulls, meta, &shape.meta_attrs());
+        insert_tuple(store, &mut values, &mut nulls);
+        id
     }
 }
 
@@ -209,6 +238,40 @@ pub unsafe fn read_header(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> 
             values,
             nulls,
         }
+    }
+}
+
+/// THE reader of the store: its bucket tuples as a snapshot sees them, in
+/// either direction. Every walk over a store (scans, compaction, verify,
+/// estimates) goes through it.
+pub struct StoreScan {
+    scan: pg_sys::TableScanDesc,
+}
+
+impl StoreScan {
+    /// # Safety
+    /// `store` must be open and stay open until `end`.
+    pub unsafe fn begin(store: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> StoreScan {
+        let flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_STRAT | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;
+        StoreScan { scan: unsafe { pg_sys::heap_beginscan(store, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), flags) } }
+    }
+
+    /// The next tuple; valid until the next call.
+    pub fn next(&mut self, forward: bool) -> Option<pg_sys::HeapTuple> {
+        let dir = if forward { pg_sys::ScanDirection::ForwardScanDirection } else { pg_sys::ScanDirection::BackwardScanDirection };
+        // SAFETY: the scan is open (begun and not ended).
+        let tuple = unsafe { pg_sys::heap_getnext(self.scan, dir) };
+        (!tuple.is_null()).then_some(tuple)
+    }
+
+    pub fn rescan(&mut self) {
+        // SAFETY: the scan is open.
+        unsafe { pg_sys::heap_rescan(self.scan, std::ptr::null_mut(), false, false, false, false) }
+    }
+
+    pub fn end(self) {
+        // SAFETY: the scan is open, and `self` is consumed.
+        unsafe { pg_sys::heap_endscan(self.scan) }
     }
 }
 
@@ -288,19 +351,59 @@ pub unsafe fn delete_bucket(store: pg_sys::Relation, tid: pg_sys::ItemPointerDat
     }
 }
 
-pub fn next_bucket_id(seq: pg_sys::Oid) -> i64 {
-    let id = unsafe {
-        pgrx::direct_function_call::<i64>(pg_sys::nextval_oid, &[pgrx::IntoDatum::into_datum(seq)])
-            .expect("nextval returns a value")
-    };
-    if id > u32::MAX as i64 {
-        ts_error(
-            crate::error::NOT_IN_PREREQUISITE_STATE,
-            "bucket ids of this table are exhausted",
-            "Row identifiers use the bucket id as block number (32 bits); recreate the table with CREATE TABLE ... AS.",
-        );
+/// A new bucket id. Ids come from the table's sequence, which cycles through
+/// the 37-bit id space (see tid.rs) and which only this code may advance (it
+/// has no grants: nextval runs as the sequence's owner). After a
+/// wrap-around an id is taken only when no store tuple version carries it
+/// any more, dead ones included: VACUUM of the store frees ids for reuse.
+///
+/// # Safety
+/// `store` must be `config`'s open bucket store.
+pub unsafe fn allocate_id(store: pg_sys::Relation, config: &Config) -> i64 {
+    let mut skipped = 0u64;
+    loop {
+        let id = as_user(config.id_owner, || unsafe {
+            pgrx::direct_function_call::<i64>(pg_sys::nextval_oid, &[pgrx::IntoDatum::into_datum(config.id_sequence)])
+                .expect("nextval returns a value")
+        });
+        if tid::is_usable_id(id) && unsafe { !id_in_use(store, config.id_index, id) } {
+            return id;
+        }
+        skipped += 1;
+        if skipped > 1_000_000 {
+            ts_error(
+                crate::error::NOT_IN_PREREQUISITE_STATE,
+                "no free bucket id found for this table",
+                "Run VACUUM on the table: ids of deleted buckets become free once VACUUM has removed them.",
+            );
+        }
     }
-    id
+}
+
+/// Runs `f` as `user`. nextval cannot run user code, so no security-restricted
+/// context is needed; an error rolls the user back with the (sub)transaction.
+fn as_user<R>(user: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+    let (mut saved_user, mut saved_context) = (pg_sys::InvalidOid, 0i32);
+    // SAFETY: saving and restoring the backend's user id, as SECURITY DEFINER does.
+    unsafe {
+        pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_context);
+        pg_sys::SetUserIdAndSecContext(user, saved_context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
+    }
+    let result = f();
+    // SAFETY: as above.
+    unsafe { pg_sys::SetUserIdAndSecContext(saved_user, saved_context) };
+    result
+}
+
+/// Whether any version of the store (live, dead or in progress) carries `id`.
+unsafe fn id_in_use(store: pg_sys::Relation, id_index: pg_sys::Oid, id: i64) -> bool {
+    unsafe {
+        let found = find_bucket_tuple(store, id_index, id, &raw mut pg_sys::SnapshotAnyData);
+        if let Some(t) = found {
+            pg_sys::heap_freetuple(t);
+        }
+        found.is_some()
+    }
 }
 
 /// Buckets the store holds (heap estimate, or exact when small), and the
@@ -314,28 +417,14 @@ pub unsafe fn estimate(store: pg_sys::Relation) -> (f64, usize, f64, pg_sys::Blo
     unsafe {
         let nblocks = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM);
         let exact = nblocks <= EXACT_UP_TO_BLOCKS;
-        let scan = pg_sys::heap_beginscan(
-            store,
-            current_snapshot(),
-            0,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE,
-        );
+        let mut scan = StoreScan::begin(store, current_snapshot());
         let (mut n, mut rows) = (0usize, 0f64);
-        let natts = (*(*store).rd_att).natts as usize;
-        let mut values = vec![pg_sys::Datum::from(0); natts];
-        let mut nulls = vec![false; natts];
         while exact || n < SAMPLE_BUCKETS {
-            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
-            if tuple.is_null() {
-                break;
-            }
-            pg_sys::heap_deform_tuple(tuple, (*store).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
+            let Some(tuple) = scan.next(true) else { break };
             n += 1;
-            rows += values[COL_ROW_COUNT].value() as i32 as f64;
+            rows += read_header(store, tuple).rows as f64;
         }
-        pg_sys::heap_endscan(scan);
+        scan.end();
         let buckets = if exact {
             n as f64
         } else {

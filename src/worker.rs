@@ -1,15 +1,25 @@
 //! The background worker: expiry and compaction without anyone calling them.
 //!
-//! A launcher (started when tsbucket is in shared_preload_libraries) wakes
-//! every `tsbucket.worker_interval` and starts one short-lived worker per
-//! database that has the extension. A database is visited once to find out:
-//! a worker that finds no extension records that in shared memory and leaves,
-//! and the launcher skips the database until CREATE EXTENSION tsbucket runs
-//! there. Otherwise the worker runs `tsbucket._run_jobs` for each
-//! time-series table, each in a transaction of its own, and exits. Holding no
-//! connection between runs keeps DROP DATABASE and shutdown simple; SIGTERM
-//! ends a worker at once (its transaction rolls back), and a DROP DATABASE
-//! signals the worker of that database first.
+//! A launcher (started when tsbucket is in shared_preload_libraries) keeps no
+//! database connection: it lists databases by reading the shared catalog
+//! pg_database, as the autovacuum launcher does, so every database (postgres
+//! included) can be dropped and a cluster without `postgres` is served too.
+//!
+//! Shared memory holds one entry per database: whether it lacks the
+//! extension, whether buckets were written there since its last visit
+//! (`dirty`, set by the write path), whether it has tables with expiry, and
+//! when it was last visited. A database is *due* when it was never visited,
+//! or when an interval has passed since its last visit and it is dirty or has
+//! expiry. The launcher starts at most `tsbucket.max_workers` workers at once,
+//! least recently visited first (so every due database is served in turn),
+//! and stamps the visit when it starts the worker, so no database is visited
+//! twice within an interval however workers start, exit or fail. Databases
+//! with nothing due are not visited at all; a visit that finds nothing to do
+//! costs a catalog look-up.
+//!
+//! A worker runs `tsbucket._run_jobs` for each time-series table, each in a
+//! transaction of its own, and exits. SIGTERM ends it at once (its
+//! transaction rolls back); a DROP DATABASE signals the worker there first.
 
 use crate::gucs;
 use pgrx::bgworkers::{
@@ -19,130 +29,248 @@ use pgrx::lwlock::PgLwLock;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::shmem::PGRXSharedMemory;
-use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const WORKER_TYPE: &str = "tsbucket worker";
-const MAX_ABSENT: usize = 1024;
+const MAX_DATABASES: usize = 1024;
 
-/// Databases a worker found without the extension: the launcher leaves them
-/// alone until CREATE EXTENSION tsbucket runs there (which removes the entry).
-#[derive(Copy, Clone)]
-pub struct AbsentDatabases {
-    n: usize,
-    oids: [u32; MAX_ABSENT],
+#[derive(Copy, Clone, Default)]
+pub struct DbEntry {
+    oid: u32,
+    /// A worker found no extension here; cleared by CREATE EXTENSION.
+    absent: bool,
+    /// Buckets written since the last visit (work for compaction).
+    dirty: bool,
+    /// Some table here expires buckets: visit every interval.
+    has_expiry: bool,
+    /// Launcher clock (ms since it started) of the last visit; 0 = never.
+    last_visit_ms: u64,
+    /// Workers started for this database since the launcher started.
+    visits: u64,
 }
 
-impl Default for AbsentDatabases {
+#[derive(Copy, Clone)]
+pub struct Databases {
+    n: usize,
+    entries: [DbEntry; MAX_DATABASES],
+}
+
+impl Default for Databases {
     fn default() -> Self {
-        AbsentDatabases { n: 0, oids: [0; MAX_ABSENT] }
+        Databases { n: 0, entries: [DbEntry::default(); MAX_DATABASES] }
     }
 }
 
-unsafe impl PGRXSharedMemory for AbsentDatabases {}
+impl Databases {
+    fn find(&self, oid: u32) -> Option<usize> {
+        self.entries[..self.n].iter().position(|e| e.oid == oid)
+    }
 
-static ABSENT: PgLwLock<AbsentDatabases> = unsafe { PgLwLock::new(c"tsbucket_absent_databases") };
+    fn entry(&mut self, oid: u32) -> Option<&mut DbEntry> {
+        let i = match self.find(oid) {
+            Some(i) => i,
+            None if self.n < MAX_DATABASES => {
+                self.entries[self.n] = DbEntry { oid, ..Default::default() };
+                self.n += 1;
+                self.n - 1
+            }
+            None => return None,
+        };
+        Some(&mut self.entries[i])
+    }
+}
+
+// SAFETY: plain data without pointers, valid in any process that maps it.
+unsafe impl PGRXSharedMemory for Databases {}
+
+static DATABASES: PgLwLock<Databases> = unsafe { PgLwLock::new(c"tsbucket_databases") };
 /// Shared memory exists only when the library was preloaded.
 static mut SHMEM_READY: bool = false;
 
 fn shmem_ready() -> bool {
+    // SAFETY: written once in _PG_init of the postmaster, before any backend forks.
     unsafe { SHMEM_READY }
 }
 
-fn is_absent(db: u32) -> bool {
-    shmem_ready() && {
-        let set = ABSENT.share();
-        set.oids[..set.n].contains(&db)
+fn my_database() -> u32 {
+    // SAFETY: a plain global of the backend.
+    unsafe { pg_sys::MyDatabaseId }.to_u32()
+}
+
+fn update_my_database(f: impl FnOnce(&mut DbEntry)) {
+    if shmem_ready()
+        && let Some(e) = DATABASES.exclusive().entry(my_database())
+    {
+        f(e)
     }
 }
 
-fn mark_absent(db: u32) {
+/// The write path wrote a bucket here: compaction may have work.
+pub fn note_bucket_written() {
     if !shmem_ready() {
         return;
     }
-    let mut set = ABSENT.exclusive();
-    let n = set.n;
-    if !set.oids[..n].contains(&db) && n < MAX_ABSENT {
-        set.oids[n] = db;
-        set.n += 1;
+    let me = my_database();
+    let already = {
+        let set = DATABASES.share();
+        set.find(me).is_some_and(|i| set.entries[i].dirty)
+    };
+    if !already {
+        update_my_database(|e| e.dirty = true);
     }
-}
-
-fn forget(keep: impl Fn(u32) -> bool) {
-    if !shmem_ready() {
-        return;
-    }
-    let mut set = ABSENT.exclusive();
-    let kept: Vec<u32> = set.oids[..set.n].iter().copied().filter(|d| keep(*d)).collect();
-    set.oids[..kept.len()].copy_from_slice(&kept);
-    set.n = kept.len();
 }
 
 /// Called by the extension script: this database has the extension now.
 #[pg_extern]
 fn _extension_created() {
-    let me = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    forget(|d| d != me);
+    update_my_database(|e| {
+        e.absent = false;
+        e.dirty = true;
+    });
+}
+
+/// A table was configured or its expiry changed: visit this database at its
+/// next turn (which also finds out whether it has expiry now).
+#[pg_extern]
+fn _worker_notice() {
+    update_my_database(|e| e.dirty = true);
+}
+
+/// What the launcher knows of each database (README: "Background worker").
+#[pg_extern]
+fn worker_status() -> TableIterator<
+    'static,
+    (
+        name!(database, pg_sys::Oid),
+        name!(visits, i64),
+        name!(pending_writes, bool),
+        name!(has_expiry, bool),
+        name!(extension_absent, bool),
+    ),
+> {
+    let rows: Vec<_> = if shmem_ready() {
+        let set = DATABASES.share();
+        set.entries[..set.n]
+            .iter()
+            .map(|e| (pg_sys::Oid::from(e.oid), e.visits as i64, e.dirty, e.has_expiry, e.absent))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    TableIterator::new(rows)
 }
 
 pub fn register() {
-    pgrx::pg_shmem_init!(ABSENT);
+    pgrx::pg_shmem_init!(DATABASES);
+    // SAFETY: _PG_init runs in the postmaster before any other process exists.
     unsafe { SHMEM_READY = true };
     BackgroundWorkerBuilder::new("tsbucket launcher")
         .set_type("tsbucket launcher")
         .set_library("tsbucket")
         .set_function("tsbucket_launcher_main")
+        // A connection to no database: enough to read the shared catalog.
         .enable_spi_access()
         .set_start_time(BgWorkerStartTime::RecoveryFinished)
         .set_restart_time(Some(Duration::from_secs(10)))
         .load();
 }
 
+/// Databases that accept connections, read from the shared catalog without
+/// being connected to any database.
+fn list_databases() -> Vec<u32> {
+    let mut out = Vec::new();
+    // SAFETY: a transaction around a plain catalog scan of a shared relation,
+    // as the autovacuum launcher's get_database_list does.
+    unsafe {
+        pg_sys::StartTransactionCommand();
+        let rel = pg_sys::table_open(pg_sys::DatabaseRelationId, pg_sys::AccessShareLock as i32);
+        let scan = pg_sys::table_beginscan_catalog(rel, 0, std::ptr::null_mut());
+        loop {
+            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tuple.is_null() {
+                break;
+            }
+            let db = &*((*tuple).t_data as *const u8).add((*(*tuple).t_data).t_hoff as usize).cast::<pg_sys::FormData_pg_database>();
+            if db.datallowconn && !db.datistemplate {
+                out.push(db.oid.to_u32());
+            }
+        }
+        pg_sys::table_endscan(scan);
+        pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
+        pg_sys::CommitTransactionCommand();
+    }
+    out
+}
+
 #[pg_guard]
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn tsbucket_launcher_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    BackgroundWorker::connect_worker_to_spi(Some("postgres"), None);
-    let mut running: HashMap<String, DynamicBackgroundWorker> = HashMap::new();
+    BackgroundWorker::connect_worker_to_spi(None, None);
+    let clock = Instant::now();
+    // The launcher's own clock: 1 + ms, so that 0 means "never visited".
+    let now_ms = || clock.elapsed().as_millis() as u64 + 1;
+    let mut running: Vec<(u32, DynamicBackgroundWorker)> = Vec::new();
     loop {
         if BackgroundWorker::sighup_received() {
+            // SAFETY: the launcher is a plain backend-like process; reloading is what SIGHUP asks.
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
+        let interval_ms = gucs::WORKER_INTERVAL.get().max(1) as u64 * 1000;
+        // A worker counts as gone once it has stopped (not while it is still starting).
+        running.retain(|(_, w)| !matches!(w.pid(), Err(BackgroundWorkerStatus::Stopped | BackgroundWorkerStatus::PostmasterDied)));
+        let mut next_wake_ms = interval_ms;
         if gucs::WORKER_ENABLED.get() {
-            let databases: Vec<(u32, String)> = BackgroundWorker::transaction(|| {
-                Spi::connect(|c| {
-                    c.select("SELECT oid, datname::text FROM pg_database WHERE datallowconn AND NOT datistemplate", None, &[])
-                        .map(|rows| {
-                            rows.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??.to_u32(), r.get::<String>(2).ok()??)))
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                })
-            });
-            // A worker counts as gone once it has stopped (not while it is still starting).
-            running.retain(|_, w| !matches!(w.pid(), Err(BackgroundWorkerStatus::Stopped | BackgroundWorkerStatus::PostmasterDied)));
-            // Dropped databases leave the absent set.
-            forget(|d| databases.iter().any(|(oid, _)| *oid == d));
-            for (oid, db) in databases {
-                if running.contains_key(&db) || is_absent(oid) {
-                    continue;
+            let databases = list_databases();
+            let now = now_ms();
+            let mut due: Vec<(u64, u32)> = Vec::new();
+            {
+                let mut set = DATABASES.exclusive();
+                // Dropped databases leave the set.
+                let kept: Vec<DbEntry> = set.entries[..set.n].iter().copied().filter(|e| databases.contains(&e.oid)).collect();
+                set.entries[..kept.len()].copy_from_slice(&kept);
+                set.n = kept.len();
+                for &oid in &databases {
+                    let Some(e) = set.entry(oid) else { continue };
+                    if e.absent || running.iter().any(|(r, _)| *r == oid) {
+                        continue;
+                    }
+                    if e.last_visit_ms == 0 {
+                        due.push((0, oid));
+                    } else if e.dirty || e.has_expiry {
+                        let due_at = e.last_visit_ms + interval_ms;
+                        if due_at <= now {
+                            due.push((e.last_visit_ms, oid));
+                        } else {
+                            next_wake_ms = next_wake_ms.min(due_at - now);
+                        }
+                    }
                 }
-                let started = BackgroundWorkerBuilder::new(&format!("tsbucket worker for {db}"))
+            }
+            // Least recently visited first: every due database gets its turn.
+            due.sort();
+            let slots = (gucs::MAX_WORKERS.get().max(1) as usize).saturating_sub(running.len());
+            for (_, oid) in due.into_iter().take(slots) {
+                let started = BackgroundWorkerBuilder::new(&format!("tsbucket worker for database {oid}"))
                     .set_type(WORKER_TYPE)
                     .set_library("tsbucket")
                     .set_function("tsbucket_db_worker_main")
                     .enable_spi_access()
-                    .set_extra(&db)
+                    .set_argument(Some(pg_sys::Datum::from(oid)))
                     .set_restart_time(None)
+                    // Woken when it exits, to give its slot to the next due database.
                     .set_notify_pid(unsafe { pg_sys::MyProcPid })
                     .load_dynamic();
                 if let Ok(worker) = started {
-                    running.insert(db, worker);
+                    if let Some(e) = DATABASES.exclusive().entry(oid) {
+                        e.last_visit_ms = now;
+                        e.visits += 1;
+                    }
+                    running.push((oid, worker));
                 }
             }
         }
-        let interval = Duration::from_secs(gucs::WORKER_INTERVAL.get().max(1) as u64);
-        if !BackgroundWorker::wait_latch(Some(interval)) {
+        if !BackgroundWorker::wait_latch(Some(Duration::from_millis(next_wake_ms.max(100)))) {
             break;
         }
     }
@@ -160,30 +288,40 @@ unsafe extern "C-unwind" {
 
 #[pg_guard]
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn tsbucket_db_worker_main(_arg: pg_sys::Datum) {
+pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
     // SIGTERM ends the worker at its next interrupt check, rolling back its transaction.
+    // SAFETY: installs Postgres's own handler before signals are unblocked.
     unsafe {
         libc::signal(libc::SIGTERM, postgres_die as *const () as libc::sighandler_t);
         pg_sys::BackgroundWorkerUnblockSignals();
     }
-    let db = BackgroundWorker::get_extra().to_string();
-    BackgroundWorker::connect_worker_to_spi(Some(&db), None);
-    let tables: Vec<pg_sys::Oid> = BackgroundWorker::transaction(|| {
+    let db = pg_sys::Oid::from(arg.value() as u32);
+    BackgroundWorker::connect_worker_to_spi_by_oid(Some(db), None);
+    // Writes from now on make the next visit due.
+    update_my_database(|e| e.dirty = false);
+    let tables: Vec<(pg_sys::Oid, bool)> = BackgroundWorker::transaction(|| {
         let installed = Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'tsbucket')")
             .ok()
             .flatten()
             .unwrap_or(false);
         if !installed {
-            mark_absent(unsafe { pg_sys::MyDatabaseId }.to_u32());
+            update_my_database(|e| e.absent = true);
             return Vec::new();
         }
         Spi::connect(|c| {
-            c.select("SELECT relid FROM tsbucket.catalog ORDER BY relid", None, &[])
-                .map(|rows| rows.filter_map(|r| r.get::<pg_sys::Oid>(1).ok().flatten()).collect())
-                .unwrap_or_default()
+            c.select(
+                "SELECT c.relid, c.expire_after IS NOT NULL OR EXISTS (SELECT 1 FROM tsbucket.series_retention r WHERE r.relid = c.relid)
+                   FROM tsbucket.catalog c ORDER BY c.relid",
+                None,
+                &[],
+            )
+            .map(|rows| rows.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<bool>(2).ok()??))).collect())
+            .unwrap_or_default()
         })
     });
-    for relid in tables {
+    let has_expiry = tables.iter().any(|(_, e)| *e);
+    update_my_database(|e| e.has_expiry = has_expiry);
+    for (relid, _) in tables {
         // One short transaction per table; _run_jobs records its own errors.
         BackgroundWorker::transaction(|| {
             let _ = Spi::run_with_args("SELECT tsbucket._run_jobs($1)", &[relid.into()]);
@@ -203,6 +341,7 @@ pub fn stop_workers_in(dbname: &str) {
         .unwrap_or_default()
     });
     for pid in pids {
+        // SAFETY: signalling a process id Postgres reported as one of our workers.
         unsafe { libc::kill(pid, libc::SIGTERM) };
     }
 }

@@ -15,14 +15,13 @@ use crate::datum;
 use crate::error::{ts_error, NOT_NULL_VIOLATION};
 use crate::gucs;
 use crate::shape::{Attr, TableShape};
-use crate::store::{self, CloseReason, NewBucket};
+use crate::store::{self, BucketContent, CloseReason};
 use pgrx::pg_sys;
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
 use std::rc::Rc;
-use tsbucket_format::stats::{column_stats, encode_stats};
 use tsbucket_format::window::pg_window_start;
-use tsbucket_format::{encode_bucket, Column};
+use tsbucket_format::Column;
 
 /// Meta values of a series: identifying bytes per meta column, None for NULL.
 type Meta = Vec<Option<Vec<u8>>>;
@@ -37,8 +36,6 @@ struct OpenBucket {
     rows: usize,
     bytes: usize,
     meta_bytes: usize,
-    min_time: i64,
-    max_time: i64,
 }
 
 /// The open buckets of one series (usually one: the current window).
@@ -175,7 +172,7 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                     }
                     Some(i) => {
                         let bucket = &mut series.open[i];
-                        append(bucket, &shape, values, nulls, time, row_bytes, series.meta_bytes_per_row);
+                        append(bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row);
                         buffer.bytes += row_bytes;
                         return Step::Appended(bucket.bucket_id, bucket.rows - 1, buffer.bytes > memory_limit);
                     }
@@ -204,10 +201,8 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                         rows: 0,
                         bytes: 0,
                         meta_bytes: 0,
-                        min_time: time,
-                        max_time: time,
                     };
-                    append(&mut bucket, &shape, values, nulls, time, row_bytes, series.meta_bytes_per_row);
+                    append(&mut bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row);
                     series.open.push(bucket);
                     buffer.bytes += row_bytes;
                     return Step::Appended(bucket_id, 0, buffer.bytes > memory_limit);
@@ -222,7 +217,7 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                         flush_bucket(&config, &shape, bucket, reason);
                     }
                     if new_bucket && new_id.is_none() {
-                        new_id = Some(store::next_bucket_id(config.id_sequence));
+                        new_id = Some(new_bucket_id(&config));
                     }
                 }
             }
@@ -242,7 +237,6 @@ unsafe fn append(
     shape: &TableShape,
     values: &[pg_sys::Datum],
     nulls: &[bool],
-    time: i64,
     row_bytes: usize,
     meta_bytes: usize,
 ) {
@@ -257,8 +251,6 @@ unsafe fn append(
     bucket.rows += 1;
     bucket.bytes += row_bytes;
     bucket.meta_bytes += meta_bytes;
-    bucket.min_time = bucket.min_time.min(time);
-    bucket.max_time = bucket.max_time.max(time);
 }
 
 /// The table's configuration and shape, registering the table in the buffer.
@@ -350,29 +342,35 @@ fn write_all(work: Work, reason: CloseReason) {
 }
 
 fn flush_bucket(config: &Config, shape: &TableShape, bucket: OpenBucket, reason: CloseReason) {
-    let payload = encode_bucket(bucket.rows, &bucket.columns);
-    let stats: Vec<_> = bucket.columns.iter().filter_map(column_stats).collect();
-    let stats = encode_stats(&stats);
-    let meta_attrs = shape.meta_attrs();
+    // SAFETY: the store is opened and locked here, and closed (lock kept) after the write.
     unsafe {
         let store = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
-        store::insert_bucket(
+        store::write_bucket(
             store,
-            &NewBucket {
-                bucket_id: bucket.bucket_id,
-                window_start: bucket.window_start,
-                min_time: bucket.min_time,
-                max_time: bucket.max_time,
-                rows: bucket.rows as i32,
-                uncompressed_bytes: (bucket.bytes + bucket.meta_bytes) as i64,
-                close_reason: reason,
-                stats: &stats,
-                payload: &payload,
+            config,
+            shape,
+            Some(bucket.bucket_id),
+            &BucketContent {
+                columns: &bucket.columns,
+                rows: bucket.rows,
                 meta: &bucket.meta,
+                window_start: bucket.window_start,
+                uncompressed_bytes: (bucket.bytes + bucket.meta_bytes) as i64,
             },
-            &meta_attrs,
+            reason,
         );
         pg_sys::table_close(store, pg_sys::NoLock as i32);
+    }
+}
+
+/// The id of a bucket that starts buffering: its rows' TIDs carry it already.
+fn new_bucket_id(config: &Config) -> i64 {
+    // SAFETY: the store is opened and closed here; the lock is kept to the transaction's end.
+    unsafe {
+        let store = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
+        let id = store::allocate_id(store, config);
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+        id
     }
 }
 

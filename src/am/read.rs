@@ -64,6 +64,29 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
     LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped }
 }
 
+/// The values of `attr` in `bucket`: decoded, or, for a column added after
+/// the bucket was written, the column's default once per row. The one place
+/// that reads an added column's default for whole buckets (DML, compaction).
+///
+/// # Safety
+/// `tupdesc` must be the user table's descriptor; `attr` one of its payload attributes.
+pub unsafe fn column_or_default<'a>(tupdesc: pg_sys::TupleDesc, attr: &crate::shape::Attr, bucket: &'a LoadedBucket) -> std::borrow::Cow<'a, Column> {
+    if let Some(col) = &bucket.columns[attr.attnum as usize - 1] {
+        return std::borrow::Cow::Borrowed(col);
+    }
+    let mut col = Column::new(attr.attnum, attr.kind);
+    let mut isnull = false;
+    let missing = unsafe { pg_sys::getmissingattr(tupdesc, attr.attnum as i32, &mut isnull) };
+    for _ in 0..bucket.rows {
+        if isnull {
+            col.push_null();
+        } else {
+            unsafe { datum::push_datum(&mut col, attr, missing) };
+        }
+    }
+    std::borrow::Cow::Owned(col)
+}
+
 /// Datums built once per bucket for a scan: the meta values, and every row of
 /// by-reference columns laid out in one allocation. Saves a palloc per value.
 #[derive(Default)]

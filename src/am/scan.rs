@@ -121,7 +121,7 @@ struct ScanState {
     config: Option<Rc<Config>>,
     shape: Option<TableShape>,
     store: pg_sys::Relation,
-    heap_scan: pg_sys::TableScanDesc,
+    store_scan: Option<store::StoreScan>,
     /// Holds the current bucket's by-reference values; reset per bucket.
     bucket_cxt: pg_sys::MemoryContext,
     current: Option<LoadedBucket>,
@@ -159,16 +159,12 @@ pub unsafe fn begin_with(
 
         let config = catalog::lookup((*rel).rd_id);
         let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));
-        let (store, heap_scan) = match &config {
+        let (store, store_scan) = match &config {
             Some(c) => {
                 let store = pg_sys::table_open(c.store_relid, pg_sys::AccessShareLock as i32);
-                let heap_flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN
-                    | pg_sys::ScanOptions::SO_ALLOW_STRAT
-                    | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;
-                let hs = pg_sys::heap_beginscan(store, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), heap_flags);
-                (store, hs)
+                (store, Some(store::StoreScan::begin(store, snapshot)))
             }
-            None => (std::ptr::null_mut(), std::ptr::null_mut()),
+            None => (std::ptr::null_mut(), None),
         };
         let bucket_cxt = pg_sys::AllocSetContextCreateInternal(
             pg_sys::CurrentMemoryContext,
@@ -193,7 +189,7 @@ pub unsafe fn begin_with(
             config,
             shape,
             store,
-            heap_scan,
+            store_scan,
             bucket_cxt,
             current: None,
             prepared: read::Prepared::default(),
@@ -218,9 +214,9 @@ unsafe fn state<'a>(scan: pg_sys::TableScanDesc) -> &'a mut ScanState {
 pub unsafe fn end(scan: pg_sys::TableScanDesc) {
     unsafe {
         let ts = scan as *mut TsScanDesc;
-        let state = Box::from_raw((*ts).state);
-        if !state.heap_scan.is_null() {
-            pg_sys::heap_endscan(state.heap_scan);
+        let mut state = Box::from_raw((*ts).state);
+        if let Some(s) = state.store_scan.take() {
+            s.end();
         }
         if !state.store.is_null() {
             pg_sys::table_close(state.store, pg_sys::NoLock as i32);
@@ -236,8 +232,8 @@ pub unsafe fn end(scan: pg_sys::TableScanDesc) {
 pub unsafe fn rescan(scan: pg_sys::TableScanDesc) {
     unsafe {
         let st = state(scan);
-        if !st.heap_scan.is_null() {
-            pg_sys::heap_rescan(st.heap_scan, std::ptr::null_mut(), false, false, false, false);
+        if let Some(s) = st.store_scan.as_mut() {
+            s.rescan();
         }
         st.current = None;
         st.filled_slot = std::ptr::null_mut();
@@ -248,15 +244,13 @@ pub unsafe fn rescan(scan: pg_sys::TableScanDesc) {
 /// Moves to the next (or previous) bucket; false at either end.
 unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
     unsafe {
-        let dir = if forward { pg_sys::ScanDirection::ForwardScanDirection } else { pg_sys::ScanDirection::BackwardScanDirection };
         let config = st.config.as_ref().expect("configured");
         let shape = st.shape.as_ref().expect("configured");
         loop {
-            let tuple = pg_sys::heap_getnext(st.heap_scan, dir);
-            if tuple.is_null() {
+            let Some(tuple) = st.store_scan.as_mut().expect("configured").next(forward) else {
                 st.current = None;
                 return false;
-            }
+            };
             pg_sys::MemoryContextReset(st.bucket_cxt);
             let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
             let mut stored = store::read_header(st.store, tuple);

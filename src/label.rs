@@ -1,0 +1,82 @@
+//! The security label provider `tsbucket`: how a time-series table's
+//! configuration travels through pg_dump and pg_restore with no extra steps.
+//!
+//! tsbucket keeps a table's configuration (time and meta columns by name,
+//! bucket span, expiry, per-series retention) as its security label of
+//! provider `tsbucket` (`tsbucket._label_of` makes the text). pg_dump writes a
+//! table's labels right after its CREATE TABLE and before its rows, in every
+//! format, with `-t` and in pg_dumpall. On restore, `SECURITY LABEL FOR
+//! tsbucket ON TABLE t IS '...'` reaches `check_relabel`, which configures the
+//! still empty table, so the COPY of its rows that follows fills buckets.
+//! CREATE TABLE ... USING tsbucket loads this library first, so the provider
+//! is registered even without shared_preload_libraries.
+
+use crate::catalog;
+use crate::error::{ts_error, FEATURE_NOT_SUPPORTED};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use std::ffi::{CStr, CString};
+
+const PROVIDER: &CStr = c"tsbucket";
+
+pub fn init() {
+    // SAFETY: registers a static name and a guarded callback; called once from _PG_init.
+    unsafe { pg_sys::register_label_provider(PROVIDER.as_ptr(), Some(check_relabel)) };
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn check_relabel(object: *const pg_sys::ObjectAddress, label: *const std::ffi::c_char) {
+    // SAFETY: Postgres passes a valid address and a NUL-terminated label or NULL.
+    let (object, label) = unsafe { (*object, (!label.is_null()).then(|| CStr::from_ptr(label).to_string_lossy().into_owned())) };
+    relabel(object, label);
+}
+
+fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
+    let relid = object.objectId;
+    if object.classId != pg_sys::RelationRelationId || object.objectSubId != 0 || !crate::hooks::is_tsbucket_oid(relid) {
+        ts_error(
+            FEATURE_NOT_SUPPORTED,
+            "security labels of provider tsbucket apply only to tables created USING tsbucket",
+            "tsbucket writes these labels itself; they hold a time-series table's configuration for pg_dump.",
+        );
+    }
+    let Some(label) = label else {
+        ts_error(
+            FEATURE_NOT_SUPPORTED,
+            &format!("cannot remove the tsbucket label of table \"{}\"", catalog::relation_name(relid)),
+            "The label holds the table's time-series configuration, which pg_dump needs.",
+        );
+    };
+    if catalog::lookup(relid).is_some() {
+        if current_label(relid).as_deref() != Some(label.as_str()) {
+            ts_error(
+                FEATURE_NOT_SUPPORTED,
+                &format!("table \"{}\" is already a time-series table; its tsbucket label is kept by tsbucket", catalog::relation_name(relid)),
+                "Change the configuration with tsbucket.alter_timeseries() or tsbucket.set_series_retention().",
+            );
+        }
+        return;
+    }
+    // SECURITY LABEL checked that the caller owns the table. The store and the
+    // catalog rows belong to the extension owner, as create_timeseries makes them.
+    catalog::as_extension_owner(|| {
+        Spi::run_with_args("SELECT tsbucket._configure_from_label($1, $2)", &[relid.into(), label.as_str().into()])
+            .unwrap_or_else(|e| ts_error(FEATURE_NOT_SUPPORTED, &e.to_string(), "Check the table's definition against the label."))
+    });
+}
+
+fn current_label(relid: pg_sys::Oid) -> Option<String> {
+    Spi::get_one_with_args::<String>("SELECT tsbucket._label_of($1)", &[relid.into()]).ok().flatten()
+}
+
+/// Writes the table's label from its current configuration (or removes it
+/// when the table is not a time-series table). Anyone may call it: it only
+/// ever writes what the catalog says.
+#[pg_extern]
+fn _sync_label(relid: pg_sys::Oid) {
+    let label = current_label(relid).map(|l| CString::new(l).expect("jsonb text has no NUL"));
+    let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
+    // SAFETY: a valid address, a static provider name and a NUL-terminated label or NULL.
+    // SetSecurityLabel does not call the provider's hook, so this does not recurse.
+    unsafe { pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ref().map_or(std::ptr::null(), |l| l.as_ptr())) };
+}
