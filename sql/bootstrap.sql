@@ -8,6 +8,10 @@ CREATE TABLE tsbucket.catalog (
     store_relid      oid NOT NULL,
     id_index         oid NOT NULL,
     id_sequence      oid NOT NULL,
+    -- Where rows of rewritten buckets went (old bucket, row -> new bucket, row),
+    -- for DML that meets a bucket rewritten since its snapshot (src/store.rs).
+    moves_relid      oid,
+    moves_index      oid,
     time_attnum      int2 NOT NULL,
     time_type        oid NOT NULL,
     meta_attnums     int2[] NOT NULL,

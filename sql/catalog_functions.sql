@@ -28,6 +28,8 @@ DECLARE
     store regclass;
     id_index regclass;
     id_seq regclass;
+    moves regclass;
+    moves_index regclass;
 BEGIN
     -- Callers reach this only through create_timeseries, which checked ownership;
     -- check again, since this runs with the extension owner's rights.
@@ -61,14 +63,20 @@ BEGIN
     EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 1 MAXVALUE 137438953471 CYCLE', store_name || '_ids');
     id_index := format('tsbucket_internal.%I', store_name || '_id')::regclass;
     id_seq := format('tsbucket_internal.%I', store_name || '_ids')::regclass;
+    EXECUTE format('CREATE TABLE tsbucket_internal.%I (old_id int8 NOT NULL, new_ids int8[] NOT NULL, map bytea NOT NULL) USING heap',
+                   store_name || '_moves');
+    moves := format('tsbucket_internal.%I', store_name || '_moves')::regclass;
+    EXECUTE format('CREATE INDEX %I ON %s (old_id)', store_name || '_moves_old', moves);
+    moves_index := format('tsbucket_internal.%I', store_name || '_moves_old')::regclass;
     -- Members of the extension, so that pg_dump leaves them out (the rows are
     -- dumped through the user table) and pg_upgrade carries them over.
     -- tsbucket._drop_cleanup drops them with the user table.
     EXECUTE format('ALTER EXTENSION tsbucket ADD TABLE %s', store);
     EXECUTE format('ALTER EXTENSION tsbucket ADD SEQUENCE %s', id_seq);
-    INSERT INTO tsbucket.catalog (relid, store_relid, id_index, id_sequence, time_attnum, time_type,
+    EXECUTE format('ALTER EXTENSION tsbucket ADD TABLE %s', moves);
+    INSERT INTO tsbucket.catalog (relid, store_relid, id_index, id_sequence, moves_relid, moves_index, time_attnum, time_type,
                                   meta_attnums, meta_types, granularity, bucket_max_span, span_micros, expire_after)
-    VALUES (relation, store, id_index, id_seq, time_attnum,
+    VALUES (relation, store, id_index, id_seq, moves, moves_index, time_attnum,
             (SELECT atttypid FROM pg_attribute WHERE attrelid = relation AND attnum = time_attnum),
             meta_attnums, meta_types, granularity, span, span_micros, expire_after);
 END $$;
@@ -448,6 +456,10 @@ BEGIN
             EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', c.store_relid::regclass);
             EXECUTE format('DROP TABLE %s', c.store_relid::regclass);
         END IF;
+        IF c.moves_relid IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = c.moves_relid) THEN
+            EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', c.moves_relid::regclass);
+            EXECUTE format('DROP TABLE %s', c.moves_relid::regclass);
+        END IF;
         IF EXISTS (SELECT 1 FROM pg_class WHERE oid = c.id_sequence) THEN
             EXECUTE format('ALTER EXTENSION tsbucket DROP SEQUENCE %s', c.id_sequence::regclass);
             EXECUTE format('DROP SEQUENCE %s', c.id_sequence::regclass);
@@ -522,13 +534,18 @@ BEGIN
     n := coalesce(array_length(c.meta_attnums, 1), 0);
     meta_expr := CASE n WHEN 0 THEN 'NULL::text' WHEN 1 THEN 's.meta_1::text'
                  ELSE 'row(' || (SELECT string_agg('s.meta_' || i, ', ') FROM generate_series(1, n) i) || ')::text' END;
+    -- The user table first, then its store: the order TRUNCATE and DROP take them in.
+    EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', relation);
+    -- Buckets that user DML holds (it locked them to change rows) are left for
+    -- the next round: maintenance never makes a user statement fail.
     RETURN QUERY EXECUTE format(
-        'WITH gone AS (
-           DELETE FROM %s s
+        'WITH due AS (
+           SELECT s.ctid FROM %s s
             WHERE s.max_time < %s - (SELECT CASE WHEN count(r.*) > 0 THEN max(r.expire_after) ELSE $1 END
                                        FROM tsbucket.series_retention r WHERE r.relid = $2 AND r.meta = %s)
-           RETURNING row_count)
-         SELECT count(*), coalesce(sum(row_count), 0)::bigint FROM gone', store, now_expr, meta_expr)
+              FOR UPDATE SKIP LOCKED),
+         gone AS (DELETE FROM %s s WHERE s.ctid IN (SELECT ctid FROM due) RETURNING row_count)
+         SELECT count(*), coalesce(sum(row_count), 0)::bigint FROM gone', store, now_expr, meta_expr, store)
         USING c.expire_after, relation::oid;
 END $$;
 
@@ -634,7 +651,9 @@ CREATE TABLE tsbucket.job_state (
     buckets_merged   bigint,
     buckets_written  bigint,
     last_error       text,
-    last_error_at    timestamptz
+    last_error_at    timestamptz,
+    -- The id sequence's value when a compaction round last found nothing to merge.
+    compacted_through bigint
 );
 GRANT SELECT ON tsbucket.job_state TO PUBLIC;
 
@@ -653,7 +672,18 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     e record;
     c record;
+    ids_now bigint;
 BEGIN
+    -- The user table first (as TRUNCATE and DROP lock it), then tsbucket's
+    -- catalog rows and the store: maintenance never deadlocks with them.
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', relation);
+    EXCEPTION WHEN undefined_table THEN
+        RETURN;  -- dropped since the worker listed it
+    END;
+    IF NOT EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation) THEN
+        RETURN;
+    END IF;
     INSERT INTO tsbucket.job_state (relid) VALUES (relation) ON CONFLICT (relid) DO NOTHING;
     BEGIN
         IF (SELECT expire_after FROM tsbucket.catalog WHERE relid = relation) IS NOT NULL
@@ -662,9 +692,16 @@ BEGIN
             UPDATE tsbucket.job_state SET last_expiry = now(), buckets_expired = e.buckets_expired,
                    rows_expired = e.rows_expired WHERE relid = relation;
         END IF;
-        SELECT * INTO c FROM tsbucket._compact(relation, max_groups);
-        UPDATE tsbucket.job_state SET last_compaction = now(), buckets_merged = c.buckets_before,
-               buckets_written = c.buckets_after WHERE relid = relation;
+        -- No bucket written since a round found nothing to merge: nothing to do
+        -- (a catalog look-up instead of a scan of the store).
+        ids_now := pg_sequence_last_value((SELECT id_sequence FROM tsbucket.catalog WHERE relid = relation));
+        IF ids_now IS DISTINCT FROM (SELECT compacted_through FROM tsbucket.job_state WHERE relid = relation) THEN
+            SELECT * INTO c FROM tsbucket._compact(relation, max_groups);
+            UPDATE tsbucket.job_state SET last_compaction = now(), buckets_merged = c.buckets_before,
+                   buckets_written = c.buckets_after,
+                   compacted_through = CASE WHEN c.buckets_before = 0 THEN ids_now END
+             WHERE relid = relation;
+        END IF;
     EXCEPTION WHEN OTHERS THEN
         UPDATE tsbucket.job_state SET last_error = SQLERRM, last_error_at = now() WHERE relid = relation;
         RAISE WARNING 'tsbucket background job on %: %', relation, SQLERRM;

@@ -18,6 +18,9 @@ pub struct Config {
     /// Sequence that numbers buckets (and so row TIDs), and its owner.
     pub id_sequence: pg_sys::Oid,
     pub id_owner: pg_sys::Oid,
+    /// Where rows of rewritten buckets went, and its index on the old id
+    /// (None for tables made before it existed).
+    pub moves: Option<(pg_sys::Oid, pg_sys::Oid)>,
     pub time_attnum: i16,
     pub meta_attnums: Vec<i16>,
     pub span_micros: i64,
@@ -64,7 +67,7 @@ fn load(relid: pg_sys::Oid) -> Option<Config> {
     let row = Spi::connect(|client| {
         let table = client
             .select(
-                "SELECT c.store_relid, c.time_attnum, c.meta_attnums, c.span_micros, c.id_index, c.id_sequence, s.relowner
+                "SELECT c.store_relid, c.time_attnum, c.meta_attnums, c.span_micros, c.id_index, c.id_sequence, s.relowner, c.moves_relid, c.moves_index
                    FROM tsbucket.catalog c JOIN pg_catalog.pg_class s ON s.oid = c.id_sequence WHERE c.relid = $1",
                 Some(1),
                 &[relid.into()],
@@ -78,12 +81,14 @@ fn load(relid: pg_sys::Oid) -> Option<Config> {
         let id_index: pg_sys::Oid = row.get(5).ok()??;
         let id_sequence: pg_sys::Oid = row.get(6).ok()??;
         let id_owner: pg_sys::Oid = row.get(7).ok()??;
+        let moves = row.get::<pg_sys::Oid>(8).ok()?.zip(row.get::<pg_sys::Oid>(9).ok()?);
         Some(Config {
             relid,
             store_relid: store,
             id_index,
             id_sequence,
             id_owner,
+            moves,
             time_attnum: time,
             meta_attnums: metas,
             span_micros: span,

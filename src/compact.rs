@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use tsbucket_format::{Column, Values};
 
 struct Candidate {
-    tid: pg_sys::ItemPointerData,
     bucket_id: i64,
     rows: i32,
 }
@@ -49,7 +48,8 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
         let mut scan = store::StoreScan::begin(store_rel, snapshot);
         while let Some(tuple) = scan.next(true) {
             let b = store::read_header(store_rel, tuple);
-            if b.rows as usize >= max_count {
+            // Full buckets stay as they are: by count, or closed by the size limit.
+            if b.rows as usize >= max_count || b.close_reason() == CloseReason::Size as i16 {
                 continue;
             }
             let meta = meta_attrs
@@ -57,27 +57,41 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
                 .enumerate()
                 .map(|(i, attr)| b.meta_datum(i).map(|d| datum::datum_bytes(&d, attr).to_vec()))
                 .collect();
-            groups.entry((meta, b.window_start)).or_default().push(Candidate { tid: b.tid, bucket_id: b.bucket_id, rows: b.rows });
+            groups.entry((meta, b.window_start)).or_default().push(Candidate { bucket_id: b.bucket_id, rows: b.rows });
         }
         scan.end();
 
-        // 2. Merge each group of two or more.
+        // 2. Merge each group that merging makes smaller, longest-waiting first
+        // (lowest bucket id), so no group starves behind the per-round cap.
+        let mut groups: Vec<(GroupKey, Vec<Candidate>)> = groups.into_iter().filter(|(_, m)| worth_merging(m, max_count)).collect();
+        groups.sort_by_key(|(_, m)| m.iter().map(|c| c.bucket_id).min());
         let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket compaction".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
+        let cid = pg_sys::GetCurrentCommandId(true);
         let (mut before, mut after, mut moved) = (0i64, 0i64, 0i64);
-        for ((meta, window_start), mut members) in groups.into_iter().filter(|(_, m)| m.len() >= 2).take(max_groups) {
+        for ((meta, window_start), mut members) in groups.into_iter().take(max_groups) {
+            // User DML holds some buckets: leave those to it, merge the rest.
             members.sort_by_key(|m| m.bucket_id);
+            members.retain(|m| store::lock_bucket(store_rel, &config, m.bucket_id, cid, false) == store::Lock::Held);
+            if members.len() < 2 {
+                continue;
+            }
             let old = pg_sys::MemoryContextSwitchTo(cxt);
             let mut merged: Vec<Column> = shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect();
             let mut uncompressed = 0i64;
+            // Where each member's rows start in `merged`.
+            let mut starts = Vec::with_capacity(members.len());
             for m in &members {
-                let Some(stored) = store::find_bucket(store_rel, config.id_index, m.bucket_id, snapshot) else { continue };
+                // Locked by us and live: the version with this id is the one to merge.
+                let stored = store::find_bucket(store_rel, config.id_index, m.bucket_id, &raw mut pg_sys::SnapshotSelfData)
+                    .expect("a locked bucket exists");
                 uncompressed += stored.values[store::COL_UNCOMPRESSED_BYTES].value() as i64;
                 let loaded = read::load(&config, &shape, &stored);
+                starts.push(merged.first().map_or(0, Column::len));
                 for (col, attr) in merged.iter_mut().zip(shape.payload_attrs()) {
                     let src = read::column_or_default((*rel).rd_att, attr, &loaded);
                     (0..loaded.rows).for_each(|r| col.push_row_of(&src, r));
                 }
-                store::delete_bucket(store_rel, m.tid);
+                store::delete_bucket(store_rel, stored.tid);
             }
             let rows = merged.first().map_or(0, Column::len);
             let time_col = shape.payload_attrs().position(|a| a.role == Role::Time).expect("the time column is stored");
@@ -87,9 +101,16 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
             };
             let mut order: Vec<usize> = (0..rows).collect();
             order.sort_by_key(|&r| times[r]);
-            for chunk in chunks(&merged, &order, max_count, gucs::bucket_max_size()) {
+            let pieces = chunks(&merged, &order, max_count, gucs::bucket_max_size());
+            // Merged row -> (new bucket index, row there), for DML that follows its rows.
+            let mut placed = vec![(0u16, 0u16); rows];
+            let mut new_ids = Vec::with_capacity(pieces.len());
+            for (i, (chunk, reason)) in pieces.iter().enumerate() {
+                for (new_row, &r) in chunk.iter().enumerate() {
+                    placed[r] = (i as u16, new_row as u16);
+                }
                 let columns: Vec<Column> = merged.iter().map(|c| c.gather(chunk)).collect();
-                store::write_bucket(
+                new_ids.push(store::write_bucket(
                     store_rel,
                     &config,
                     &shape,
@@ -101,9 +122,14 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
                         window_start,
                         uncompressed_bytes: uncompressed * chunk.len() as i64 / rows.max(1) as i64,
                     },
-                    CloseReason::Compaction,
-                );
+                    *reason,
+                    cid,
+                ));
                 after += 1;
+            }
+            for (m, start) in members.iter().zip(&starts) {
+                let moves: store::RowMoves = (0..m.rows as usize).map(|r| Some(placed[start + r])).collect();
+                store::record_moves(&config, m.bucket_id, &new_ids, &moves);
             }
             before += members.len() as i64;
             moved += members.iter().map(|m| m.rows as i64).sum::<i64>();
@@ -117,9 +143,19 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
     }
 }
 
+/// Whether merging the group can make fewer buckets: two or more members, and
+/// their rows do not already need as many buckets by count.
+fn worth_merging(members: &[Candidate], max_count: usize) -> bool {
+    let rows: usize = members.iter().map(|m| m.rows as usize).sum();
+    members.len() >= 2 && rows.div_ceil(max_count) < members.len()
+}
+
 /// Splits rows (in `order`) into buckets of at most `max_count` rows and
 /// `max_size` bytes of values; a single larger row gets a bucket of its own.
-fn chunks<'a>(columns: &[Column], order: &'a [usize], max_count: usize, max_size: usize) -> Vec<&'a [usize]> {
+/// Each bucket's close reason says whether it is full (count or size) or the
+/// remainder (compaction): full ones are not merged again, so compaction
+/// converges when the size limit binds before the count.
+fn chunks<'a>(columns: &[Column], order: &'a [usize], max_count: usize, max_size: usize) -> Vec<(&'a [usize], CloseReason)> {
     let row_size = |r: usize| -> usize {
         columns
             .iter()
@@ -139,15 +175,20 @@ fn chunks<'a>(columns: &[Column], order: &'a [usize], max_count: usize, max_size
     let (mut start, mut bytes) = (0, 0);
     for (i, &r) in order.iter().enumerate() {
         let size = row_size(r);
-        if i > start && (i - start >= max_count || bytes + size > max_size) {
-            out.push(&order[start..i]);
+        if i > start && i - start >= max_count {
+            out.push((&order[start..i], CloseReason::Count));
+            start = i;
+            bytes = 0;
+        } else if i > start && bytes + size > max_size {
+            out.push((&order[start..i], CloseReason::Size));
             start = i;
             bytes = 0;
         }
         bytes += size;
     }
     if start < order.len() {
-        out.push(&order[start..]);
+        let reason = if order.len() - start >= max_count { CloseReason::Count } else { CloseReason::Compaction };
+        out.push((&order[start..], reason));
     }
     out
 }

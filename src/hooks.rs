@@ -31,16 +31,28 @@ pub fn init() {
     }
 }
 
-/// End of a statement (or of a nested one): write what it buffered.
-pub fn end_of_statement() {
-    write::flush(None, crate::store::CloseReason::EndOfStatement);
-    modify::apply();
+/// End of a statement (or of a nested one): write what commands from
+/// `from_cid` on buffered, and apply their DELETEs and UPDATEs. A statement
+/// nested in a trigger or function has a later command id than the statement
+/// that runs it, so its end never touches the outer statement's work.
+pub fn end_of_statement(from_cid: Option<pg_sys::CommandId>) {
+    write::flush(None, crate::store::CloseReason::EndOfStatement, from_cid);
+    modify::apply(from_cid);
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn executor_finish(query_desc: *mut pg_sys::QueryDesc) {
+    // A plain SELECT writes nothing (its command id is not even assigned):
+    // its end must not touch the work of a statement it is nested in.
+    let cid = unsafe {
+        let estate = (*query_desc).estate;
+        let writes = (*query_desc).operation != pg_sys::CmdType::CMD_SELECT || (*(*query_desc).plannedstmt).hasModifyingCTE;
+        (writes && !estate.is_null()).then(|| (*estate).es_output_cid)
+    };
     // Before: AFTER STATEMENT triggers must see this statement's rows.
-    end_of_statement();
+    if cid.is_some() {
+        end_of_statement(cid);
+    }
     unsafe {
         match PREV_EXECUTOR_FINISH {
             Some(prev) => prev(query_desc),
@@ -48,14 +60,16 @@ unsafe extern "C-unwind" fn executor_finish(query_desc: *mut pg_sys::QueryDesc) 
         }
     }
     // After: data-modifying CTEs finished inside ExecutorFinish.
-    end_of_statement();
+    if cid.is_some() {
+        end_of_statement(cid);
+    }
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
     use pg_sys::XactEvent::*;
     match event {
-        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => end_of_statement(),
+        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => end_of_statement(None),
         XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT | XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {
             write::discard_all();
             modify::discard_all();
@@ -73,7 +87,7 @@ unsafe extern "C-unwind" fn subxact_callback(
 ) {
     use pg_sys::SubXactEvent::*;
     match event {
-        SUBXACT_EVENT_PRE_COMMIT_SUB => end_of_statement(),
+        SUBXACT_EVENT_PRE_COMMIT_SUB => end_of_statement(None),
         SUBXACT_EVENT_COMMIT_SUB => {
             write::reassign_subxact(my_subid, parent_subid);
             modify::reassign_subxact(my_subid, parent_subid);
@@ -105,6 +119,17 @@ unsafe fn check_query(query: *mut pg_sys::Query) {
             let sub = (*(cte as *mut pg_sys::CommonTableExpr)).ctequery;
             if !sub.is_null() && (*sub).type_ == pg_sys::NodeTag::T_Query {
                 check_query(sub as *mut pg_sys::Query);
+            }
+        }
+        for mark in list_ptrs((*query).rowMarks) {
+            let rti = (*(mark as *mut pg_sys::RowMarkClause)).rti;
+            let relid = pg_sys::rt_fetch(rti, (*query).rtable).as_ref().map(|rte| rte.relid);
+            if let Some(relid) = relid.filter(|r| *r != pg_sys::InvalidOid && is_tsbucket_oid(*r)) {
+                ts_error(
+                    FEATURE_NOT_SUPPORTED,
+                    &format!("row locking (SELECT ... FOR UPDATE/SHARE) is not supported on time-series table \"{}\"", catalog::relation_name(relid)),
+                    "Lock the table instead: LOCK TABLE ... IN SHARE ROW EXCLUSIVE MODE.",
+                );
             }
         }
         let result_rel = (*query).resultRelation;

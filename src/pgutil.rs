@@ -36,3 +36,17 @@ pub unsafe fn referenced_attnums(nodes: &[*mut pg_sys::Node], rtindex: u32) -> V
         out
     }
 }
+
+/// The OIDs of an OID list (`T_OidList`).
+///
+/// # Safety
+/// `list` must be NIL or a valid OID list.
+pub unsafe fn list_oids(list: *mut pg_sys::List) -> Vec<pg_sys::Oid> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    unsafe {
+        let n = (*list).length as usize;
+        (0..n).map(|i| (*(*list).elements.add(i)).oid_value).collect()
+    }
+}

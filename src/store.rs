@@ -90,6 +90,10 @@ impl StoredBucket {
         unsafe { std::slice::from_raw_parts(self.stats, self.stats_len) }
     }
 
+    pub fn close_reason(&self) -> i16 {
+        self.values[COL_CLOSE_REASON].value() as i16
+    }
+
     pub fn meta_datum(&self, i: usize) -> Option<pg_sys::Datum> {
         let col = COL_FIRST_META + i;
         if self.nulls[col] { None } else { Some(self.values[col]) }
@@ -120,6 +124,7 @@ pub unsafe fn write_bucket(
     id: Option<i64>,
     content: &BucketContent,
     reason: CloseReason,
+    cid: pg_sys::CommandId,
 ) -> i64 {
     let payload = encode_bucket(content.rows, content.columns);
     let stats = encode_stats(&content.columns.iter().filter_map(column_stats).collect::<Vec<_>>());
@@ -144,7 +149,7 @@ pub unsafe fn write_bucket(
         values[COL_STATS] = bytea_datum(&stats);
         values[COL_PAYLOAD] = bytea_datum(&payload);
         set_meta(&mut values, &mut nulls, content.meta, &shape.meta_attrs());
-        insert_tuple(store, &mut values, &mut nulls);
+        insert_tuple(store, &mut values, &mut nulls, cid);
         if reason != CloseReason::Compaction {
             crate::worker::note_bucket_written();
         }
@@ -164,10 +169,37 @@ unsafe fn set_meta(values: &mut [pg_sys::Datum], nulls: &mut [bool], meta: &[Opt
     }
 }
 
-unsafe fn insert_tuple(store: pg_sys::Relation, values: &mut [pg_sys::Datum], nulls: &mut [bool]) {
+/// Inserts a store tuple and its index entries as command `cid`. Buffered
+/// rows are written as the command that inserted them, not as the one that
+/// happens to flush them (a scan that flushes at its start must see them).
+unsafe fn insert_tuple(store: pg_sys::Relation, values: &mut [pg_sys::Datum], nulls: &mut [bool], cid: pg_sys::CommandId) {
     unsafe {
         let tuple = pg_sys::heap_form_tuple((*store).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
-        pg_sys::CatalogTupleInsert(store, tuple);
+        pg_sys::heap_insert(store, tuple, cid, 0, std::ptr::null_mut());
+        // The store's indexes are on plain columns (bucket_id; meta..., window_start).
+        for index_oid in crate::pgutil::list_oids(pg_sys::RelationGetIndexList(store)) {
+            let index = pg_sys::index_open(index_oid, pg_sys::RowExclusiveLock as i32);
+            let info = pg_sys::BuildIndexInfo(index);
+            let nkeys = (*info).ii_NumIndexAttrs as usize;
+            let mut ivalues = vec![pg_sys::Datum::from(0); nkeys];
+            let mut inulls = vec![false; nkeys];
+            for k in 0..nkeys {
+                let attnum = (*info).ii_IndexAttrNumbers[k] as usize;
+                ivalues[k] = values[attnum - 1];
+                inulls[k] = nulls[attnum - 1];
+            }
+            pg_sys::index_insert(
+                index,
+                ivalues.as_mut_ptr(),
+                inulls.as_mut_ptr(),
+                &mut (*tuple).t_self,
+                store,
+                pg_sys::IndexUniqueCheck::UNIQUE_CHECK_NO,
+                false,
+                info,
+            );
+            pg_sys::index_close(index, pg_sys::NoLock as i32);
+        }
         pg_sys::heap_freetuple(tuple);
     }
 }
@@ -186,7 +218,7 @@ pub unsafe fn relabel_bucket(store: pg_sys::Relation, config: &Config, shape: &T
         let id = allocate_id(store, config);
         values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
         set_meta(&mut values, &mut nulls, meta, &shape.meta_attrs());
-        insert_tuple(store, &mut values, &mut nulls);
+        insert_tuple(store, &mut values, &mut nulls, pg_sys::GetCurrentCommandId(true));
         id
     }
 }
@@ -367,6 +399,8 @@ pub unsafe fn allocate_id(store: pg_sys::Relation, config: &Config) -> i64 {
                 .expect("nextval returns a value")
         });
         if tid::is_usable_id(id) && unsafe { !id_in_use(store, config.id_index, id) } {
+            // A reused id must not lead DML that still follows its old self astray.
+            unsafe { forget_moves(config, id) };
             return id;
         }
         skipped += 1;
@@ -403,6 +437,175 @@ unsafe fn id_in_use(store: pg_sys::Relation, id_index: pg_sys::Oid, id: i64) -> 
             pg_sys::heap_freetuple(t);
         }
         found.is_some()
+    }
+}
+
+/// Where the rows of a rewritten bucket went: for each old row, the index of
+/// its new bucket in `new_ids` and its row there, or None if it was deleted.
+pub type RowMoves = Vec<Option<(u16, u16)>>;
+
+/// What became of row `row` of a bucket that is gone.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Successor {
+    /// The bucket went whole (expiry, a DELETE of all its rows, TRUNCATE).
+    Gone,
+    /// The row was deleted.
+    Deleted,
+    /// The row lives on as this row of this bucket.
+    Moved(i64, usize),
+}
+
+/// Records where the rows of bucket `old_id` went; written in the same
+/// transaction as the rewrite, so it becomes visible exactly when the rewrite
+/// commits. A DML statement that waited on the rewrite follows it
+/// (`successor`), as heap's EvalPlanQual follows an update chain.
+///
+/// # Safety
+/// `config`'s relations must exist; the caller rewrites `old_id` in this transaction.
+pub unsafe fn record_moves(config: &Config, old_id: i64, new_ids: &[i64], moves: &RowMoves) {
+    let Some((moves_relid, _)) = config.moves else { return };
+    if new_ids.is_empty() {
+        return;
+    }
+    let mut map = Vec::with_capacity(moves.len() * 4);
+    for m in moves {
+        let (bucket, row) = m.unwrap_or((u16::MAX, 0));
+        map.extend_from_slice(&bucket.to_le_bytes());
+        map.extend_from_slice(&row.to_le_bytes());
+    }
+    unsafe {
+        let rel = pg_sys::table_open(moves_relid, pg_sys::RowExclusiveLock as i32);
+        let ids: Vec<pg_sys::Datum> = new_ids.iter().map(|&i| pg_sys::Datum::from(i)).collect();
+        let array = pg_sys::construct_array(
+            ids.as_ptr() as *mut pg_sys::Datum,
+            ids.len() as i32,
+            pg_sys::INT8OID,
+            8,
+            true,
+            pg_sys::TYPALIGN_DOUBLE as std::ffi::c_char,
+        );
+        let mut values = [pg_sys::Datum::from(old_id), pg_sys::Datum::from(array), bytea_datum(&map)];
+        let mut nulls = [false; 3];
+        let tuple = pg_sys::heap_form_tuple((*rel).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
+        pg_sys::CatalogTupleInsert(rel, tuple);
+        pg_sys::heap_freetuple(tuple);
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
+    }
+}
+
+/// Where row `row` of the gone bucket `old_id` lives now, as the latest
+/// committed state says (the caller has waited for the rewriter to end).
+///
+/// # Safety
+/// `config`'s relations must exist.
+pub unsafe fn successor(config: &Config, old_id: i64, row: usize) -> Successor {
+    let Some((moves_relid, moves_index)) = config.moves else { return Successor::Gone };
+    unsafe {
+        let rel = pg_sys::table_open(moves_relid, pg_sys::AccessShareLock as i32);
+        let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(&mut key, 1, pg_sys::BTEqualStrategyNumber as u16, pg_sys::Oid::from(pg_sys::F_INT8EQ), pg_sys::Datum::from(old_id));
+        let scan = pg_sys::systable_beginscan(rel, moves_index, true, snapshot, 1, &mut key);
+        let tuple = pg_sys::systable_getnext(scan);
+        let result = if tuple.is_null() {
+            Successor::Gone
+        } else {
+            let mut values = [pg_sys::Datum::from(0); 3];
+            let mut nulls = [false; 3];
+            pg_sys::heap_deform_tuple(tuple, (*rel).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
+            let map = pg_sys::pg_detoast_datum_packed(values[2].cast_mut_ptr());
+            let map = std::slice::from_raw_parts(vardata_any(map) as *const u8, varsize_any_exhdr(map));
+            let ids: Vec<i64> = pgrx::FromDatum::from_datum(values[1], nulls[1]).unwrap_or_default();
+            match map.get(row * 4..row * 4 + 4) {
+                Some(entry) => {
+                    let bucket = u16::from_le_bytes([entry[0], entry[1]]);
+                    let new_row = u16::from_le_bytes([entry[2], entry[3]]) as usize;
+                    match ids.get(bucket as usize) {
+                        Some(&id) => Successor::Moved(id, new_row),
+                        None => Successor::Deleted,
+                    }
+                }
+                None => Successor::Deleted,
+            }
+        };
+        pg_sys::systable_endscan(scan);
+        pg_sys::UnregisterSnapshot(snapshot);
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
+        result
+    }
+}
+
+/// Forgets where the rows of `old_id` went: its id is free for reuse, so no
+/// store version carries it and no transaction can still be following it.
+unsafe fn forget_moves(config: &Config, old_id: i64) {
+    let Some((moves_relid, moves_index)) = config.moves else { return };
+    unsafe {
+        let rel = pg_sys::table_open(moves_relid, pg_sys::RowExclusiveLock as i32);
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(&mut key, 1, pg_sys::BTEqualStrategyNumber as u16, pg_sys::Oid::from(pg_sys::F_INT8EQ), pg_sys::Datum::from(old_id));
+        let scan = pg_sys::systable_beginscan(rel, moves_index, true, std::ptr::null_mut(), 1, &mut key);
+        loop {
+            let tuple = pg_sys::systable_getnext(scan);
+            if tuple.is_null() {
+                break;
+            }
+            pg_sys::simple_heap_delete(rel, &mut (*tuple).t_self);
+        }
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
+    }
+}
+
+/// The outcome of locking a bucket's store row.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Lock {
+    /// Locked (or already ours) and live: it can be rewritten by this transaction.
+    Held,
+    /// Deleted or rewritten by a committed transaction (follow `successor`).
+    Gone,
+    /// Locked by another transaction and we asked not to wait.
+    Busy,
+    /// Deleted or rewritten by this transaction's own later command.
+    ChangedBySelf,
+}
+
+/// Locks the store row of bucket `bucket_id` against rewrites by others, as
+/// heap locks a row a DELETE or UPDATE is about to change. User DML waits;
+/// maintenance (compaction, expiry) passes `wait = false` and skips buckets
+/// that user DML holds. Waiting ends when the holder ends: then the row is
+/// either ours (Held) or gone (the holder rewrote or deleted it).
+///
+/// # Safety
+/// `store` must be `config`'s open bucket store.
+pub unsafe fn lock_bucket(store: pg_sys::Relation, config: &Config, bucket_id: i64, cid: pg_sys::CommandId, wait: bool) -> Lock {
+    unsafe {
+        // The current version: committed and not deleted, or being deleted by a
+        // transaction still running (then we wait for it below).
+        let Some(found) = find_bucket_tuple(store, config.id_index, bucket_id, &raw mut pg_sys::SnapshotSelfData) else {
+            let deleted_by_us = find_bucket_tuple(store, config.id_index, bucket_id, &raw mut pg_sys::SnapshotAnyData).is_some_and(|t| {
+                let xmax = (*(*t).t_data).t_choice.t_heap.t_xmax;
+                pg_sys::heap_freetuple(t);
+                pg_sys::TransactionIdIsCurrentTransactionId(xmax)
+            });
+            return if deleted_by_us { Lock::ChangedBySelf } else { Lock::Gone };
+        };
+        let mut tuple = pg_sys::HeapTupleData { t_self: (*found).t_self, ..Default::default() };
+        pg_sys::heap_freetuple(found);
+        let mut buffer: pg_sys::Buffer = 0;
+        let mut tmfd = pg_sys::TM_FailureData::default();
+        let policy = if wait { pg_sys::LockWaitPolicy::LockWaitBlock } else { pg_sys::LockWaitPolicy::LockWaitSkip };
+        let result = pg_sys::heap_lock_tuple(store, &mut tuple, cid, pg_sys::LockTupleMode::LockTupleExclusive, policy, false, &mut buffer, &mut tmfd);
+        if buffer != 0 {
+            pg_sys::ReleaseBuffer(buffer);
+        }
+        match result {
+            pg_sys::TM_Result::TM_Ok => Lock::Held,
+            pg_sys::TM_Result::TM_WouldBlock => Lock::Busy,
+            pg_sys::TM_Result::TM_Updated | pg_sys::TM_Result::TM_Deleted => Lock::Gone,
+            pg_sys::TM_Result::TM_SelfModified => Lock::ChangedBySelf,
+            // Inserted by a command of ours after the caller's: nothing of it is the caller's to change.
+            _ => Lock::Gone,
+        }
     }
 }
 

@@ -26,10 +26,20 @@ use tsbucket_format::Column;
 /// Meta values of a series: identifying bytes per meta column, None for NULL.
 type Meta = Vec<Option<Vec<u8>>>;
 
+/// Who wrote a bucket's rows: a bucket only ever holds rows of one
+/// subtransaction (so ROLLBACK TO SAVEPOINT discards exactly its rows) and of
+/// one command (so a statement nested in a trigger or function flushes only
+/// its own rows at its end, never the outer statement's).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Owner {
+    subxid: u32,
+    cid: u32,
+}
+
 struct OpenBucket {
     bucket_id: i64,
     window_start: i64,
-    subxid: u32,
+    owner: Owner,
     meta: Rc<Meta>,
     /// One per payload attribute, in shape order.
     columns: Vec<Column>,
@@ -43,9 +53,9 @@ struct Series {
     meta: Rc<Meta>,
     meta_bytes_per_row: usize,
     open: Vec<OpenBucket>,
-    /// Newest window per subtransaction: an older window's bucket closes when a
+    /// Newest window per owner: an older window's bucket closes when a
     /// newer one opens, as MongoDB closes buckets on time.
-    newest: Vec<(u32, i64)>,
+    newest: Vec<(Owner, i64)>,
 }
 
 struct TableBuffer {
@@ -117,7 +127,7 @@ enum Step {
 ///
 /// # Safety
 /// `rel` must be an open tsbucket table and `slot` hold a row of it.
-pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlot) {
+pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlot, cid: pg_sys::CommandId) {
     unsafe {
         let relid = (*rel).rd_id;
         let natts = (*(*rel).rd_att).natts as usize;
@@ -137,7 +147,7 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
         }
         let time = values[time_idx].value() as i64;
         let window_start = pg_window_start(time, config.span_micros);
-        let subxid = current_subxid();
+        let owner = Owner { subxid: current_subxid(), cid };
         let mut row_bytes = 0usize;
         for attr in shape.payload_attrs() {
             let i = attr.attnum as usize - 1;
@@ -161,7 +171,7 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                         table.series.entry(key.clone()).or_insert(Series { meta, meta_bytes_per_row, open: Vec::new(), newest: Vec::new() })
                     }
                 };
-                let found = series.open.iter().position(|o| o.window_start == window_start && o.subxid == subxid);
+                let found = series.open.iter().position(|o| o.window_start == window_start && o.owner == owner);
                 let mut close = Vec::new();
                 match found {
                     Some(i) if series.open[i].rows >= gucs::bucket_max_count() => {
@@ -177,17 +187,17 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                         return Step::Appended(bucket.bucket_id, bucket.rows - 1, buffer.bytes > memory_limit);
                     }
                     None => {
-                        let newest = series.newest.iter().find(|(s, _)| *s == subxid).map(|(_, w)| *w);
+                        let newest = series.newest.iter().find(|(o, _)| *o == owner).map(|(_, w)| *w);
                         if let Some(w) = newest.filter(|w| *w < window_start)
-                            && let Some(i) = series.open.iter().position(|o| o.window_start == w && o.subxid == subxid)
+                            && let Some(i) = series.open.iter().position(|o| o.window_start == w && o.owner == owner)
                         {
                             close.push((series.open.swap_remove(i), CloseReason::TimeWindow));
                         }
                     }
                 }
-                match series.newest.iter_mut().find(|(s, _)| *s == subxid) {
+                match series.newest.iter_mut().find(|(o, _)| *o == owner) {
                     Some(entry) => entry.1 = entry.1.max(window_start),
-                    None => series.newest.push((subxid, window_start)),
+                    None => series.newest.push((owner, window_start)),
                 }
                 if close.is_empty()
                     && let Some(bucket_id) = new_id
@@ -195,7 +205,7 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                     let mut bucket = OpenBucket {
                         bucket_id,
                         window_start,
-                        subxid,
+                        owner,
                         meta: series.meta.clone(),
                         columns: shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect(),
                         rows: 0,
@@ -285,7 +295,7 @@ fn enforce_memory_limit() {
             .tables
             .values()
             .flat_map(|t| t.series.values().flat_map(|s| s.open.iter()))
-            .filter(|o| o.subxid == subxid)
+            .filter(|o| o.owner.subxid == subxid)
             .map(|o| (o.bytes, o.bucket_id))
             .collect();
         sizes.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -358,6 +368,7 @@ fn flush_bucket(config: &Config, shape: &TableShape, bucket: OpenBucket, reason:
                 uncompressed_bytes: (bucket.bytes + bucket.meta_bytes) as i64,
             },
             reason,
+            bucket.owner.cid,
         );
         pg_sys::table_close(store, pg_sys::NoLock as i32);
     }
@@ -382,15 +393,20 @@ fn prune(buffer: &mut WriteBuffer) {
     buffer.tables.retain(|_, t| !t.series.is_empty() || !t.closed.is_empty());
 }
 
-/// Writes every open bucket of the current subtransaction (of one table, or all).
-pub fn flush(relid: Option<pg_sys::Oid>, reason: CloseReason) {
+/// Writes the open buckets of the current subtransaction (of one table, or
+/// all) that commands from `from_cid` on wrote (None: every command's).
+pub fn flush(relid: Option<pg_sys::Oid>, reason: CloseReason, from_cid: Option<pg_sys::CommandId>) {
     let subxid = current_subxid();
+    let mine = |o: &Owner| o.subxid == subxid && from_cid.is_none_or(|c| o.cid >= c);
     let work = BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
-        let work = take_buckets(&mut buffer, relid, |o| o.subxid == subxid, true);
-        for table in buffer.tables.values_mut() {
+        let work = take_buckets(&mut buffer, relid, |o| mine(&o.owner), true);
+        for (id, table) in buffer.tables.iter_mut() {
+            if relid.is_some_and(|r| r != *id) {
+                continue;
+            }
             for series in table.series.values_mut() {
-                series.newest.retain(|(s, _)| *s != subxid);
+                series.newest.retain(|(o, _)| !mine(o));
             }
         }
         prune(&mut buffer);
@@ -399,14 +415,19 @@ pub fn flush(relid: Option<pg_sys::Oid>, reason: CloseReason) {
     write_all(work, reason);
 }
 
+/// Whether rows of `relid` wait in the buffer (cheap: scans ask before flushing).
+pub fn has_buffered(relid: pg_sys::Oid) -> bool {
+    BUFFER.with(|b| b.borrow().tables.contains_key(&relid))
+}
+
 /// ROLLBACK (TO SAVEPOINT): forget the rows of the aborted subtransaction.
 pub fn discard_subxact(subxid: u32) {
     BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
-        drop(take_buckets(&mut buffer, None, |o| o.subxid == subxid, true));
+        drop(take_buckets(&mut buffer, None, |o| o.owner.subxid == subxid, true));
         for table in buffer.tables.values_mut() {
             for series in table.series.values_mut() {
-                series.newest.retain(|(s, _)| *s != subxid);
+                series.newest.retain(|(o, _)| o.subxid != subxid);
             }
         }
         prune(&mut buffer);
@@ -421,27 +442,29 @@ pub fn reassign_subxact(child: u32, parent: u32) {
         let mut buffer = b.borrow_mut();
         for table in buffer.tables.values_mut() {
             for series in table.series.values_mut() {
-                let windows: Vec<i64> = series.open.iter().filter(|o| o.subxid == child).map(|o| o.window_start).collect();
+                let windows: Vec<(i64, u32)> =
+                    series.open.iter().filter(|o| o.owner.subxid == child).map(|o| (o.window_start, o.owner.cid)).collect();
                 let mut i = 0;
                 while i < series.open.len() {
                     let o = &series.open[i];
-                    if o.subxid == parent && windows.contains(&o.window_start) {
+                    if o.owner.subxid == parent && windows.contains(&(o.window_start, o.owner.cid)) {
                         table.closed.push(series.open.swap_remove(i));
                     } else {
                         i += 1;
                     }
                 }
-                series.open.iter_mut().filter(|o| o.subxid == child).for_each(|o| o.subxid = parent);
-                let child_newest = series.newest.iter().find(|(s, _)| *s == child).map(|(_, w)| *w);
-                series.newest.retain(|(s, _)| *s != child);
-                if let Some(w) = child_newest {
-                    match series.newest.iter_mut().find(|(s, _)| *s == parent) {
+                series.open.iter_mut().filter(|o| o.owner.subxid == child).for_each(|o| o.owner.subxid = parent);
+                let child_newest: Vec<(Owner, i64)> = series.newest.iter().filter(|(o, _)| o.subxid == child).copied().collect();
+                series.newest.retain(|(o, _)| o.subxid != child);
+                for (o, w) in child_newest {
+                    let as_parent = Owner { subxid: parent, cid: o.cid };
+                    match series.newest.iter_mut().find(|(p, _)| *p == as_parent) {
                         Some(e) => e.1 = e.1.max(w),
-                        None => series.newest.push((parent, w)),
+                        None => series.newest.push((as_parent, w)),
                     }
                 }
             }
-            table.closed.iter_mut().filter(|o| o.subxid == child).for_each(|o| o.subxid = parent);
+            table.closed.iter_mut().filter(|o| o.owner.subxid == child).for_each(|o| o.owner.subxid = parent);
         }
     });
 }

@@ -236,11 +236,11 @@ unsafe extern "C-unwind" fn index_delete_tuples(_rel: pg_sys::Relation, _delstat
 unsafe extern "C-unwind" fn tuple_insert(
     rel: pg_sys::Relation,
     slot: *mut pg_sys::TupleTableSlot,
-    _cid: pg_sys::CommandId,
+    cid: pg_sys::CommandId,
     _options: i32,
     _bistate: *mut pg_sys::BulkInsertStateData,
 ) {
-    unsafe { write::insert_row(rel, slot) }
+    unsafe { write::insert_row(rel, slot, cid) }
 }
 
 #[pg_guard]
@@ -270,13 +270,38 @@ unsafe extern "C-unwind" fn multi_insert(
     rel: pg_sys::Relation,
     slots: *mut *mut pg_sys::TupleTableSlot,
     nslots: i32,
-    _cid: pg_sys::CommandId,
+    cid: pg_sys::CommandId,
     _options: i32,
     _bistate: *mut pg_sys::BulkInsertStateData,
 ) {
     unsafe {
         for i in 0..nslots as usize {
-            write::insert_row(rel, *slots.add(i));
+            write::insert_row(rel, *slots.add(i), cid);
+        }
+    }
+}
+
+/// Tells the executor what heap would: TM_Ok, or TM_SelfModified for a row
+/// this command already changed, or TM_Updated / TM_Deleted for a row a
+/// committed transaction moved or deleted (READ COMMITTED then follows it
+/// through tuple_lock and EvalPlanQual; REPEATABLE READ raises 40001).
+unsafe fn report(outcome: modify::Outcome, tid: pg_sys::ItemPointer, cid: pg_sys::CommandId, tmfd: *mut pg_sys::TM_FailureData) -> pg_sys::TM_Result::Type {
+    use modify::Outcome;
+    unsafe {
+        (*tmfd).ctid = *tid;
+        (*tmfd).xmax = pg_sys::InvalidTransactionId;
+        (*tmfd).cmax = cid;
+        (*tmfd).traversed = false;
+        match outcome {
+            Outcome::Done => pg_sys::TM_Result::TM_Ok,
+            Outcome::AlreadyDoneBySelf => pg_sys::TM_Result::TM_SelfModified,
+            Outcome::ChangedBySelf => {
+                // Not this command: the executor raises "already modified by an operation triggered by the current command".
+                (*tmfd).cmax = pg_sys::InvalidCommandId;
+                pg_sys::TM_Result::TM_SelfModified
+            }
+            Outcome::Moved => pg_sys::TM_Result::TM_Updated,
+            Outcome::Deleted => pg_sys::TM_Result::TM_Deleted,
         }
     }
 }
@@ -285,15 +310,14 @@ unsafe extern "C-unwind" fn multi_insert(
 unsafe extern "C-unwind" fn tuple_delete(
     rel: pg_sys::Relation,
     tid: pg_sys::ItemPointer,
-    _cid: pg_sys::CommandId,
+    cid: pg_sys::CommandId,
     _snapshot: pg_sys::Snapshot,
     _crosscheck: pg_sys::Snapshot,
     _wait: bool,
-    _tmfd: *mut pg_sys::TM_FailureData,
+    tmfd: *mut pg_sys::TM_FailureData,
     _changing_part: bool,
 ) -> pg_sys::TM_Result::Type {
-    unsafe { modify::record_delete(rel, &*tid) };
-    pg_sys::TM_Result::TM_Ok
+    unsafe { report(modify::record_delete(rel, &*tid, cid), tid, cid, tmfd) }
 }
 
 #[cfg(feature = "pg15")]
@@ -306,19 +330,22 @@ unsafe extern "C-unwind" fn tuple_update(
     rel: pg_sys::Relation,
     otid: pg_sys::ItemPointer,
     slot: *mut pg_sys::TupleTableSlot,
-    _cid: pg_sys::CommandId,
+    cid: pg_sys::CommandId,
     _snapshot: pg_sys::Snapshot,
     _crosscheck: pg_sys::Snapshot,
     _wait: bool,
-    _tmfd: *mut pg_sys::TM_FailureData,
+    tmfd: *mut pg_sys::TM_FailureData,
     lockmode: *mut pg_sys::LockTupleMode::Type,
     update_indexes: *mut UpdateIndexes,
 ) -> pg_sys::TM_Result::Type {
     unsafe {
-        modify::record_update(rel, &*otid, slot);
+        *lockmode = pg_sys::LockTupleMode::LockTupleExclusive;
+        let result = report(modify::record_update(rel, &*otid, slot, cid), otid, cid, tmfd);
+        if result != pg_sys::TM_Result::TM_Ok {
+            return result;
+        }
         (*slot).tts_tid = *otid;
         (*slot).tts_tableOid = (*rel).rd_id;
-        *lockmode = pg_sys::LockTupleMode::LockTupleExclusive;
         #[cfg(feature = "pg15")]
         {
             *update_indexes = false;
@@ -331,24 +358,36 @@ unsafe extern "C-unwind" fn tuple_update(
     pg_sys::TM_Result::TM_Ok
 }
 
+/// EvalPlanQual's re-fetch of a row a concurrent transaction moved (row
+/// locking by SELECT ... FOR UPDATE is refused when the query is parsed).
 #[pg_guard]
 unsafe extern "C-unwind" fn tuple_lock(
-    _rel: pg_sys::Relation,
-    _tid: pg_sys::ItemPointer,
+    rel: pg_sys::Relation,
+    tid: pg_sys::ItemPointer,
     _snapshot: pg_sys::Snapshot,
-    _slot: *mut pg_sys::TupleTableSlot,
-    _cid: pg_sys::CommandId,
+    slot: *mut pg_sys::TupleTableSlot,
+    cid: pg_sys::CommandId,
     _mode: pg_sys::LockTupleMode::Type,
     _wait_policy: pg_sys::LockWaitPolicy::Type,
-    _flags: u8,
-    _tmfd: *mut pg_sys::TM_FailureData,
+    flags: u8,
+    tmfd: *mut pg_sys::TM_FailureData,
 ) -> pg_sys::TM_Result::Type {
-    unsupported("row locking (SELECT ... FOR UPDATE/SHARE)", "Lock the table instead: LOCK TABLE ... IN SHARE ROW EXCLUSIVE MODE.")
+    unsafe {
+        let follow = flags & pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8 != 0;
+        let (result, traversed) = modify::lock_row(rel, &mut *tid, cid, follow, slot);
+        (*tmfd).ctid = *tid;
+        (*tmfd).xmax = pg_sys::InvalidTransactionId;
+        // TM_SelfModified here means a later command of ours (a trigger) changed the
+        // bucket: the executor then refuses, as for heap.
+        (*tmfd).cmax = if result == pg_sys::TM_Result::TM_SelfModified { pg_sys::InvalidCommandId } else { cid };
+        (*tmfd).traversed = traversed;
+        result
+    }
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn finish_bulk_insert(rel: pg_sys::Relation, _options: i32) {
-    write::flush(Some(unsafe { (*rel).rd_id }), crate::store::CloseReason::EndOfStatement);
+    write::flush(Some(unsafe { (*rel).rd_id }), crate::store::CloseReason::EndOfStatement, None);
 }
 
 #[cfg(feature = "pg15")]
@@ -385,7 +424,11 @@ unsafe fn truncate_store(rel: pg_sys::Relation) {
     if let Some(config) = catalog::lookup(relid) {
         write::discard_table(relid);
         crate::catalog::as_extension_owner(|| {
-            Spi::run(&format!("TRUNCATE {}", crate::catalog::qualified_name(config.store_relid))).expect("truncate bucket store");
+            let mut relations = crate::catalog::qualified_name(config.store_relid);
+            if let Some((moves, _)) = config.moves {
+                relations = format!("{relations}, {}", crate::catalog::qualified_name(moves));
+            }
+            Spi::run(&format!("TRUNCATE {relations}")).expect("truncate bucket store");
         });
     }
 }

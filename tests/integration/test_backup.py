@@ -19,8 +19,12 @@ ROWS = {
     "m": "SELECT time, host, region, v, note FROM m ORDER BY time, host, region, v",
     "plain": "SELECT time, v FROM plain ORDER BY time, v",
 }
-STORES = """SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = 'tsbucket_internal' AND c.relkind = 'r'"""
+STORES = "SELECT count(*) FROM tsbucket.catalog"
+# Internal tables that belong to no time-series table (orphans, or restored copies).
+STRAYS = """SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = 'tsbucket_internal' AND c.relkind IN ('r', 'S')
+               AND c.oid NOT IN (SELECT store_relid FROM tsbucket.catalog UNION ALL SELECT moves_relid FROM tsbucket.catalog
+                                 UNION ALL SELECT id_sequence FROM tsbucket.catalog)"""
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +75,7 @@ def check_restored(cluster, dbname, expected, tables=("m", "plain")):
     with cluster.connect(dbname=dbname) as c:
         assert snapshot(c, tables) == expected
         assert c.execute(STORES).fetchone()[0] == len(tables)
+        assert c.execute(STRAYS).fetchone()[0] == 0
         for t in tables:
             assert c.execute(f"SELECT count(*) FROM tsbucket.verify('{t}')").fetchone()[0] == 0
         # Restored as buckets: a COPY fills them, far fewer than one per row.
