@@ -1,19 +1,22 @@
 -- MongoDB's date operators and $setWindowFields window operators.
 -- See README "Time functions" for semantics and examples.
+-- date_trunc and date_diff are not STRICT: MongoDB reads start_of_week only
+-- for unit week, so a NULL there must not make other units NULL (the
+-- functions they call return NULL for every other NULL argument).
 
 CREATE FUNCTION tsbucket.date_trunc(unit text, ts timestamptz, bin_size int DEFAULT 1,
                                     timezone text DEFAULT 'UTC', start_of_week text DEFAULT 'sunday')
-RETURNS timestamptz LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURNS timestamptz LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN tsbucket._date_trunc_tz(unit, ts, bin_size, timezone, start_of_week);
 
 CREATE FUNCTION tsbucket.date_trunc(unit text, ts timestamp, bin_size int DEFAULT 1,
                                     timezone text DEFAULT 'UTC', start_of_week text DEFAULT 'sunday')
-RETURNS timestamp LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURNS timestamp LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN tsbucket._date_trunc_ts(unit, ts, bin_size, timezone, start_of_week);
 
 CREATE FUNCTION tsbucket.date_trunc(unit text, d date, bin_size int DEFAULT 1,
                                     timezone text DEFAULT 'UTC', start_of_week text DEFAULT 'sunday')
-RETURNS date LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURNS date LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN tsbucket._date_trunc_date(unit, d, bin_size, timezone, start_of_week);
 
 CREATE FUNCTION tsbucket.date_add(ts timestamptz, unit text, amount bigint, timezone text DEFAULT 'UTC')
@@ -26,7 +29,7 @@ RETURN tsbucket._date_add(ts, unit, -amount, timezone);
 
 CREATE FUNCTION tsbucket.date_diff(start timestamptz, "end" timestamptz, unit text,
                                    timezone text DEFAULT 'UTC', start_of_week text DEFAULT 'sunday')
-RETURNS bigint LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN tsbucket._date_diff(start, "end", unit, timezone, start_of_week);
 
 -- moving_avg: avg with an inverse transition, so sliding frames cost O(1) per row.

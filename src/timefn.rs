@@ -1,14 +1,14 @@
 //! MongoDB's date operators and `$setWindowFields` window operators as SQL
 //! functions. Calendar arithmetic lives in the pure `tsbucket-timecalc` crate;
 //! this module adapts it to Postgres: time zones through Postgres's own tz
-//! database (`pg_tzset`, `pg_localtime`, `DetermineTimeZoneOffset`), errors as
+//! database (`pg_tzset`, `pg_localtime`, `pg_next_dst_boundary`), errors as
 //! SQLSTATE 22023, and the aggregate / window-function calling conventions.
 //! The SQL signatures (defaults, volatility, aggregates) are in sql/time_functions.sql.
 
 use crate::error::ts_error;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use tsbucket_timecalc::{self as tc, FixedOffset, Unit, Zone, US_PER_SECOND};
+use tsbucket_timecalc::{self as tc, FixedOffset, Offset, Unit, WeekStart, Zone, US_PER_SECOND};
 
 const INVALID: pgrx::PgSqlErrorCode = pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE;
 const OUT_OF_RANGE: pgrx::PgSqlErrorCode = pgrx::PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW;
@@ -28,42 +28,42 @@ fn unit(s: &str) -> Unit {
     })
 }
 
-fn weekday(s: &str) -> i64 {
-    tc::parse_weekday(s).unwrap_or_else(|| {
-        ts_error(INVALID, &format!("unknown start of week \"{s}\""), "Use a day name such as sunday or mon.")
-    })
+/// The week start for `u`, or None when the result is NULL (a NULL start of
+/// week for unit week). MongoDB reads the argument only for weeks.
+fn week_start(u: Unit, start_of_week: Option<&str>) -> Option<i64> {
+    match tc::week_start(u, start_of_week) {
+        WeekStart::Day(d) => Some(d),
+        WeekStart::Null => None,
+        WeekStart::Unknown => ts_error(
+            INVALID,
+            &format!("unknown start of week \"{}\"", start_of_week.unwrap_or_default()),
+            "Use a day name such as sunday or mon.",
+        ),
+    }
 }
 
 /// A zone from Postgres's tz database.
 struct PgZone(*mut pg_sys::pg_tz);
 
 impl Zone for PgZone {
-    fn offset_at(&self, utc_us: i64) -> i64 {
-        let t: pg_sys::pg_time_t = utc_us.div_euclid(US_PER_SECOND);
+    fn at(&self, utc_s: i64) -> Offset {
+        let t: pg_sys::pg_time_t = utc_s;
         let tm = unsafe { pg_sys::pg_localtime(&t, self.0) };
         if tm.is_null() {
             ts_error(OUT_OF_RANGE, "timestamp out of range for time zone conversion", "Use a timestamp between 4713 BC and 294276 AD.");
         }
-        unsafe { (*tm).tm_gmtoff as i64 }
+        let tm = unsafe { &*tm };
+        Offset { secs: tm.tm_gmtoff as i64, dst: tm.tm_isdst > 0 }
     }
 
-    fn local_to_utc(&self, local_us: i64) -> i64 {
-        let day = local_us.div_euclid(tc::US_PER_DAY);
-        let in_day = local_us.rem_euclid(tc::US_PER_DAY);
-        let secs = in_day / US_PER_SECOND;
-        let (y, m, d) = tc::civil_from_days(day);
-        let mut tm = pg_sys::pg_tm {
-            tm_year: y as i32,
-            tm_mon: m as i32,
-            tm_mday: d as i32,
-            tm_hour: (secs / 3600) as i32,
-            tm_min: ((secs / 60) % 60) as i32,
-            tm_sec: (secs % 60) as i32,
-            ..Default::default()
+    fn next_transition(&self, utc_s: i64) -> Option<i64> {
+        let t: pg_sys::pg_time_t = utc_s;
+        let (mut before_off, mut before_dst, mut boundary, mut after_off, mut after_dst) = (0, 0, 0, 0, 0);
+        let found = unsafe {
+            pg_sys::pg_next_dst_boundary(&t, &mut before_off, &mut before_dst, &mut boundary, &mut after_off, &mut after_dst, self.0)
         };
-        // Postgres's sign: seconds west of Greenwich.
-        let west = unsafe { pg_sys::DetermineTimeZoneOffset(&mut tm, self.0) } as i64;
-        local_us + west * US_PER_SECOND
+        // 0: no later transition; -1: Postgres could not extrapolate that far.
+        (found == 1).then_some(boundary)
     }
 }
 
@@ -87,9 +87,14 @@ fn zone(name: &str) -> AnyZone {
     if let Some(z) = tc::parse_offset(name) {
         return AnyZone::Fixed(z);
     }
-    let looks_like_offset = name.starts_with('+') || name.starts_with('-');
-    let c = std::ffi::CString::new(name).unwrap_or_default();
-    let tz = if looks_like_offset { std::ptr::null_mut() } else { unsafe { pg_sys::pg_tzset(c.as_ptr()) } };
+    // Olson names start with a letter; anything else ("", " ", "+1:23", "0") is not
+    // a zone for MongoDB, and must not reach pg_tzset's POSIX-string parser.
+    let plausible = name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_/+-".contains(c));
+    let tz = match std::ffi::CString::new(name) {
+        Ok(c) if plausible => unsafe { pg_sys::pg_tzset(c.as_ptr()) },
+        _ => std::ptr::null_mut(),
+    };
     if tz.is_null() {
         ts_error(
             INVALID,
@@ -122,42 +127,64 @@ fn is_infinite(pg_us: i64) -> bool {
     pg_us == i64::MIN || pg_us == i64::MAX
 }
 
-fn trunc_pg(pg_us: i64, unit_name: &str, bin_size: i32, timezone: &str, start_of_week: &str) -> i64 {
+/// The start of week is not strict: MongoDB ignores it unless the unit is week,
+/// so a NULL there gives NULL only for weeks. Every other NULL gives NULL
+/// before any argument is checked, as in MongoDB.
+fn trunc_pg(pg_us: i64, unit_name: &str, bin_size: i32, timezone: &str, start_of_week: Option<&str>) -> Option<i64> {
     let u = unit(unit_name);
+    let sow = week_start(u, start_of_week)?;
     if bin_size <= 0 {
         ts_error(INVALID, &format!("bin_size must be positive, not {bin_size}"), "Give a bin_size of 1 or more.");
     }
-    let sow = weekday(start_of_week);
     if is_infinite(pg_us) {
-        return pg_us;
+        return Some(pg_us);
     }
     let z = zone(timezone);
-    check_range(tc::trunc(to_unix(pg_us), u, bin_size as i64, z.zone(), sow))
+    Some(check_range(tc::trunc(to_unix(pg_us), u, bin_size as i64, z.zone(), sow)))
 }
 
-#[pg_extern(immutable, parallel_safe, strict)]
-fn _date_trunc_tz(unit: &str, ts: TimestampWithTimeZone, bin_size: i32, timezone: &str, start_of_week: &str) -> TimestampWithTimeZone {
-    let pg_us: i64 = ts.into();
-    let out = trunc_pg(pg_us, unit, bin_size, timezone, start_of_week);
-    TimestampWithTimeZone::try_from(out).unwrap_or_else(|_| ts_error(OUT_OF_RANGE, "timestamp out of range", ""))
+#[pg_extern(immutable, parallel_safe)]
+fn _date_trunc_tz(
+    unit: Option<&str>,
+    ts: Option<TimestampWithTimeZone>,
+    bin_size: Option<i32>,
+    timezone: Option<&str>,
+    start_of_week: Option<&str>,
+) -> Option<TimestampWithTimeZone> {
+    let pg_us: i64 = ts?.into();
+    let out = trunc_pg(pg_us, unit?, bin_size?, timezone?, start_of_week)?;
+    Some(TimestampWithTimeZone::try_from(out).unwrap_or_else(|_| ts_error(OUT_OF_RANGE, "timestamp out of range", "")))
 }
 
-#[pg_extern(immutable, parallel_safe, strict)]
-fn _date_trunc_ts(unit: &str, ts: Timestamp, bin_size: i32, timezone: &str, start_of_week: &str) -> Timestamp {
-    let pg_us: i64 = ts.into();
-    let out = trunc_pg(pg_us, unit, bin_size, timezone, start_of_week);
-    Timestamp::try_from(out).unwrap_or_else(|_| ts_error(OUT_OF_RANGE, "timestamp out of range", ""))
+#[pg_extern(immutable, parallel_safe)]
+fn _date_trunc_ts(
+    unit: Option<&str>,
+    ts: Option<Timestamp>,
+    bin_size: Option<i32>,
+    timezone: Option<&str>,
+    start_of_week: Option<&str>,
+) -> Option<Timestamp> {
+    let pg_us: i64 = ts?.into();
+    let out = trunc_pg(pg_us, unit?, bin_size?, timezone?, start_of_week)?;
+    Some(Timestamp::try_from(out).unwrap_or_else(|_| ts_error(OUT_OF_RANGE, "timestamp out of range", "")))
 }
 
-#[pg_extern(immutable, parallel_safe, strict)]
-fn _date_trunc_date(unit: &str, d: pgrx::datum::Date, bin_size: i32, timezone: &str, start_of_week: &str) -> pgrx::datum::Date {
+#[pg_extern(immutable, parallel_safe)]
+fn _date_trunc_date(
+    unit: Option<&str>,
+    d: Option<pgrx::datum::Date>,
+    bin_size: Option<i32>,
+    timezone: Option<&str>,
+    start_of_week: Option<&str>,
+) -> Option<pgrx::datum::Date> {
+    let (unit, d, bin_size, timezone) = (unit?, d?, bin_size?, timezone?);
     if d.is_infinity() || d.is_neg_infinity() {
-        return d;
+        return Some(d);
     }
     let pg_us = d.to_pg_epoch_days() as i64 * tc::US_PER_DAY;
-    let out = trunc_pg(pg_us, unit, bin_size, timezone, start_of_week);
+    let out = trunc_pg(pg_us, unit, bin_size, timezone, start_of_week)?;
     let days = out.div_euclid(tc::US_PER_DAY) as i32;
-    pgrx::datum::Date::try_from(days).unwrap_or_else(|_| ts_error(OUT_OF_RANGE, "date out of range", ""))
+    Some(pgrx::datum::Date::try_from(days).unwrap_or_else(|_| ts_error(OUT_OF_RANGE, "date out of range", "")))
 }
 
 #[pg_extern(immutable, parallel_safe, strict)]
@@ -173,16 +200,23 @@ fn _date_add(ts: TimestampWithTimeZone, unit: &str, amount: i64, timezone: &str)
     TimestampWithTimeZone::try_from(check_range(out)).unwrap_or_else(|_| ts_error(OUT_OF_RANGE, "timestamp out of range", ""))
 }
 
-#[pg_extern(immutable, parallel_safe, strict)]
-fn _date_diff(start: TimestampWithTimeZone, end_: TimestampWithTimeZone, unit: &str, timezone: &str, start_of_week: &str) -> i64 {
+#[pg_extern(immutable, parallel_safe)]
+fn _date_diff(
+    start: Option<TimestampWithTimeZone>,
+    end_: Option<TimestampWithTimeZone>,
+    unit: Option<&str>,
+    timezone: Option<&str>,
+    start_of_week: Option<&str>,
+) -> Option<i64> {
+    let (start, end_, unit, timezone) = (start?, end_?, unit?, timezone?);
     let u = self::unit(unit);
-    let sow = weekday(start_of_week);
+    let sow = week_start(u, start_of_week)?;
     let (a, b): (i64, i64) = (start.into(), end_.into());
     if is_infinite(a) || is_infinite(b) {
         ts_error(OUT_OF_RANGE, "cannot count units to or from an infinite timestamp", "");
     }
     let z = zone(timezone);
-    tc::diff(to_unix(a), to_unix(b), u, z.zone(), sow)
+    Some(tc::diff(to_unix(a), to_unix(b), u, z.zone(), sow))
 }
 
 /// Length of an output unit for derivative and integral (fixed-length units only).

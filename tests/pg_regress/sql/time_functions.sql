@@ -99,7 +99,7 @@ SELECT tsbucket.date_diff('2024-01-01 00:00:00.999+00', '2024-01-01 00:00:01+00'
        tsbucket.date_diff('2023-12-31 23:00+00', '2024-01-01 01:00+00', 'year') AS new_year,
        tsbucket.date_diff('2023-12-31 23:00+00', '2024-01-01 01:00+00', 'year', '-05:00') AS same_year_in_new_york,
        tsbucket.date_diff('2021-03-13 12:00+00', '2021-03-15 12:00+00', 'day', 'America/New_York') AS dst_days,
-       tsbucket.date_diff('2021-03-14 06:30+00', '2021-03-14 07:30+00', 'hour', 'America/New_York') AS dst_wall_hours;
+       tsbucket.date_diff('2021-03-14 06:30+00', '2021-03-14 07:30+00', 'hour', 'America/New_York') AS dst_hours;
 
 -- NULLs give NULL; bad units, bin sizes, zones and week days are 22023.
 SELECT tsbucket.date_trunc(NULL, now()) IS NULL AS a, tsbucket.date_trunc('day', NULL::timestamptz) IS NULL AS b,
