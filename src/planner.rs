@@ -160,7 +160,8 @@ enum Target {
 #[repr(C)]
 struct TsBucketScanState {
     css: pg_sys::CustomScanState,
-    state: *mut ExecState,
+    /// In the executor's query context: freed with it on ERROR.
+    state: *mut crate::pgutil::Owned<ExecState>,
 }
 
 struct ExecState {
@@ -182,7 +183,7 @@ unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> *mut
 }
 
 unsafe fn exec_state<'a>(node: *mut pg_sys::CustomScanState) -> &'a mut ExecState {
-    unsafe { &mut *(*(node as *mut TsBucketScanState)).state }
+    unsafe { crate::pgutil::owned_mut((*(node as *mut TsBucketScanState)).state) }
 }
 
 /// Strips binary-compatible casts (varchar -> text and the like).
@@ -386,8 +387,8 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             Some(mask)
         };
         let candidates = find_candidates(node, &config, (*cscan).scan.scanrelid);
-        let state = Box::new(ExecState { needed, candidates, scan: std::ptr::null_mut(), totals: Default::default() });
-        (*(node as *mut TsBucketScanState)).state = Box::into_raw(state);
+        let state = ExecState { needed, candidates, scan: std::ptr::null_mut(), totals: Default::default() };
+        (*(node as *mut TsBucketScanState)).state = crate::pgutil::own_in_context(pg_sys::CurrentMemoryContext, state);
     }
 }
 
@@ -443,7 +444,7 @@ unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_
 unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
     unsafe {
         finish_scan(node);
-        drop(Box::from_raw((*(node as *mut TsBucketScanState)).state));
+        drop(crate::pgutil::take_owned((*(node as *mut TsBucketScanState)).state));
     }
 }
 

@@ -50,7 +50,7 @@ mod tests {
 
     #[test]
     fn round_trips_across_the_old_32_bit_limit() {
-        for id in [1i64, 42, u32::MAX as i64 - 1, u32::MAX as i64 + 1, 1 << 36, MAX_BUCKET_ID] {
+        for id in [1i64, 42, u32::MAX as i64 - 1, u32::MAX as i64 + 1, 1 << 36, MAX_BUCKET_ID - 1] {
             for row in [0usize, 1, 999, 1999] {
                 let mut tid = pg_sys::ItemPointerData::default();
                 set(&mut tid, id, row);
@@ -61,6 +61,7 @@ mod tests {
         assert!(!is_usable_id(u32::MAX as i64));
         assert!(!is_usable_id((3i64 << 32) | 0xffff_ffff));
         assert!(!is_usable_id(0));
+        assert!(!is_usable_id(MAX_BUCKET_ID));
         assert!(!is_usable_id(MAX_BUCKET_ID + 1));
     }
 }

@@ -4,6 +4,7 @@
 use super::read::{self, LoadedBucket};
 use crate::catalog::{self, Config};
 use crate::shape::TableShape;
+use crate::pgutil::{own_in_context, owned_mut, take_owned, Owned};
 use crate::store;
 use pgrx::pg_sys;
 use std::rc::Rc;
@@ -109,11 +110,14 @@ pub struct ScanCounters {
     pub buckets_skipped: u64,
 }
 
-/// Postgres sees the `base` field; the rest is ours.
+/// Postgres sees the `base` field; the rest is ours. The Rust state lives in
+/// `scan_cxt` (a child of the context the scan began in): an ERROR that skips
+/// `end` frees it with that context.
 #[repr(C)]
 pub struct TsScanDesc {
     base: pg_sys::TableScanDescData,
-    state: *mut ScanState,
+    state: *mut Owned<ScanState>,
+    scan_cxt: pg_sys::MemoryContext,
 }
 
 struct ScanState {
@@ -172,13 +176,8 @@ pub unsafe fn begin_with(
             }
             None => (std::ptr::null_mut(), None),
         };
-        let bucket_cxt = pg_sys::AllocSetContextCreateInternal(
-            pg_sys::CurrentMemoryContext,
-            c"tsbucket scan bucket".as_ptr(),
-            0,
-            8 * 1024,
-            8 * 1024 * 1024,
-        );
+        let scan_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket scan".as_ptr(), 0, 1024, 8 * 1024);
+        let bucket_cxt = pg_sys::AllocSetContextCreateInternal(scan_cxt, c"tsbucket scan bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
         let meta_fns = options
             .prune
             .iter()
@@ -191,7 +190,7 @@ pub unsafe fn begin_with(
                 Prune::Time { .. } | Prune::Column { .. } => None,
             })
             .collect();
-        let state = Box::new(ScanState {
+        let state = own_in_context(scan_cxt, ScanState {
             config,
             shape,
             store,
@@ -206,13 +205,14 @@ pub unsafe fn begin_with(
             counters: ScanCounters::default(),
             meta_fns,
         });
-        (*scan).state = Box::into_raw(state);
+        (*scan).state = state;
+        (*scan).scan_cxt = scan_cxt;
         scan as pg_sys::TableScanDesc
     }
 }
 
 unsafe fn state<'a>(scan: pg_sys::TableScanDesc) -> &'a mut ScanState {
-    unsafe { &mut *(*(scan as *mut TsScanDesc)).state }
+    unsafe { owned_mut((*(scan as *mut TsScanDesc)).state) }
 }
 
 /// # Safety
@@ -220,15 +220,16 @@ unsafe fn state<'a>(scan: pg_sys::TableScanDesc) -> &'a mut ScanState {
 pub unsafe fn end(scan: pg_sys::TableScanDesc) {
     unsafe {
         let ts = scan as *mut TsScanDesc;
-        let mut state = Box::from_raw((*ts).state);
-        if let Some(s) = state.store_scan.take() {
-            s.end();
+        if let Some(mut state) = take_owned((*ts).state) {
+            if let Some(s) = state.store_scan.take() {
+                s.end();
+            }
+            if !state.store.is_null() {
+                pg_sys::table_close(state.store, pg_sys::NoLock as i32);
+            }
         }
-        if !state.store.is_null() {
-            pg_sys::table_close(state.store, pg_sys::NoLock as i32);
-        }
-        pg_sys::MemoryContextDelete(state.bucket_cxt);
-        drop(state);
+        // Deletes bucket_cxt with it.
+        pg_sys::MemoryContextDelete((*ts).scan_cxt);
         pg_sys::pfree(scan as *mut std::ffi::c_void);
     }
 }

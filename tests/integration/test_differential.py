@@ -95,8 +95,8 @@ def normalized(rows):
     return [tuple(norm(v) for v in r) for r in rows]
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_tsbucket_answers_like_heap(cluster, seed):
+@pytest.mark.parametrize("seed, metas", [(1, 2), (2, 3), (3, 2), (4, 3)])
+def test_tsbucket_answers_like_heap(cluster, seed, metas):
     rng = random.Random(seed)
     t0 = dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc)
     with cluster.connect() as c:
@@ -104,8 +104,9 @@ def test_tsbucket_answers_like_heap(cluster, seed):
         for t, using in (("diff_ts", "USING tsbucket"), ("diff_heap", "")):
             c.execute(f"DROP TABLE IF EXISTS {t}")
             c.execute(f"CREATE TABLE {t} ({COLUMNS}) {using}")
-        c.execute("SELECT tsbucket.create_timeseries('diff_ts', 'time', meta_columns => ARRAY['device', 'site']::name[], "
-                  "granularity => %s)", (rng.choice(["seconds", "minutes", "hours"]),))
+        meta_columns = ["device", "site", "ok"][:metas]
+        c.execute("SELECT tsbucket.create_timeseries('diff_ts', 'time', meta_columns => %s::name[], "
+                  "granularity => %s)", (meta_columns, rng.choice(["seconds", "minutes", "hours"])))
         c.execute("SET tsbucket.bucket_max_count = %s" % rng.choice([10, 100, 1000]))
         for _ in range(rng.randrange(8, 16)):
             rows = [random_row(rng, t0) for _ in range(rng.choice([1, 5, 50, 300, 1500]))]
@@ -120,6 +121,14 @@ def test_tsbucket_answers_like_heap(cluster, seed):
             if in_tx:
                 c.execute("COMMIT")
             change = rng.random()
+            # Chains of UPDATEs of one meta column after another: each must read the
+            # rows' current meta values (every bucket version has its own id).
+            chain = [f"UPDATE {{t}} SET site = {rng.randrange(1, 4)} WHERE device = 'd{rng.randrange(1, 7)}'",
+                     f"UPDATE {{t}} SET device = 'd{rng.randrange(1, 7)}' WHERE site = {rng.randrange(1, 4)}"]
+            if metas == 3:
+                chain += ["UPDATE {t} SET ok = NOT ok WHERE device = 'd2'",
+                          "UPDATE {t} SET site = site + 1, ok = true WHERE ok IS NULL AND site < 3"]
+            rng.shuffle(chain)
             for t in ("diff_ts", "diff_heap"):
                 if change < 0.15:
                     c.execute(f"DELETE FROM {t} WHERE cnt % 7 = 1 OR temp > 40")
@@ -127,6 +136,9 @@ def test_tsbucket_answers_like_heap(cluster, seed):
                     c.execute(f"UPDATE {t} SET device = 'moved' WHERE device = 'd4' AND site = 2")
                 elif change < 0.3:
                     c.execute(f"DELETE FROM {t} WHERE device = 'd5'")
+                elif change < 0.6:
+                    for u in chain:
+                        c.execute(u.format(t=t))
         for q in QUERIES:
             a = normalized(c.execute(q.format(t="diff_ts")).fetchall())
             b = normalized(c.execute(q.format(t="diff_heap")).fetchall())

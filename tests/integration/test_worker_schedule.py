@@ -114,16 +114,19 @@ def test_idle_cluster_uses_almost_no_cpu(cluster):
             c.execute("SELECT tsbucket.alter_timeseries('t', expire_never => true)")
     time.sleep(4)
 
+    postmaster = open(os.path.join(cluster.data, "postmaster.pid")).readline().strip()
+
     def cpu():
+        # tsbucket's processes of this cluster (not of others running on the machine).
         total = 0
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
                 continue
             try:
                 cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-                if b"tsbucket" not in cmd:
-                    continue
                 fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                if b"tsbucket" not in cmd or fields[1] != postmaster:
+                    continue
                 total += int(fields[11]) + int(fields[12])
             except (FileNotFoundError, ProcessLookupError, IndexError):
                 continue
