@@ -2,21 +2,13 @@
 -- catalog functions a DBA uses. See README "SQL reference".
 
 
--- The session user must own the table (these functions run with the extension
--- owner's rights; session_user is who logged in, which SET ROLE cannot widen).
-CREATE FUNCTION tsbucket._check_owner(relation regclass) RETURNS void
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-            MESSAGE = format('must be owner of table %s', relation);
-    END IF;
-END $$;
-
+-- Creates the bucket store, its id sequence and moves table, and the catalog
+-- row. Runs as the extension owner, called only by tsbucket._create_store_for
+-- (Rust), which first checks that the calling role owns the table.
 CREATE FUNCTION tsbucket._create_store(
     relation regclass, time_attnum int2, meta_attnums int2[], granularity text,
     span interval, span_micros int8, expire_after interval)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     store_name text := format('bucket_store_%s', relation::oid);
     time_type text;
@@ -31,9 +23,6 @@ DECLARE
     moves regclass;
     moves_index regclass;
 BEGIN
-    -- Callers reach this only through create_timeseries, which checked ownership;
-    -- check again, since this runs with the extension owner's rights.
-    PERFORM tsbucket._check_owner(relation);
     SELECT format_type(atttypid, atttypmod) INTO time_type
       FROM pg_attribute WHERE attrelid = relation AND attnum = time_attnum;
     FOR i IN 1 .. coalesce(array_length(meta_attnums, 1), 0) LOOP
@@ -82,8 +71,7 @@ BEGIN
             (SELECT atttypid FROM pg_attribute WHERE attrelid = relation AND attnum = time_attnum),
             meta_attnums, meta_types, granularity, span, span_micros, expire_after);
 END $$;
--- Executable by everyone: create_timeseries calls it with the caller's rights,
--- and it checks ownership itself before doing anything as the extension owner.
+REVOKE EXECUTE ON FUNCTION tsbucket._create_store(regclass, int2, int2[], text, interval, int8, interval) FROM PUBLIC;
 
 -- What a bucket span may be (create_timeseries and alter_timeseries): positive,
 -- a whole number of seconds, no months (their length varies), at most MongoDB's 365 days.
@@ -138,6 +126,14 @@ BEGIN
     IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
         RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
             MESSAGE = format('must be owner of table %s', relation);
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_publication_rel WHERE prrelid = relation)
+       OR EXISTS (SELECT 1 FROM pg_publication_namespace pn JOIN pg_class k ON k.relnamespace = pn.pnnspid
+                   WHERE k.oid = relation) THEN
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('table %s is published for logical replication', relation),
+            HINT = 'A time-series table''s rows live in an internal bucket store, which logical replication would not send; '
+                   'remove the table (or its schema) from the publication first.';
     END IF;
     IF EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation) THEN
         RAISE EXCEPTION USING ERRCODE = 'duplicate_object',
@@ -219,8 +215,8 @@ BEGIN
             MESSAGE = format('expire_after must be positive, not %s', expire_after);
     END IF;
 
-    PERFORM tsbucket._create_store(relation, time_att.attnum::int2, meta_attnums, gran, span,
-                                   (extract(epoch FROM span) * 1000000)::int8, expire_after);
+    PERFORM tsbucket._create_store_for(relation, time_att.attnum::int2, meta_attnums, gran, span,
+                                       (extract(epoch FROM span) * 1000000)::int8, expire_after);
     -- Buckets are read by one process; a parallel plan would need a shared cursor.
     -- (A restored table has the option already, and is open in the label hook.)
     IF NOT coalesce((SELECT 'parallel_workers=0' = ANY (reloptions) FROM pg_class WHERE oid = relation), false) THEN
@@ -249,7 +245,7 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
         'bucket_max_span', c.bucket_max_span::text,
         'expire_after', c.expire_after::text,
         'series_retention', coalesce((SELECT jsonb_agg(jsonb_build_array(r.meta, r.expire_after::text) ORDER BY r.meta)
-                                        FROM tsbucket.series_retention r WHERE r.relid = c.relid), '[]'::jsonb))::text
+                                        FROM tsbucket.series_retention_data r WHERE r.relid = c.relid), '[]'::jsonb))::text
       FROM tsbucket.catalog c WHERE c.relid = relation
 $$;
 
@@ -288,7 +284,7 @@ BEGIN
            span_micros = (extract(epoch FROM (l ->> 'bucket_max_span')::interval) * 1000000)::int8
      WHERE relid = relation AND bucket_max_span <> (l ->> 'bucket_max_span')::interval;
     FOR r IN SELECT * FROM jsonb_array_elements(coalesce(l -> 'series_retention', '[]'::jsonb)) LOOP
-        INSERT INTO tsbucket.series_retention VALUES (relation, r ->> 0, (r ->> 1)::interval);
+        INSERT INTO tsbucket.series_retention_data VALUES (relation, r ->> 0, (r ->> 1)::interval);
     END LOOP;
     PERFORM tsbucket._invalidate(relation);
 END $$;
@@ -308,73 +304,80 @@ SELECT c.relid::regclass AS table_name,
   JOIN pg_attribute t ON t.attrelid = c.relid AND t.attnum = c.time_attnum;
 GRANT SELECT ON tsbucket.timeseries TO PUBLIC;
 
--- The bucket store of a time-series table the session user may read. The
--- catalog functions run as the extension owner, so they check this first.
-CREATE FUNCTION tsbucket._store_of(relation regclass) RETURNS regclass
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
-DECLARE store regclass;
-BEGIN
-    SELECT store_relid INTO store FROM tsbucket.catalog WHERE relid = relation;
-    IF store IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
-            MESSAGE = format('table %s is not a time-series table', relation),
-            HINT = 'Call tsbucket.create_timeseries() on it first.';
-    END IF;
-    IF NOT has_table_privilege(session_user, relation, 'SELECT') THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('permission denied for table %s', relation);
-    END IF;
-    RETURN store;
-END $$;
 
+-- Runs as the caller: tsbucket._store_totals checks the caller's SELECT right.
 CREATE FUNCTION tsbucket.stats(relation regclass)
 RETURNS TABLE (buckets bigint, rows bigint, avg_rows_per_bucket numeric, compressed_bytes bigint,
                uncompressed_bytes bigint, compression_ratio numeric, total_bytes bigint,
                closed_by_count bigint, closed_by_size bigint, closed_by_time_window bigint,
                closed_by_memory_limit bigint, closed_by_end_of_statement bigint, rewritten bigint,
                compacted bigint)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE store regclass := tsbucket._store_of(relation);
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    RETURN QUERY EXECUTE format($q$
-        SELECT count(*), coalesce(sum(row_count), 0)::bigint,
-               round(coalesce(avg(row_count), 0), 1),
-               coalesce(sum(pg_column_size(payload) + coalesce(pg_column_size(column_stats), 0)), 0)::bigint,
-               coalesce(sum(uncompressed_bytes), 0)::bigint,
-               round(coalesce(sum(uncompressed_bytes)::numeric
-                     / nullif(sum(pg_column_size(payload) + coalesce(pg_column_size(column_stats), 0)), 0), 0), 2),
-               pg_total_relation_size(%L::regclass),
-               count(*) FILTER (WHERE close_reason = 1), count(*) FILTER (WHERE close_reason = 2),
-               count(*) FILTER (WHERE close_reason = 3), count(*) FILTER (WHERE close_reason = 4),
-               count(*) FILTER (WHERE close_reason = 5), count(*) FILTER (WHERE close_reason = 6),
-               count(*) FILTER (WHERE close_reason = 7)
-          FROM %s $q$, store, store);
+    PERFORM tsbucket._require_timeseries(relation);
+    RETURN QUERY
+    SELECT t.buckets, t.rows,
+           round(CASE WHEN t.buckets = 0 THEN 0 ELSE t.rows::numeric / t.buckets END, 1),
+           t.compressed_bytes, t.uncompressed_bytes,
+           round(coalesce(t.uncompressed_bytes::numeric / nullif(t.compressed_bytes, 0), 0), 2),
+           pg_total_relation_size((SELECT c.store_relid FROM tsbucket.catalog c WHERE c.relid = relation)),
+           t.by_reason[1], t.by_reason[2], t.by_reason[3], t.by_reason[4], t.by_reason[5], t.by_reason[6], t.by_reason[7]
+      FROM tsbucket._store_totals(relation) t;
 END $$;
 
+-- A time-series table, or 55000. Runs as the caller; the catalog is readable by all.
+CREATE FUNCTION tsbucket._require_timeseries(relation regclass) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation) THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('table %s is not a time-series table', relation),
+            HINT = 'Call tsbucket.create_timeseries() on it first.';
+    END IF;
+END $$;
+
+-- Runs as the caller (SECURITY INVOKER): tsbucket._buckets checks the
+-- caller's SELECT right and renders and orders the meta values with the
+-- caller's rights, so a meta type's functions never run with elevated rights.
 CREATE FUNCTION tsbucket.buckets(relation regclass)
 RETURNS TABLE (bucket_id bigint, meta text, window_start text, min_time text, max_time text,
                rows integer, compressed_bytes integer, close_reason text)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    store regclass := tsbucket._store_of(relation);
-    n int := (SELECT coalesce(array_length(meta_attnums, 1), 0) FROM tsbucket.catalog WHERE relid = relation);
-    meta_expr text;
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    meta_expr := CASE n WHEN 0 THEN 'NULL::text' WHEN 1 THEN 's.meta_1::text'
-                 ELSE 'row(' || (SELECT string_agg('s.meta_' || i, ', ') FROM generate_series(1, n) i) || ')::text' END;
-    RETURN QUERY EXECUTE format($q$
-        SELECT s.bucket_id, %s, s.window_start::text, s.min_time::text, s.max_time::text, s.row_count,
-               pg_column_size(s.payload),
-               (ARRAY['count', 'size', 'time_window', 'memory_limit', 'end_of_statement', 'rewrite',
-                      'compaction'])[s.close_reason]
-          FROM %s s ORDER BY %s s.window_start, s.bucket_id $q$,
-        meta_expr, store, (SELECT string_agg('s.meta_' || i || ', ', '') FROM generate_series(1, n) i));
+    PERFORM tsbucket._require_timeseries(relation);
+    RETURN QUERY SELECT * FROM tsbucket._buckets(relation);
 END $$;
 
+-- Sizes a DBA reads: the user table's own relation is always empty (its rows
+-- live in the bucket store), so pg_total_relation_size shows 0 for it.
+CREATE FUNCTION tsbucket.table_detailed_size(relation regclass)
+RETURNS TABLE (table_bytes bigint, toast_bytes bigint, index_bytes bigint, total_bytes bigint)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c tsbucket.catalog;
+BEGIN
+    PERFORM tsbucket._require_timeseries(relation);
+    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
+    RETURN QUERY
+    SELECT pg_relation_size(c.store_relid) + coalesce(pg_relation_size(c.moves_relid), 0),
+           coalesce((SELECT pg_total_relation_size(t.reltoastrelid) FROM pg_class t WHERE t.oid = c.store_relid AND t.reltoastrelid <> 0), 0)
+           + coalesce((SELECT pg_total_relation_size(t.reltoastrelid) FROM pg_class t WHERE t.oid = c.moves_relid AND t.reltoastrelid <> 0), 0),
+           pg_indexes_size(c.store_relid) + coalesce(pg_indexes_size(c.moves_relid), 0),
+           pg_total_relation_size(c.store_relid) + coalesce(pg_total_relation_size(c.moves_relid), 0)
+           + pg_total_relation_size(relation);
+END $$;
+
+CREATE FUNCTION tsbucket.table_size(relation regclass) RETURNS bigint
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT total_bytes FROM tsbucket.table_detailed_size(relation)
+$$;
+
+-- Runs as the caller: tsbucket._verify checks the caller's SELECT right.
 CREATE FUNCTION tsbucket.verify(relation regclass)
 RETURNS TABLE (bucket_id bigint, problem text)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    PERFORM tsbucket._store_of(relation);
+    PERFORM tsbucket._require_timeseries(relation);
     RETURN QUERY SELECT v.bucket_id, v.problem FROM tsbucket._verify(relation) v;
 END $$;
 
@@ -387,7 +390,24 @@ DECLARE
     r record;
     a record;
     i int;
+    published regclass;
 BEGIN
+    -- Logical replication would send no changes of a time-series table (its
+    -- rows are written to the internal bucket store): refuse to publish one.
+    IF TG_TAG IN ('CREATE PUBLICATION', 'ALTER PUBLICATION') THEN
+        SELECT c.relid::regclass INTO published FROM tsbucket.catalog c
+         WHERE EXISTS (SELECT 1 FROM pg_publication_rel pr WHERE pr.prrelid = c.relid)
+            OR EXISTS (SELECT 1 FROM pg_publication_namespace pn JOIN pg_class k ON k.relnamespace = pn.pnnspid
+                        WHERE k.oid = c.relid)
+         LIMIT 1;
+        IF published IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('time-series table %s cannot be published for logical replication', published),
+                HINT = 'Its rows live in an internal bucket store, so a subscriber would receive no changes. '
+                       'Use streaming replication, or copy the data with pg_dump.';
+        END IF;
+        RETURN;
+    END IF;
     FOR r IN SELECT * FROM tsbucket.catalog LOOP
         SELECT attname, atttypid, attisdropped INTO a FROM pg_attribute
          WHERE attrelid = r.relid AND attnum = r.time_attnum;
@@ -408,21 +428,20 @@ BEGIN
                     HINT = 'The time and meta columns are fixed at creation; renaming them is allowed.';
             END IF;
         END LOOP;
-        -- Renamed time or meta columns: the label names them for pg_dump.
-        IF tsbucket._label_of(r.relid) IS DISTINCT FROM
-           (SELECT label FROM pg_seclabel WHERE objoid = r.relid AND classoid = 'pg_class'::regclass
-               AND objsubid = 0 AND provider = 'tsbucket') THEN
-            PERFORM tsbucket._sync_label(r.relid);
-        END IF;
         IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = r.relid AND tgtype & 1 = 1 AND tgtype & 66 = 0) THEN
             RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
                 MESSAGE = format('AFTER ROW triggers and foreign keys are not supported on time-series table %s', r.relid::regclass),
                 HINT = 'Use a BEFORE ROW trigger or an AFTER STATEMENT trigger.';
         END IF;
     END LOOP;
+    -- Renamed time or meta columns: the label names them for pg_dump.
+    FOR r IN SELECT DISTINCT d.objid FROM pg_event_trigger_ddl_commands() d JOIN tsbucket.catalog c ON c.relid = d.objid
+              WHERE d.classid = 'pg_class'::regclass LOOP
+        PERFORM tsbucket._sync_label(r.objid);
+    END LOOP;
 END $$;
 CREATE EVENT TRIGGER tsbucket_ddl_guard ON ddl_command_end
-    WHEN TAG IN ('ALTER TABLE', 'CREATE TRIGGER')
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TRIGGER', 'CREATE PUBLICATION', 'ALTER PUBLICATION')
     EXECUTE FUNCTION tsbucket._ddl_guard();
 
 CREATE FUNCTION tsbucket._drop_cleanup() RETURNS event_trigger
@@ -452,7 +471,7 @@ BEGIN
     FOR c IN SELECT * FROM tsbucket.catalog WHERE relid = ANY (relids)
                 AND NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = catalog.relid) LOOP
         DELETE FROM tsbucket.catalog WHERE relid = c.relid;
-        DELETE FROM tsbucket.series_retention WHERE relid = c.relid;
+        DELETE FROM tsbucket.series_retention_data WHERE relid = c.relid;
         DELETE FROM tsbucket.job_state WHERE relid = c.relid;
         IF EXISTS (SELECT 1 FROM pg_class WHERE oid = c.store_relid) THEN
             EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', c.store_relid::regclass);
@@ -474,19 +493,26 @@ CREATE EVENT TRIGGER tsbucket_drop_cleanup ON sql_drop EXECUTE FUNCTION tsbucket
 -- Per-series retention (beyond MongoDB): an override of expire_after for one
 -- series; NULL keeps that series forever. Meta values are matched as text
 -- (a row of them for several meta columns).
-CREATE TABLE tsbucket.series_retention (
+CREATE TABLE tsbucket.series_retention_data (
     relid         oid  NOT NULL,
     meta          text NOT NULL,
     expire_after  interval CHECK (expire_after > interval '0'),
     PRIMARY KEY (relid, meta)
 );
+-- Meta values are data: each role sees the overrides of the tables it may read.
+CREATE VIEW tsbucket.series_retention AS
+SELECT relid, meta, expire_after FROM tsbucket.series_retention_data
+ WHERE has_table_privilege(relid, 'SELECT');
 GRANT SELECT ON tsbucket.series_retention TO PUBLIC;
 
+-- Both run as the caller (SECURITY INVOKER): the meta value's text is made
+-- with the caller's rights (its type's output function), and
+-- tsbucket._write_series_retention checks ownership before it writes.
 CREATE FUNCTION tsbucket.set_series_retention(relation regclass, meta anyelement, expire_after interval)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    PERFORM tsbucket._store_of(relation);
-    PERFORM tsbucket._check_owner(relation);
+    PERFORM tsbucket._require_timeseries(relation);
+    PERFORM tsbucket._require_owner(relation);
     IF meta IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'the series of NULL meta values has no retention of its own',
@@ -496,81 +522,52 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = format('expire_after must be positive, not %s', expire_after);
     END IF;
-    INSERT INTO tsbucket.series_retention VALUES (relation, meta::text, expire_after)
-        ON CONFLICT ON CONSTRAINT series_retention_pkey DO UPDATE SET expire_after = EXCLUDED.expire_after;
+    PERFORM tsbucket._write_series_retention(relation, format('%s', meta), expire_after, false);
     PERFORM tsbucket._sync_label(relation);
     PERFORM tsbucket._worker_notice();
 END $$;
 
 CREATE FUNCTION tsbucket.reset_series_retention(relation regclass, meta anyelement)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    PERFORM tsbucket._store_of(relation);
-    PERFORM tsbucket._check_owner(relation);
-    DELETE FROM tsbucket.series_retention r WHERE r.relid = relation AND r.meta = reset_series_retention.meta::text;
+    PERFORM tsbucket._require_timeseries(relation);
+    PERFORM tsbucket._require_owner(relation);
+    PERFORM tsbucket._write_series_retention(relation, format('%s', meta), NULL, true);
     PERFORM tsbucket._sync_label(relation);
 END $$;
 
 -- Expiry by hand (the background worker calls the same): deletes every
 -- bucket whose newest row is older than now() - expire_after (or its series'
 -- override). A bucket with one unexpired row keeps all its rows, as in MongoDB.
+-- Runs as the caller (SECURITY INVOKER); tsbucket._expire checks ownership
+-- and runs the meta types' output functions as the table's owner in a
+-- security-restricted context (the worker's superuser rights are never used
+-- for a user's code).
 CREATE FUNCTION tsbucket.expire(relation regclass)
 RETURNS TABLE (buckets_expired bigint, rows_expired bigint)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    store regclass := tsbucket._store_of(relation);
-    c tsbucket.catalog;
-    now_expr text;
-    n int;
-    meta_expr text;
-    nothing_due boolean;
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    PERFORM tsbucket._check_owner(relation);
-    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
-    IF c.expire_after IS NULL AND NOT EXISTS (SELECT 1 FROM tsbucket.series_retention WHERE relid = relation) THEN
+    PERFORM tsbucket._require_timeseries(relation);
+    PERFORM tsbucket._require_owner(relation);
+    IF (SELECT c.expire_after FROM tsbucket.catalog c WHERE c.relid = relation) IS NULL
+       AND NOT EXISTS (SELECT 1 FROM tsbucket.series_retention r WHERE r.relid = relation) THEN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = format('table %s has no expire_after', relation),
             HINT = 'Set one with tsbucket.alter_timeseries() or tsbucket.set_series_retention().';
     END IF;
-    -- A timestamp (without time zone) time column holds UTC wall-clock times.
-    now_expr := CASE WHEN c.time_type = 'timestamp'::regtype THEN '(now() AT TIME ZONE ''UTC'')' ELSE 'now()' END;
-    n := coalesce(array_length(c.meta_attnums, 1), 0);
-    meta_expr := CASE n WHEN 0 THEN 'NULL::text' WHEN 1 THEN 's.meta_1::text'
-                 ELSE 'row(' || (SELECT string_agg('s.meta_' || i, ', ') FROM generate_series(1, n) i) || ')::text' END;
-    -- The user table first, then its store: the order TRUNCATE and DROP take them in.
-    EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', relation);
-    -- Nothing old enough for the shortest retention in force: done (an index look-up).
-    EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %s WHERE max_time < %s - $1)', store, now_expr)
-       INTO nothing_due
-       USING (SELECT min(x) FROM (SELECT c.expire_after AS x UNION ALL
-                                  SELECT r.expire_after FROM tsbucket.series_retention r WHERE r.relid = relation) i);
-    IF nothing_due THEN
-        RETURN QUERY SELECT 0::bigint, 0::bigint;
-        RETURN;
-    END IF;
-    -- Buckets that user DML holds (it locked them to change rows) are left for
-    -- the next round: maintenance never makes a user statement fail.
-    RETURN QUERY EXECUTE format(
-        'WITH due AS (
-           SELECT s.ctid FROM %s s
-            WHERE s.max_time < %s - (SELECT CASE WHEN count(r.*) > 0 THEN max(r.expire_after) ELSE $1 END
-                                       FROM tsbucket.series_retention r WHERE r.relid = $2 AND r.meta = %s)
-              FOR UPDATE SKIP LOCKED),
-         gone AS (DELETE FROM %s s WHERE s.ctid IN (SELECT ctid FROM due) RETURNING row_count)
-         SELECT count(*), coalesce(sum(row_count), 0)::bigint FROM gone', store, now_expr, meta_expr, store)
-        USING c.expire_after, relation::oid;
+    RETURN QUERY SELECT * FROM tsbucket._expire(relation);
 END $$;
 
 -- Compaction by hand: merges under-filled buckets of each series and window.
+-- Runs as the caller; tsbucket._compact checks ownership itself (and runs no
+-- user code: it groups by the meta values' bytes).
 CREATE FUNCTION tsbucket.compact(relation regclass)
 RETURNS TABLE (buckets_before bigint, buckets_after bigint, rows_moved bigint)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    PERFORM tsbucket._store_of(relation);
-    PERFORM tsbucket._check_owner(relation);
+    PERFORM tsbucket._require_timeseries(relation);
     RETURN QUERY SELECT * FROM tsbucket._compact(relation);
 END $$;
-REVOKE EXECUTE ON FUNCTION tsbucket._compact(oid, int) FROM PUBLIC;
 
 -- MongoDB's collMod for time-series collections: the bucket span may only grow
 -- (existing buckets keep their windows; new rows use the new one), expiry can
@@ -582,16 +579,16 @@ CREATE FUNCTION tsbucket.alter_timeseries(
     bucket_rounding interval DEFAULT NULL,
     expire_after interval DEFAULT NULL,
     expire_never boolean DEFAULT false)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     c tsbucket.catalog;
     new_span interval;
     new_gran text;
     rank_of jsonb := '{"seconds": 1, "minutes": 2, "hours": 3}';
 BEGIN
-    PERFORM tsbucket._store_of(relation);
-    PERFORM tsbucket._check_owner(relation);
-    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation FOR UPDATE;
+    PERFORM tsbucket._require_timeseries(relation);
+    PERFORM tsbucket._require_owner(relation);
+    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
     IF granularity IS NOT NULL AND (bucket_max_span IS NOT NULL OR bucket_rounding IS NOT NULL) THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'granularity cannot be combined with bucket_max_span and bucket_rounding';
@@ -642,12 +639,9 @@ BEGIN
         new_gran := NULL;
         new_span := bucket_max_span;
     END IF;
-    UPDATE tsbucket.catalog
-       SET granularity = new_gran, bucket_max_span = new_span,
-           span_micros = (extract(epoch FROM new_span) * 1000000)::int8,
-           expire_after = CASE WHEN alter_timeseries.expire_never THEN NULL
-                               ELSE coalesce(alter_timeseries.expire_after, catalog.expire_after) END
-     WHERE relid = relation;
+    -- Runs as the caller; the catalog row is written by Rust after an ownership check.
+    PERFORM tsbucket._update_catalog(relation, new_gran, new_span, (extract(epoch FROM new_span) * 1000000)::int8,
+        CASE WHEN alter_timeseries.expire_never THEN NULL ELSE coalesce(alter_timeseries.expire_after, c.expire_after) END);
     PERFORM tsbucket._invalidate(relation);
     PERFORM tsbucket._sync_label(relation);
     PERFORM tsbucket._worker_notice();
@@ -699,7 +693,7 @@ BEGIN
     INSERT INTO tsbucket.job_state (relid) VALUES (relation) ON CONFLICT (relid) DO NOTHING;
     BEGIN
         IF (SELECT expire_after FROM tsbucket.catalog WHERE relid = relation) IS NOT NULL
-           OR EXISTS (SELECT 1 FROM tsbucket.series_retention WHERE relid = relation) THEN
+           OR EXISTS (SELECT 1 FROM tsbucket.series_retention_data WHERE relid = relation) THEN
             SELECT * INTO e FROM tsbucket.expire(relation);
             UPDATE tsbucket.job_state SET last_expiry = now(), buckets_expired = e.buckets_expired,
                    rows_expired = e.rows_expired WHERE relid = relation;

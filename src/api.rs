@@ -25,6 +25,7 @@ fn _verify(relid: pg_sys::Oid) -> TableIterator<'static, (name!(bucket_id, i64),
 unsafe fn verify_table(relid: pg_sys::Oid) -> Vec<(i64, String)> {
     unsafe {
         let config = catalog::require(relid);
+        crate::privileges::require_select(relid);
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let mut scan = store::StoreScan::begin(store_rel, store::current_snapshot());
         // Each bucket's detoasted payload lives only while it is checked: constant memory.
@@ -100,4 +101,199 @@ fn check_bucket(config: &catalog::Config, b: &store::StoredBucket) -> Vec<String
         }
     }
     out
+}
+
+/// One row per bucket for `tsbucket.buckets`. Runs as the caller (the SQL
+/// wrapper is SECURITY INVOKER): it checks the caller's SELECT right itself
+/// and reads the store directly, and the meta columns' output and comparison
+/// functions run with the caller's rights.
+#[pg_extern]
+#[allow(clippy::type_complexity)]
+fn _buckets(
+    relid: pg_sys::Oid,
+) -> TableIterator<
+    'static,
+    (
+        name!(bucket_id, i64),
+        name!(meta, Option<String>),
+        name!(window_start, String),
+        name!(min_time, String),
+        name!(max_time, String),
+        name!(rows, i32),
+        name!(compressed_bytes, i32),
+        name!(close_reason, String),
+    ),
+> {
+    let config = catalog::require(relid);
+    crate::privileges::require_select_without_rls(relid);
+    const REASONS: [&str; 7] = ["count", "size", "time_window", "memory_limit", "end_of_statement", "rewrite", "compaction"];
+    let mut rows = Vec::new();
+    // SAFETY: the store is opened, scanned and closed here; datums are copied
+    // before the scan moves on.
+    unsafe {
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let mut types = crate::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len());
+        let time_att = &*crate::shape::tuple_desc_attr((*store_rel).rd_att, store::COL_WINDOW_START);
+        let (mut out_fn, mut varlena) = (pg_sys::InvalidOid, false);
+        pg_sys::getTypeOutputInfo(time_att.atttypid, &mut out_fn, &mut varlena);
+        let mut time_out = pg_sys::FmgrInfo::default();
+        pg_sys::fmgr_info(out_fn, &mut time_out);
+        let mut time_text = |t: i64| {
+            std::ffi::CStr::from_ptr(pg_sys::OutputFunctionCall(&mut time_out, pg_sys::Datum::from(t))).to_string_lossy().into_owned()
+        };
+        let mut scan = store::StoreScan::begin(store_rel, store::current_snapshot());
+        while let Some(tuple) = scan.next(true) {
+            let b = store::read_header(store_rel, tuple);
+            let meta = types.copy_datums(&b);
+            let reason = REASONS.get((b.close_reason() - 1) as usize).copied().unwrap_or("unknown");
+            let size = pg_sys::toast_datum_size(b.values[store::COL_PAYLOAD]) as i32;
+            rows.push((meta, b.bucket_id, b.window_start, time_text(b.window_start), time_text(b.min_time), time_text(b.max_time), b.rows, size, reason));
+        }
+        scan.end();
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+        rows.sort_by(|a, b| types.compare(&a.0, &b.0).then(a.2.cmp(&b.2)).then(a.1.cmp(&b.1)));
+        let out: Vec<_> = rows
+            .into_iter()
+            .map(|(meta, id, _, ws, min, max, n, size, reason)| (id, types.text(&meta), ws, min, max, n, size, reason.to_string()))
+            .collect();
+        TableIterator::new(out)
+    }
+}
+
+/// Whole-bucket expiry for `tsbucket.expire` and the worker. The caller must
+/// own the table. A series' override is found by its meta values' text, which
+/// the meta types' output functions make, run as the table's owner in a
+/// security-restricted context (never as the worker's superuser). Buckets that
+/// user DML holds are left for a later round.
+#[pg_extern]
+fn _expire(relid: pg_sys::Oid) -> TableIterator<'static, (name!(buckets_expired, i64), name!(rows_expired, i64))> {
+    crate::privileges::require_owner(relid);
+    let config = catalog::require(relid);
+    // SAFETY: the user table's lock first, as TRUNCATE and DROP take it, then its store.
+    unsafe { pg_sys::LockRelationOid(relid, pg_sys::ShareUpdateExclusiveLock as i32) };
+    // Cutoffs (now() minus each interval, as the time column's type) with built-in operators only.
+    let cutoffs: Vec<(Option<String>, Option<i64>)> = catalog::as_extension_owner(|| {
+        Spi::connect(|c| {
+            // A timestamp (without time zone) time column holds UTC wall-clock times.
+            // Postgres stores both types as microseconds since 2000-01-01.
+            let rows = c.select(
+                "WITH c AS (SELECT expire_after, time_type = 'timestamp'::regtype AS plain FROM tsbucket.catalog WHERE relid = $1),
+                      r AS (SELECT NULL::text AS meta, expire_after, 0 AS ord FROM c
+                            UNION ALL SELECT meta, expire_after, 1 FROM tsbucket.series_retention_data WHERE relid = $1)
+                 SELECT r.meta, (extract(epoch FROM CASE WHEN c.plain THEN (now() AT TIME ZONE 'UTC') - r.expire_after
+                                                         ELSE (now() - r.expire_after) AT TIME ZONE 'UTC' END) * 1000000)::int8
+                                - 946684800000000
+                   FROM r, c ORDER BY r.ord",
+                None,
+                &[relid.into()],
+            )?;
+            let mut out = Vec::new();
+            for r in rows {
+                out.push((r.get::<String>(1)?, r.get::<i64>(2)?));
+            }
+            Ok::<_, pgrx::spi::Error>(out)
+        })
+        .unwrap_or_default()
+    });
+    let table_cutoff = cutoffs.first().and_then(|(_, c)| *c);
+    let overrides: std::collections::HashMap<String, Option<i64>> = cutoffs.iter().skip(1).filter_map(|(m, c)| m.clone().map(|m| (m, *c))).collect();
+    // The latest cutoff of any series: no bucket older than it, nothing to do.
+    let Some(latest) = std::iter::once(table_cutoff).chain(overrides.values().copied()).flatten().max() else {
+        return TableIterator::once((0, 0));
+    };
+    let owner = crate::privileges::table_owner(relid);
+    let (mut buckets, mut rows) = (0i64, 0i64);
+    // SAFETY: the store is opened, scanned and closed here; each bucket is
+    // locked (without waiting) before it is deleted.
+    unsafe {
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
+        let mut types = crate::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len());
+        let cid = pg_sys::GetCurrentCommandId(true);
+        let mut scan = store::StoreScan::begin(store_rel, store::current_snapshot());
+        while let Some(tuple) = scan.next(true) {
+            let b = store::read_header(store_rel, tuple);
+            if b.max_time >= latest {
+                continue;
+            }
+            let cutoff = if overrides.is_empty() {
+                table_cutoff
+            } else {
+                let meta = types.copy_datums(&b);
+                let text = crate::privileges::as_owner_restricted(owner, || types.text(&meta));
+                match text.and_then(|t| overrides.get(&t).copied()) {
+                    Some(series) => series,
+                    None => table_cutoff,
+                }
+            };
+            if cutoff.is_some_and(|c| b.max_time < c)
+                && store::lock_bucket(store_rel, &config, b.bucket_id, cid, false) == store::Lock::Held
+            {
+                store::delete_bucket(store_rel, b.tid);
+                buckets += 1;
+                rows += i64::from(b.rows);
+            }
+        }
+        scan.end();
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+    }
+    TableIterator::once((buckets, rows))
+}
+
+/// Writes (or with `remove`, deletes) a per-series retention override. The
+/// caller must own the table; `meta` is the text the SQL wrapper made with
+/// the caller's rights.
+#[pg_extern]
+fn _write_series_retention(relid: pg_sys::Oid, meta: &str, expire_after: Option<pgrx::datum::Interval>, remove: bool) {
+    crate::privileges::require_owner(relid);
+    catalog::as_extension_owner(|| {
+        if remove {
+            Spi::run_with_args("DELETE FROM tsbucket.series_retention_data WHERE relid = $1 AND meta = $2", &[relid.into(), meta.into()])
+        } else {
+            Spi::run_with_args(
+                "INSERT INTO tsbucket.series_retention_data VALUES ($1, $2, $3)
+                 ON CONFLICT (relid, meta) DO UPDATE SET expire_after = EXCLUDED.expire_after",
+                &[relid.into(), meta.into(), expire_after.into()],
+            )
+        }
+        .expect("write series retention")
+    });
+}
+
+/// Totals over the bucket headers for `tsbucket.stats`: buckets, rows, stored
+/// and uncompressed bytes, and buckets by close reason (1..=7). Runs as the
+/// caller: SELECT on the table is required, and refused where row-level
+/// security applies (the counts would describe hidden rows).
+#[pg_extern]
+#[allow(clippy::type_complexity)]
+fn _store_totals(
+    relid: pg_sys::Oid,
+) -> TableIterator<
+    'static,
+    (name!(buckets, i64), name!(rows, i64), name!(compressed_bytes, i64), name!(uncompressed_bytes, i64), name!(by_reason, Vec<i64>)),
+> {
+    let config = catalog::require(relid);
+    crate::privileges::require_select_without_rls(relid);
+    let (mut buckets, mut rows, mut compressed, mut uncompressed) = (0i64, 0i64, 0i64, 0i64);
+    let mut by_reason = vec![0i64; 7];
+    // SAFETY: the store is opened, scanned and closed here.
+    unsafe {
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let mut scan = store::StoreScan::begin(store_rel, store::current_snapshot());
+        while let Some(tuple) = scan.next(true) {
+            let b = store::read_header(store_rel, tuple);
+            buckets += 1;
+            rows += i64::from(b.rows);
+            compressed += pg_sys::toast_datum_size(b.values[store::COL_PAYLOAD]) as i64;
+            if !b.nulls[store::COL_STATS] {
+                compressed += pg_sys::toast_datum_size(b.values[store::COL_STATS]) as i64;
+            }
+            uncompressed += b.values[store::COL_UNCOMPRESSED_BYTES].value() as i64;
+            if let Some(n) = by_reason.get_mut((b.close_reason() - 1) as usize) {
+                *n += 1;
+            }
+        }
+        scan.end();
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+    }
+    TableIterator::once((buckets, rows, compressed, uncompressed, by_reason))
 }

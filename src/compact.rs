@@ -29,6 +29,7 @@ fn _compact(
     relid: pg_sys::Oid,
     max_groups: default!(Option<i32>, "NULL"),
 ) -> TableIterator<'static, (name!(buckets_before, i64), name!(buckets_after, i64), name!(rows_moved, i64))> {
+    crate::privileges::require_owner(relid);
     let result = unsafe { compact(relid, max_groups.map_or(usize::MAX, |n| n.max(1) as usize)) };
     TableIterator::once(result)
 }

@@ -12,6 +12,8 @@ pub const NOT_NULL_VIOLATION: SqlState = SqlState::ERRCODE_NOT_NULL_VIOLATION;
 
 #[track_caller]
 pub fn ts_error(code: SqlState, message: &str, hint: &str) -> ! {
-    ErrorReport::new(code, message.to_string(), "tsbucket").set_hint(hint.to_string()).report(pgrx::PgLogLevel::ERROR);
+    let report = ErrorReport::new(code, message.to_string(), "tsbucket");
+    let report = if hint.is_empty() { report } else { report.set_hint(hint.to_string()) };
+    report.report(pgrx::PgLogLevel::ERROR);
     unreachable!("ERROR does not return")
 }

@@ -252,7 +252,18 @@ unsafe extern "C-unwind" fn process_utility(
         if !stmt.is_null() && (*stmt).type_ == pg_sys::NodeTag::T_DropdbStmt {
             let name = (*(stmt as *mut pg_sys::DropdbStmt)).dbname;
             if !name.is_null() {
-                crate::worker::stop_workers_in(&std::ffi::CStr::from_ptr(name).to_string_lossy());
+                // Only for a caller DROP DATABASE will let through: a refused drop disturbs nothing.
+                let name = std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned();
+                let may_drop = Spi::get_one_with_args::<bool>(
+                    "SELECT pg_has_role(datdba, 'USAGE') FROM pg_catalog.pg_database WHERE datname = $1",
+                    &[name.as_str().into()],
+                )
+                .ok()
+                .flatten()
+                .unwrap_or(false);
+                if may_drop {
+                    crate::worker::stop_workers_in(&name);
+                }
             }
         }
         match PREV_PROCESS_UTILITY {

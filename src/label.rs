@@ -65,8 +65,10 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
     });
 }
 
+/// The label the catalog says the table should have. Read as the extension
+/// owner: the retention overrides in it are not readable by every role.
 fn current_label(relid: pg_sys::Oid) -> Option<String> {
-    Spi::get_one_with_args::<String>("SELECT tsbucket._label_of($1)", &[relid.into()]).ok().flatten()
+    catalog::as_extension_owner(|| Spi::get_one_with_args::<String>("SELECT tsbucket._label_of($1)", &[relid.into()]).ok().flatten())
 }
 
 /// Writes the table's label from its current configuration (or removes it
@@ -78,5 +80,15 @@ fn _sync_label(relid: pg_sys::Oid) {
     let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
     // SAFETY: a valid address, a static provider name and a NUL-terminated label or NULL.
     // SetSecurityLabel does not call the provider's hook, so this does not recurse.
-    unsafe { pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ref().map_or(std::ptr::null(), |l| l.as_ptr())) };
+    unsafe {
+        let stored = pg_sys::GetSecurityLabel(&address, PROVIDER.as_ptr());
+        let same = match (&label, stored.is_null()) {
+            (None, true) => true,
+            (Some(l), false) => CStr::from_ptr(stored) == l.as_c_str(),
+            _ => false,
+        };
+        if !same {
+            pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()));
+        }
+    }
 }

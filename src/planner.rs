@@ -11,7 +11,6 @@ use crate::catalog::{self, Config};
 use crate::pgutil::{list_ptrs, referenced_attnums};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use std::ffi::CStr;
 use std::sync::OnceLock;
 
 struct Methods {
@@ -207,6 +206,8 @@ unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, s
             let rel = (*node).ss.ss_currentRelation;
             (*crate::shape::tuple_desc_attr((*rel).rd_att, config.time_attnum as usize - 1)).atttypid
         };
+        let rls_active = pg_sys::check_enable_rls((*(*node).ss.ss_currentRelation).rd_id, pg_sys::InvalidOid, true)
+            == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32;
         let mut out = Vec::new();
         for q in list_ptrs((*plan).qual) {
             let clause = q as *mut pg_sys::Node;
@@ -252,8 +253,18 @@ unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, s
                     _ => continue,
                 }
             } else if let Some(m) = config.meta_attnums.iter().position(|&m| m == attnum) {
-                let name = CStr::from_ptr(pg_sys::get_opname(op)).to_bytes();
-                if name != b"=" {
+                // Only the equality of the meta type's default btree family (what the
+                // store's index orders by), and, where row-level security applies, only
+                // a leakproof one: pruning sees every bucket's meta value before the
+                // policies filter rows.
+                let rel = (*node).ss.ss_currentRelation;
+                let meta_type = (*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1)).atttypid;
+                let cache = pg_sys::lookup_type_cache(meta_type, pg_sys::TYPECACHE_BTREE_OPFAMILY as i32);
+                let family = if cache.is_null() { pg_sys::InvalidOid } else { (*cache).btree_opf };
+                if family == pg_sys::InvalidOid
+                    || pg_sys::get_op_opfamily_strategy(op, family) != pg_sys::BTEqualStrategyNumber as i32
+                    || (rls_active && !pg_sys::get_func_leakproof(pg_sys::get_opcode(op)))
+                {
                     continue;
                 }
                 Target::Meta(m)

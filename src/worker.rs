@@ -310,7 +310,7 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
         }
         Spi::connect(|c| {
             c.select(
-                "SELECT c.relid, c.expire_after IS NOT NULL OR EXISTS (SELECT 1 FROM tsbucket.series_retention r WHERE r.relid = c.relid)
+                "SELECT c.relid, c.expire_after IS NOT NULL OR EXISTS (SELECT 1 FROM tsbucket.series_retention_data r WHERE r.relid = c.relid)
                    FROM tsbucket.catalog c ORDER BY c.relid",
                 None,
                 &[],

@@ -1,0 +1,151 @@
+//! A bucket's meta values as text (its type's output function; several meta
+//! columns as a row literal, as `record_out` writes it) and in their type's
+//! order. These call functions of the meta columns' types, which a user may
+//! have written: callers run them as the invoking user, or as the table owner
+//! in a security-restricted context (`privileges::as_owner_restricted`), never
+//! with elevated rights.
+
+use crate::store::{StoredBucket, COL_FIRST_META};
+use pgrx::pg_sys;
+use std::cmp::Ordering;
+use std::ffi::CStr;
+
+pub struct MetaTypes {
+    output: Vec<pg_sys::FmgrInfo>,
+    compare: Vec<Option<(pg_sys::FmgrInfo, pg_sys::Oid)>>,
+    byval: Vec<(bool, i16)>,
+}
+
+impl MetaTypes {
+    /// # Safety
+    /// `store` must be an open bucket store with `n` meta columns.
+    pub unsafe fn of_store(store: pg_sys::Relation, n: usize) -> MetaTypes {
+        unsafe {
+            let tupdesc = (*store).rd_att;
+            let mut output = Vec::with_capacity(n);
+            let mut compare = Vec::with_capacity(n);
+            let mut byval = Vec::with_capacity(n);
+            for i in 0..n {
+                let att = &*crate::shape::tuple_desc_attr(tupdesc, COL_FIRST_META + i);
+                let (mut func, mut varlena) = (pg_sys::InvalidOid, false);
+                pg_sys::getTypeOutputInfo(att.atttypid, &mut func, &mut varlena);
+                let mut finfo = pg_sys::FmgrInfo::default();
+                pg_sys::fmgr_info(func, &mut finfo);
+                output.push(finfo);
+                let cache = pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_CMP_PROC_FINFO as i32);
+                compare.push((!cache.is_null() && (*cache).cmp_proc != pg_sys::InvalidOid).then(|| {
+                    let mut f = pg_sys::FmgrInfo::default();
+                    pg_sys::fmgr_info((*cache).cmp_proc, &mut f);
+                    (f, att.attcollation)
+                }));
+                byval.push((att.attbyval, att.attlen));
+            }
+            MetaTypes { output, compare, byval }
+        }
+    }
+
+    /// Copies of the bucket's meta datums, valid after its tuple is gone.
+    pub fn copy_datums(&self, b: &StoredBucket) -> Vec<Option<pg_sys::Datum>> {
+        (0..self.output.len())
+            .map(|i| {
+                // SAFETY: the datum is of the column's type and valid while `b`'s tuple is.
+                b.meta_datum(i).map(|d| unsafe { datum_copy(d, self.byval[i].0, self.byval[i].1) })
+            })
+            .collect()
+    }
+
+    /// The meta values as text: None for a table without meta columns or a
+    /// NULL single meta value.
+    pub fn text(&mut self, values: &[Option<pg_sys::Datum>]) -> Option<String> {
+        let mut parts: Vec<Option<String>> = Vec::with_capacity(values.len());
+        for (i, v) in values.iter().enumerate() {
+            // SAFETY: output functions of the columns' types applied to their values.
+            parts.push(v.map(|d| unsafe { CStr::from_ptr(pg_sys::OutputFunctionCall(&mut self.output[i], d)).to_string_lossy().into_owned() }));
+        }
+        match parts.len() {
+            0 => None,
+            1 => parts.pop().flatten(),
+            _ => Some(row_literal(&parts)),
+        }
+    }
+
+    /// The order of ORDER BY meta_1, meta_2, ... (ascending, NULLs last).
+    pub fn compare(&mut self, a: &[Option<pg_sys::Datum>], b: &[Option<pg_sys::Datum>]) -> Ordering {
+        for i in 0..a.len() {
+            let o = match (a[i], b[i]) {
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(_), None) => Ordering::Less,
+                (Some(x), Some(y)) => match &mut self.compare[i] {
+                    // SAFETY: the type's btree comparison applied to two values of it.
+                    Some((f, coll)) => unsafe { (pg_sys::FunctionCall2Coll(f, *coll, x, y).value() as i32).cmp(&0) },
+                    None => Ordering::Equal,
+                },
+            };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    }
+}
+
+/// A copy of a datum in the current memory context (varlenas detoasted).
+///
+/// # Safety
+/// `d` must be a valid datum of a type with these `byval` and `len`.
+unsafe fn datum_copy(d: pg_sys::Datum, byval: bool, len: i16) -> pg_sys::Datum {
+    unsafe {
+        match (byval, len) {
+            (true, _) => d,
+            (false, -1) => pg_sys::Datum::from(pg_sys::pg_detoast_datum_copy(d.cast_mut_ptr())),
+            (false, -2) => pg_sys::Datum::from(pg_sys::pstrdup(d.cast_mut_ptr())),
+            (false, n) => {
+                let p = pg_sys::palloc(n as usize);
+                std::ptr::copy_nonoverlapping(d.cast_mut_ptr::<u8>(), p as *mut u8, n as usize);
+                pg_sys::Datum::from(p)
+            }
+        }
+    }
+}
+
+/// A row literal as `record_out` writes it: NULL as nothing, values quoted
+/// where they are empty or hold quotes, backslashes, parentheses, commas or
+/// white space, with quotes and backslashes doubled.
+pub fn row_literal(parts: &[Option<String>]) -> String {
+    let mut out = String::from("(");
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let Some(v) = p else { continue };
+        let quote = v.is_empty() || v.chars().any(|c| matches!(c, '"' | '\\' | '(' | ')' | ',' | '\x0B') || c.is_ascii_whitespace());
+        if quote {
+            out.push('"');
+        }
+        for c in v.chars() {
+            if c == '"' || c == '\\' {
+                out.push(c);
+            }
+            out.push(c);
+        }
+        if quote {
+            out.push('"');
+        }
+    }
+    out.push(')');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::row_literal;
+
+    #[test]
+    fn row_literals_quote_as_record_out() {
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(row_literal(&[s("a"), s("us")]), "(a,us)");
+        assert_eq!(row_literal(&[s("a b"), None, s("")]), "(\"a b\",,\"\")");
+        assert_eq!(row_literal(&[s("x\"y"), s("p\\q"), s("(1,2)")]), "(\"x\"\"y\",\"p\\\\q\",\"(1,2)\")");
+    }
+}
