@@ -62,7 +62,30 @@ pub fn require(relid: pg_sys::Oid) -> Rc<Config> {
     })
 }
 
+thread_local! {
+    static SQL_VERSION_CHECKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The library refuses, clearly, to work on a database whose extension SQL is
+/// of another version (its catalog may differ): README "Upgrades".
+fn check_sql_version() {
+    if SQL_VERSION_CHECKED.with(|c| c.get()) {
+        return;
+    }
+    let installed = Spi::get_one::<String>("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'tsbucket'").ok().flatten();
+    let library = env!("CARGO_PKG_VERSION");
+    if let Some(v) = installed.filter(|v| v != library) {
+        ts_error(
+            NOT_IN_PREREQUISITE_STATE,
+            &format!("the tsbucket library is version {library}, but this database has the extension's SQL at version {v}"),
+            "Bring the database to the library's version as the README's \"Upgrades\" section describes.",
+        );
+    }
+    SQL_VERSION_CHECKED.with(|c| c.set(true));
+}
+
 fn load(relid: pg_sys::Oid) -> Option<Config> {
+    check_sql_version();
     // The catalog may not exist yet while the extension script itself runs.
     let row = Spi::connect(|client| {
         let table = client

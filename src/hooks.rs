@@ -14,6 +14,29 @@ use crate::{am, catalog, modify, write};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
+// Postgres's own implementations, declared here without pgrx's error trap: an
+// ERROR raised inside them (a foreign-key violation from an AFTER trigger at
+// ExecutorFinish, a utility command's error with its position) then reaches
+// the client exactly as Postgres raised it, every field included, instead of
+// being caught and re-raised with only code, message, detail and hint.
+// Calling them is sound only while no Rust value with a destructor is alive in
+// the calling frames, which the hooks below keep to (an ERROR jumps over them).
+unsafe extern "C-unwind" {
+    #[link_name = "standard_ExecutorFinish"]
+    fn standard_executor_finish(query_desc: *mut pg_sys::QueryDesc);
+    #[link_name = "standard_ProcessUtility"]
+    fn standard_process_utility(
+        pstmt: *mut pg_sys::PlannedStmt,
+        query_string: *const std::ffi::c_char,
+        read_only_tree: bool,
+        context: pg_sys::ProcessUtilityContext::Type,
+        params: pg_sys::ParamListInfo,
+        query_env: *mut pg_sys::QueryEnvironment,
+        dest: *mut pg_sys::DestReceiver,
+        qc: *mut pg_sys::QueryCompletion,
+    );
+}
+
 static mut PREV_POST_PARSE_ANALYZE: pg_sys::post_parse_analyze_hook_type = None;
 static mut PREV_EXECUTOR_FINISH: pg_sys::ExecutorFinish_hook_type = None;
 static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
@@ -56,7 +79,7 @@ unsafe extern "C-unwind" fn executor_finish(query_desc: *mut pg_sys::QueryDesc) 
     unsafe {
         match PREV_EXECUTOR_FINISH {
             Some(prev) => prev(query_desc),
-            None => pg_sys::standard_ExecutorFinish(query_desc),
+            None => standard_executor_finish(query_desc),
         }
     }
     // After: data-modifying CTEs finished inside ExecutorFinish.
@@ -268,7 +291,7 @@ unsafe extern "C-unwind" fn process_utility(
         }
         match PREV_PROCESS_UTILITY {
             Some(prev) => prev(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
-            None => pg_sys::standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
+            None => standard_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
         }
     }
 }

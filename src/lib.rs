@@ -40,6 +40,13 @@ extension_sql_file!("../sql/time_functions.sql", name = "time_functions", requir
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    // Errors carry their message, detail and hint only, whatever the server's
+    // environment: pgrx attaches a Rust backtrace to an error's DETAIL when
+    // backtraces are enabled, and Rust reads this variable once, before
+    // RUST_BACKTRACE. Set before any Rust code of this process could capture one.
+    // SAFETY: Postgres backends (and the postmaster loading preloaded libraries)
+    // are single-threaded, so nothing reads the environment concurrently.
+    unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
     gucs::init();
     catalog::init();
     hooks::init();

@@ -36,6 +36,39 @@ INSERT INTO trickle SELECT '2024-01-01 00:50:00+00'::timestamptz + i * interval 
 SELECT * FROM tsbucket.compact('trickle');
 SELECT rows, min_time, max_time FROM tsbucket.buckets('trickle') WHERE meta = 'c';
 RESET tsbucket.bucket_max_count;
+-- Convergence when the size limit binds before the count: merged buckets
+-- that are full by size are not merged again, so a second round has nothing
+-- to do until new rows arrive.
+CREATE TABLE wide (time timestamptz NOT NULL, s text, payload text) USING tsbucket;
+SELECT tsbucket.create_timeseries('wide', 'time', 's');
+SET tsbucket.bucket_max_size = '1kB';
+DO $$ BEGIN
+  FOR i IN 1 .. 40 LOOP
+    INSERT INTO wide VALUES ('2024-01-01'::timestamptz + i * interval '1 s', 'a', repeat('x', 100));
+  END LOOP;
+END $$;
+SELECT * FROM tsbucket.compact('wide');
+SELECT close_reason, count(*), sum(rows) FROM tsbucket.buckets('wide') GROUP BY 1 ORDER BY 1;
+SELECT * FROM tsbucket.compact('wide');
+INSERT INTO wide VALUES ('2024-01-01 00:01:00', 'a', 'new');
+SELECT * FROM tsbucket.compact('wide');
+RESET tsbucket.bucket_max_size;
+-- Fairness: with one group per round, each round serves the group that has
+-- waited longest, so every group is merged in turn.
+CREATE TABLE fair (time timestamptz NOT NULL, s text, v int) USING tsbucket;
+SELECT tsbucket.create_timeseries('fair', 'time', 's');
+INSERT INTO fair VALUES ('2024-01-01 00:00:01', 'x', 1);
+INSERT INTO fair VALUES ('2024-01-01 00:00:01', 'y', 1);
+INSERT INTO fair VALUES ('2024-01-01 00:00:01', 'z', 1);
+INSERT INTO fair VALUES ('2024-01-01 00:00:02', 'x', 2);
+INSERT INTO fair VALUES ('2024-01-01 00:00:02', 'y', 2);
+INSERT INTO fair VALUES ('2024-01-01 00:00:02', 'z', 2);
+SELECT * FROM tsbucket._compact('fair'::regclass, 1);
+SELECT meta, count(*) FROM tsbucket.buckets('fair') GROUP BY 1 ORDER BY 1;
+SELECT * FROM tsbucket._compact('fair'::regclass, 1);
+SELECT * FROM tsbucket._compact('fair'::regclass, 1);
+SELECT meta, count(*) FROM tsbucket.buckets('fair') GROUP BY 1 ORDER BY 1;
+DROP TABLE wide, fair;
 -- Only the owner may compact.
 CREATE ROLE ts_compactor;
 GRANT SELECT ON trickle TO ts_compactor;
