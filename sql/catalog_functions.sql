@@ -679,6 +679,7 @@ DECLARE
     e record;
     c record;
     ids_now bigint;
+    quiet boolean;
 BEGIN
     -- The user table first (as TRUNCATE and DROP lock it), then tsbucket's
     -- catalog rows and the store: maintenance never deadlocks with them.
@@ -699,13 +700,16 @@ BEGIN
                    rows_expired = e.rows_expired WHERE relid = relation;
         END IF;
         -- No bucket written since a round found nothing to merge: nothing to do
-        -- (a catalog look-up instead of a scan of the store).
+        -- (a catalog look-up instead of a scan of the store). A round records
+        -- that only when no other transaction was running as it began, so no
+        -- bucket with an older id can still be on its way.
         ids_now := pg_sequence_last_value((SELECT id_sequence FROM tsbucket.catalog WHERE relid = relation));
+        quiet := NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(pg_current_snapshot()));
         IF ids_now IS DISTINCT FROM (SELECT compacted_through FROM tsbucket.job_state WHERE relid = relation) THEN
             SELECT * INTO c FROM tsbucket._compact(relation, max_groups);
             UPDATE tsbucket.job_state SET last_compaction = now(), buckets_merged = c.buckets_before,
                    buckets_written = c.buckets_after,
-                   compacted_through = CASE WHEN c.buckets_before = 0 THEN ids_now END
+                   compacted_through = CASE WHEN c.buckets_before = 0 AND quiet THEN ids_now END
              WHERE relid = relation;
         END IF;
     EXCEPTION WHEN OTHERS THEN

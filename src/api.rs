@@ -203,6 +203,17 @@ fn _expire(relid: pg_sys::Oid) -> TableIterator<'static, (name!(buckets_expired,
     };
     let owner = crate::privileges::table_owner(relid);
     let (mut buckets, mut rows) = (0i64, 0i64);
+    // Nothing old enough for any retention in force: an index look-up, no scan.
+    // SAFETY: the store is opened and closed here.
+    let due = unsafe {
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let due = store::any_bucket_older_than(store_rel, latest);
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+        due
+    };
+    if due == Some(false) {
+        return TableIterator::once((0, 0));
+    }
     // SAFETY: the store is opened, scanned and closed here; each bucket is
     // locked (without waiting) before it is deleted.
     unsafe {

@@ -72,7 +72,12 @@ fn check_sql_version() {
     if SQL_VERSION_CHECKED.with(|c| c.get()) {
         return;
     }
-    let installed = Spi::get_one::<String>("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'tsbucket'").ok().flatten();
+    // A read-only query: this runs while planning, on hot standbys too.
+    let installed = Spi::connect(|c| {
+        c.select("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'tsbucket'", Some(1), &[])?.first().get_one::<String>()
+    })
+    .ok()
+    .flatten();
     let library = env!("CARGO_PKG_VERSION");
     if let Some(v) = installed.filter(|v| v != library) {
         ts_error(

@@ -2,8 +2,9 @@
 //! full ones, rows in time order, so that a table fed one row per statement
 //! ends up like one loaded by COPY. Runs in the caller's transaction; holds
 //! ShareUpdateExclusiveLock on the table (one compaction at a time; INSERT,
-//! SELECT, UPDATE and DELETE go on). A bucket changed concurrently makes it
-//! fail with 40001 rather than lose or resurrect rows.
+//! SELECT, UPDATE and DELETE go on). Buckets that user DML holds are skipped;
+//! every merged bucket records where its rows went, so DML that waited for
+//! the merge follows them (store::record_moves).
 
 use crate::am::read;
 use crate::catalog;
@@ -43,6 +44,7 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
         let max_count = gucs::bucket_max_count();
         let snapshot = store::current_snapshot();
+        store::prune_moves(store_rel, &config);
 
         // 1. Find the under-filled buckets, grouped by series and window.
         let mut groups: BTreeMap<GroupKey, Vec<Candidate>> = BTreeMap::new();

@@ -96,6 +96,7 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
         XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT | XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {
             write::discard_all();
             modify::discard_all();
+            crate::worker::at_transaction_end(matches!(event, XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE));
         }
         _ => {}
     }
@@ -289,9 +290,16 @@ unsafe extern "C-unwind" fn process_utility(
                 }
             }
         }
+        let is_copy = !stmt.is_null() && (*stmt).type_ == pg_sys::NodeTag::T_CopyStmt;
         match PREV_PROCESS_UTILITY {
             Some(prev) => prev(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
             None => standard_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
+        }
+        // COPY's row-by-row path (BEFORE ROW triggers, volatile defaults, WHERE)
+        // never calls finish_bulk_insert: its rows are written here, at the end
+        // of the statement, like every other statement's.
+        if is_copy {
+            end_of_statement(None);
         }
     }
 }

@@ -392,25 +392,63 @@ pub unsafe fn delete_bucket(store: pg_sys::Relation, tid: pg_sys::ItemPointerDat
 /// # Safety
 /// `store` must be `config`'s open bucket store.
 pub unsafe fn allocate_id(store: pg_sys::Relation, config: &Config) -> i64 {
-    let mut skipped = 0u64;
+    let mut jumps = 0;
     loop {
         let id = as_user(config.id_owner, || unsafe {
             pgrx::direct_function_call::<i64>(pg_sys::nextval_oid, &[pgrx::IntoDatum::into_datum(config.id_sequence)])
                 .expect("nextval returns a value")
         });
-        if tid::is_usable_id(id) && unsafe { !id_in_use(store, config.id_index, id) } {
+        if !tid::is_usable_id(id) {
+            continue;
+        }
+        if unsafe { !id_in_use(store, config.id_index, id) } {
             // A reused id must not lead DML that still follows its old self astray.
             unsafe { forget_moves(config, id) };
             return id;
         }
-        skipped += 1;
-        if skipped > 1_000_000 {
+        // After a wrap-around: skip the whole run of ids still in use at once.
+        jumps += 1;
+        if jumps > 64 {
             ts_error(
                 crate::error::NOT_IN_PREREQUISITE_STATE,
                 "no free bucket id found for this table",
-                "Run VACUUM on the table: ids of deleted buckets become free once VACUUM has removed them.",
+                "A table holds at most 2^37 bucket versions; VACUUM frees the ids of deleted ones.",
             );
         }
+        let free = unsafe { first_free_id_from(store, config.id_index, id) };
+        as_user(config.id_owner, || unsafe {
+            pgrx::direct_function_call::<i64>(
+                pg_sys::setval_oid,
+                &[pgrx::IntoDatum::into_datum(config.id_sequence), pgrx::IntoDatum::into_datum((free - 1).max(1))],
+            )
+        });
+    }
+}
+
+/// The first id at or after `id` that no store tuple version carries (the
+/// index is walked in order, so a run of live ids costs one scan).
+unsafe fn first_free_id_from(store: pg_sys::Relation, id_index: pg_sys::Oid, id: i64) -> i64 {
+    unsafe {
+        let index = pg_sys::index_open(id_index, pg_sys::AccessShareLock as i32);
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(&mut key, 1, pg_sys::BTGreaterEqualStrategyNumber as u16, pg_sys::Oid::from(pg_sys::F_INT8GE), pg_sys::Datum::from(id));
+        let scan = pg_sys::systable_beginscan_ordered(store, index, &raw mut pg_sys::SnapshotAnyData, 1, &mut key);
+        let mut next = id;
+        loop {
+            let tuple = pg_sys::systable_getnext_ordered(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tuple.is_null() {
+                break;
+            }
+            let mut isnull = false;
+            let found = pg_sys::heap_getattr(tuple, (COL_BUCKET_ID + 1) as i32, (*store).rd_att, &mut isnull).value() as i64;
+            if found > next {
+                break;
+            }
+            next = next.max(found + 1);
+        }
+        pg_sys::systable_endscan_ordered(scan);
+        pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
+        if next > tid::MAX_BUCKET_ID { 1 } else { next }
     }
 }
 
@@ -556,6 +594,55 @@ unsafe fn forget_moves(config: &Config, old_id: i64) {
     }
 }
 
+/// Removes the moves entries whose old bucket no store version carries any
+/// more (VACUUM removed it): no transaction can still be following them.
+/// Run by compaction rounds, so the moves table stays as small as the set of
+/// recently rewritten buckets.
+///
+/// # Safety
+/// `store` must be `config`'s open bucket store.
+pub unsafe fn prune_moves(store: pg_sys::Relation, config: &Config) {
+    let Some((moves_relid, _)) = config.moves else { return };
+    unsafe {
+        let rel = pg_sys::table_open(moves_relid, pg_sys::RowExclusiveLock as i32);
+        let mut scan = StoreScan::begin(rel, current_snapshot());
+        while let Some(tuple) = scan.next(true) {
+            let mut isnull = false;
+            let old_id = pg_sys::heap_getattr(tuple, 1, (*rel).rd_att, &mut isnull).value() as i64;
+            if !id_in_use(store, config.id_index, old_id) {
+                pg_sys::simple_heap_delete(rel, &mut (*tuple).t_self);
+            }
+        }
+        scan.end();
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
+    }
+}
+
+/// Whether any bucket's newest row is older than `cutoff`, by the index on
+/// max_time (None: the store has no such index, made before 0.2.0).
+///
+/// # Safety
+/// `store` must be an open bucket store.
+pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64) -> Option<bool> {
+    unsafe {
+        let time_type = (*crate::shape::tuple_desc_attr((*store).rd_att, COL_MAX_TIME)).atttypid;
+        let index_oid = crate::pgutil::list_oids(pg_sys::RelationGetIndexList(store)).into_iter().find(|&i| {
+            let index = pg_sys::index_open(i, pg_sys::AccessShareLock as i32);
+            let info = pg_sys::BuildIndexInfo(index);
+            let yes = (*info).ii_NumIndexAttrs == 1 && (*info).ii_IndexAttrNumbers[0] as usize == COL_MAX_TIME + 1;
+            pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
+            yes
+        })?;
+        let proc = if time_type == pg_sys::TIMESTAMPTZOID { pg_sys::F_TIMESTAMPTZ_LT } else { pg_sys::F_TIMESTAMP_LT };
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(&mut key, (COL_MAX_TIME + 1) as i16, pg_sys::BTLessStrategyNumber as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(cutoff));
+        let scan = pg_sys::systable_beginscan(store, index_oid, true, current_snapshot(), 1, &mut key);
+        let found = !pg_sys::systable_getnext(scan).is_null();
+        pg_sys::systable_endscan(scan);
+        Some(found)
+    }
+}
+
 /// The outcome of locking a bucket's store row.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Lock {
@@ -603,8 +690,11 @@ pub unsafe fn lock_bucket(store: pg_sys::Relation, config: &Config, bucket_id: i
             pg_sys::TM_Result::TM_WouldBlock => Lock::Busy,
             pg_sys::TM_Result::TM_Updated | pg_sys::TM_Result::TM_Deleted => Lock::Gone,
             pg_sys::TM_Result::TM_SelfModified => Lock::ChangedBySelf,
-            // Inserted by a command of ours after the caller's: nothing of it is the caller's to change.
-            _ => Lock::Gone,
+            other => ts_error(
+                DATA_CORRUPTED,
+                &format!("unexpected result {other} locking bucket {bucket_id}"),
+                "This is a bug in tsbucket; please report it.",
+            ),
         }
     }
 }

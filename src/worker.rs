@@ -47,6 +47,9 @@ pub struct DbEntry {
     last_visit_ms: u64,
     /// Workers started for this database since the launcher started.
     visits: u64,
+    /// Bumped when a CREATE EXTENSION tsbucket commits here: a worker that
+    /// began before that must not mark the database absent.
+    generation: u64,
 }
 
 #[derive(Copy, Clone)]
@@ -105,28 +108,47 @@ fn update_my_database(f: impl FnOnce(&mut DbEntry)) {
     }
 }
 
-/// The write path wrote a bucket here: compaction may have work.
+thread_local! {
+    /// This transaction wrote buckets / created the extension: tell the
+    /// launcher when (and only if) it commits, so that a worker visiting
+    /// meanwhile cannot take the news as handled before it is visible.
+    static WROTE_BUCKETS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static CREATED_EXTENSION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The write path wrote a bucket here: compaction may have work once this commits.
 pub fn note_bucket_written() {
-    if !shmem_ready() {
+    WROTE_BUCKETS.with(|w| w.set(true));
+}
+
+/// Transaction end: pass on what committed work means for the launcher.
+pub fn at_transaction_end(committed: bool) {
+    let wrote = WROTE_BUCKETS.with(|w| w.replace(false));
+    let created = CREATED_EXTENSION.with(|c| c.replace(false));
+    if !committed || !shmem_ready() || !(wrote || created) {
         return;
     }
     let me = my_database();
     let already = {
         let set = DATABASES.share();
-        set.find(me).is_some_and(|i| set.entries[i].dirty)
+        set.find(me).is_some_and(|i| set.entries[i].dirty) && !created
     };
     if !already {
-        update_my_database(|e| e.dirty = true);
+        update_my_database(|e| {
+            e.dirty = true;
+            if created {
+                e.absent = false;
+                e.generation += 1;
+            }
+        });
     }
 }
 
-/// Called by the extension script: this database has the extension now.
+/// Called by the extension script: this database has the extension once the
+/// CREATE EXTENSION commits.
 #[pg_extern]
 fn _extension_created() {
-    update_my_database(|e| {
-        e.absent = false;
-        e.dirty = true;
-    });
+    CREATED_EXTENSION.with(|c| c.set(true));
 }
 
 /// A table was configured or its expiry changed: visit this database at its
@@ -297,15 +319,27 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
     }
     let db = pg_sys::Oid::from(arg.value() as u32);
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(db), None);
-    // Writes from now on make the next visit due.
-    update_my_database(|e| e.dirty = false);
+    // Commits from now on make the next visit due; read the generation before
+    // this visit's snapshot, so a CREATE EXTENSION committing after it is not lost.
+    let generation = {
+        let mut g = 0;
+        update_my_database(|e| {
+            e.dirty = false;
+            g = e.generation;
+        });
+        g
+    };
     let tables: Vec<(pg_sys::Oid, bool)> = BackgroundWorker::transaction(|| {
         let installed = Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'tsbucket')")
             .ok()
             .flatten()
             .unwrap_or(false);
         if !installed {
-            update_my_database(|e| e.absent = true);
+            update_my_database(|e| {
+                if e.generation == generation {
+                    e.absent = true;
+                }
+            });
             return Vec::new();
         }
         Spi::connect(|c| {

@@ -420,6 +420,29 @@ pub fn has_buffered(relid: pg_sys::Oid) -> bool {
     BUFFER.with(|b| b.borrow().tables.contains_key(&relid))
 }
 
+/// A scan of `relid` with a snapshot of command `curcid` is starting: write
+/// the rows of earlier commands of this subtransaction (an outer statement
+/// whose trigger reads the table), which that snapshot sees. Rows of the
+/// current command stay buffered: its own snapshot cannot see them anyway, and
+/// writing them would split its buckets (a rescanned subquery would make one
+/// bucket per row).
+pub fn flush_for_scan(relid: pg_sys::Oid, curcid: pg_sys::CommandId) {
+    let subxid = current_subxid();
+    let visible = |o: &Owner| o.subxid == subxid && o.cid < curcid;
+    let work = BUFFER.with(|b| {
+        let mut buffer = b.borrow_mut();
+        let work = take_buckets(&mut buffer, Some(relid), |o| visible(&o.owner), true);
+        if let Some(table) = buffer.tables.get_mut(&relid) {
+            for series in table.series.values_mut() {
+                series.newest.retain(|(o, _)| !visible(o));
+            }
+        }
+        prune(&mut buffer);
+        work
+    });
+    write_all(work, CloseReason::EndOfStatement);
+}
+
 /// ROLLBACK (TO SAVEPOINT): forget the rows of the aborted subtransaction.
 pub fn discard_subxact(subxid: u32) {
     BUFFER.with(|b| {

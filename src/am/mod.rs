@@ -218,13 +218,27 @@ unsafe extern "C-unwind" fn tuple_tid_valid(_scan: pg_sys::TableScanDesc, tid: p
 #[pg_guard]
 unsafe extern "C-unwind" fn tuple_get_latest_tid(_scan: pg_sys::TableScanDesc, _tid: pg_sys::ItemPointer) {}
 
+/// Whether the bucket version the slot's row came from is visible to the snapshot.
 #[pg_guard]
 unsafe extern "C-unwind" fn tuple_satisfies_snapshot(
-    _rel: pg_sys::Relation,
-    _slot: *mut pg_sys::TupleTableSlot,
-    _snapshot: pg_sys::Snapshot,
+    rel: pg_sys::Relation,
+    slot: *mut pg_sys::TupleTableSlot,
+    snapshot: pg_sys::Snapshot,
 ) -> bool {
-    true
+    unsafe {
+        let Some(config) = catalog::lookup((*rel).rd_id) else { return false };
+        let (bucket_id, _) = crate::tid::get(&(*slot).tts_tid);
+        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let found = crate::store::find_bucket_tuple(store, config.id_index, bucket_id, snapshot);
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+        match found {
+            Some(t) => {
+                pg_sys::heap_freetuple(t);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 #[pg_guard]

@@ -161,11 +161,11 @@ pub unsafe fn begin_with(
         (*scan).base.rs_flags = flags;
         (*scan).base.rs_parallel = pscan;
 
-        // Rows this transaction buffered for the table so far (COPY on its
-        // row-by-row path, an outer statement whose trigger reads the table)
-        // are written before the scan reads the store, so it sees them.
-        if crate::write::has_buffered((*rel).rd_id) {
-            crate::write::flush(Some((*rel).rd_id), store::CloseReason::EndOfStatement, None);
+        // Rows earlier commands of this transaction buffered for the table (an
+        // outer statement whose trigger reads the table) are written before the
+        // scan reads the store, so it sees them.
+        if crate::write::has_buffered((*rel).rd_id) && !snapshot.is_null() && (*snapshot).snapshot_type == pg_sys::SnapshotType::SNAPSHOT_MVCC {
+            crate::write::flush_for_scan((*rel).rd_id, (*snapshot).curcid);
         }
         let config = catalog::lookup((*rel).rd_id);
         let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));

@@ -38,9 +38,7 @@ def test_utility_error_keeps_its_position(cluster):
         with pytest.raises(psycopg.errors.UndefinedObject) as e:
             c.execute("CREATE TABLE bad (a int, b no_such_type)")
         assert e.value.diag.statement_position == "28"
-        with pytest.raises(psycopg.errors.UndefinedObject) as e:
-            c.execute("ALTER SYSTEM SET no_such.setting = 1")
-        assert e.value.diag.message_detail is None or "backtrace" not in e.value.diag.message_detail
+        assert "backtrace" not in (e.value.diag.message_detail or "")
 
 
 def test_tsbucket_errors_carry_no_backtrace(cluster):

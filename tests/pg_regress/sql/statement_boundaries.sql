@@ -38,6 +38,19 @@ SELECT s, v FROM sb ORDER BY v;
 COMMIT;
 SELECT s, v FROM sb ORDER BY v;
 
+-- COPY's rows are written at the end of the COPY: a DELETE inside a later
+-- savepoint sees and removes them.
+BEGIN;
+COPY sb FROM stdin;
+2024-01-01 00:00:04+00	c	4
+2024-01-01 00:00:05+00	c	5
+\.
+SAVEPOINT s1;
+DELETE FROM sb WHERE s = 'c';
+RELEASE s1;
+COMMIT;
+SELECT count(*) AS c_rows_left FROM sb WHERE s = 'c';
+
 -- An INSERT whose BEFORE ROW trigger runs SQL still fills one bucket per series.
 TRUNCATE sb;
 INSERT INTO sb SELECT '2024-01-01'::timestamptz + i * interval '1 s', 'a', i FROM generate_series(1, 1000) i;
@@ -71,6 +84,13 @@ BEGIN
 END $$;
 DELETE FROM sb WHERE is_odd(v);
 SELECT count(*), min(v), max(v) FROM sb;
+
+-- A subquery of the table rescanned for every row of an INSERT into it does
+-- not split the INSERT's buckets (its own rows are invisible to it anyway).
+INSERT INTO sb SELECT '2024-01-03'::timestamptz + g * interval '1 s', 'q', g FROM generate_series(1, 200) g
+ WHERE NOT EXISTS (SELECT 1 FROM sb x WHERE x.s = 'q' AND x.v = g);
+SELECT count(*) AS q_buckets, sum(rows) AS q_rows FROM tsbucket.buckets('sb') WHERE meta = 'q';
+DELETE FROM sb WHERE s = 'q';
 
 -- A trigger that reads the table sees the outer statement's rows so far.
 CREATE TABLE seen (n bigint);
