@@ -49,7 +49,9 @@ def test_standby_answers_like_the_primary(primary):
                 c.execute("INSERT INTO r VALUES ('2024-01-01 02:00'::timestamptz + %s * interval '1 s', 'h9', %s)", (i, i))
             c.execute("DELETE FROM r WHERE v % 10 = 3")
             c.execute("UPDATE r SET host = 'h8' WHERE host = 'h0'")
-            assert c.execute("SELECT buckets_before FROM tsbucket.compact('r')").fetchone()[0] > 0
+            # The worker (1 s interval) may have merged the trickle buckets already.
+            c.execute("SELECT * FROM tsbucket.compact('r')")
+            assert c.execute("SELECT count(*) FROM tsbucket.buckets('r') WHERE meta = 'h9'").fetchone()[0] == 1
             lsn = c.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
             expected = [c.execute(q).fetchall() for q in QUERIES]
             plans = [c.execute("EXPLAIN (COSTS OFF) " + q).fetchall() for q in QUERIES[:2]]
