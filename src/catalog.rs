@@ -90,6 +90,12 @@ fn check_sql_version() {
 }
 
 fn load(relid: pg_sys::Oid) -> Option<Config> {
+    // pg_upgrade re-creates the schema before it carries the catalog's and the
+    // stores' files over: no table is configured (nor needs to be) until then.
+    // SAFETY: a plain read of a backend global.
+    if unsafe { pg_sys::IsBinaryUpgrade } {
+        return None;
+    }
     check_sql_version();
     // The catalog may not exist yet while the extension script itself runs.
     let row = Spi::connect(|client| {

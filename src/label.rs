@@ -47,6 +47,12 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
             "The label holds the table's time-series configuration, which pg_dump needs.",
         );
     };
+    // pg_upgrade restores the schema, labels included, and then carries the
+    // catalog's and the stores' files over: the configuration arrives with them.
+    // SAFETY: a plain read of a backend global.
+    if unsafe { pg_sys::IsBinaryUpgrade } {
+        return;
+    }
     if catalog::lookup(relid).is_some() {
         if current_label(relid).as_deref() != Some(label.as_str()) {
             ts_error(

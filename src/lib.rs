@@ -52,7 +52,8 @@ pub extern "C-unwind" fn _PG_init() {
     hooks::init();
     label::init();
     planner::init();
-    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+    // No background maintenance while pg_upgrade restores a cluster.
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress && !pg_sys::IsBinaryUpgrade } {
         worker::register();
     }
 }

