@@ -45,8 +45,37 @@ SELECT * FROM tsbucket.expire('m');
 SELECT buckets_before >= 0 AS compacted FROM tsbucket.compact('m');
 RESET ROLE;
 
--- A reader may query and list buckets, not administer.
+-- The owner's DDL and TRUNCATE work as on a heap table.
+SET ROLE regress_ts_owner;
+ALTER TABLE m ADD COLUMN note text;
+ALTER TABLE m RENAME COLUMN note TO remark;
+ALTER TABLE m DROP COLUMN remark;
+CREATE TABLE m_scratch (time timestamptz NOT NULL, host text, v int) USING tsbucket;
+SELECT tsbucket.create_timeseries('m_scratch', 'time', 'host');
+INSERT INTO m_scratch VALUES ('2024-01-01', 'x', 1);
+TRUNCATE m_scratch;
+DROP TABLE m_scratch;
+RESET ROLE;
+-- A member of the owning role: writes and TRUNCATE too.
+SET ROLE regress_ts_member;
+CREATE TABLE m_member (time timestamptz NOT NULL, host text, v int) USING tsbucket;
+RESET ROLE;
+ALTER TABLE m_member OWNER TO regress_ts_owner;
+SET ROLE regress_ts_member;
+SELECT tsbucket.create_timeseries('m_member', 'time', 'host');
+INSERT INTO m_member VALUES ('2024-01-01', 'x', 1);
+TRUNCATE m_member;
+DROP TABLE m_member;
+RESET ROLE;
+
+-- A reader may query and list buckets, not write or administer.
 SET ROLE regress_ts_reader;
+INSERT INTO m VALUES ('2024-01-02', 'h0', 1);
+UPDATE m SET host = 'h5' WHERE host = 'h0';
+TRUNCATE m;
+ALTER TABLE m ADD COLUMN x int;
+DROP TABLE m;
+SELECT tsbucket.alter_timeseries('m', expire_after => '1 day');
 SELECT count(*) FROM m;
 SELECT count(*) > 0 AS listed FROM tsbucket.buckets('m');
 SELECT * FROM tsbucket.expire('m');
