@@ -164,19 +164,15 @@ pub fn relation_name(relid: pg_sys::Oid) -> String {
 /// Runs `f` as the extension's owner: the bucket stores belong to it, so that
 /// users reach buckets only through their own table.
 pub fn as_extension_owner<R>(f: impl FnOnce() -> R) -> R {
-    let owner: pg_sys::Oid = Spi::get_one("SELECT extowner FROM pg_catalog.pg_extension WHERE extname = 'tsbucket'")
-        .ok()
-        .flatten()
-        .unwrap_or(unsafe { pg_sys::GetUserId() });
-    let (mut saved_user, mut saved_context) = (pg_sys::InvalidOid, 0i32);
-    unsafe {
-        pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_context);
-        pg_sys::SetUserIdAndSecContext(owner, saved_context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
-    }
-    // On error the (sub)transaction abort restores the user, as for SECURITY DEFINER.
-    let result = f();
-    unsafe { pg_sys::SetUserIdAndSecContext(saved_user, saved_context) };
-    result
+    // A read-only query: SPI's other path needs a transaction id.
+    let owner = Spi::connect(|c| {
+        c.select("SELECT extowner FROM pg_catalog.pg_extension WHERE extname = 'tsbucket'", Some(1), &[])?.first().get_one::<pg_sys::Oid>()
+    })
+    .ok()
+    .flatten()
+    // SAFETY: a plain read of the backend's user id.
+    .unwrap_or_else(|| unsafe { pg_sys::GetUserId() });
+    crate::pgutil::as_user(owner, false, f)
 }
 
 /// `schema.name`, quoted, of a relation.

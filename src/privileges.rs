@@ -61,22 +61,9 @@ pub fn require_select_without_rls(relid: pg_sys::Oid) {
 /// Runs `f` as `owner` in a security-restricted context: whatever user code
 /// `f` calls (type output functions, comparison functions of a meta column's
 /// type) runs with the table owner's rights, never with the caller's or the
-/// worker's, and may not change session state. An ERROR restores the user
-/// with the (sub)transaction abort.
+/// worker's, and may not change session state.
 pub fn as_owner_restricted<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
-    let (mut saved_user, mut saved_context) = (pg_sys::InvalidOid, 0i32);
-    // SAFETY: saving and switching the backend's user id, as VACUUM does.
-    unsafe {
-        pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_context);
-        pg_sys::SetUserIdAndSecContext(
-            owner,
-            saved_context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32 | pg_sys::SECURITY_RESTRICTED_OPERATION as i32,
-        );
-    }
-    let result = f();
-    // SAFETY: as above.
-    unsafe { pg_sys::SetUserIdAndSecContext(saved_user, saved_context) };
-    result
+    crate::pgutil::as_user(owner, true, f)
 }
 
 /// Checks that the caller owns the table (for the SQL wrappers, which check

@@ -394,7 +394,7 @@ pub unsafe fn delete_bucket(store: pg_sys::Relation, tid: pg_sys::ItemPointerDat
 pub unsafe fn allocate_id(store: pg_sys::Relation, config: &Config) -> i64 {
     let mut jumps = 0;
     loop {
-        let id = as_user(config.id_owner, || unsafe {
+        let id = crate::pgutil::as_user(config.id_owner, false, || unsafe {
             pgrx::direct_function_call::<i64>(pg_sys::nextval_oid, &[pgrx::IntoDatum::into_datum(config.id_sequence)])
                 .expect("nextval returns a value")
         });
@@ -416,7 +416,7 @@ pub unsafe fn allocate_id(store: pg_sys::Relation, config: &Config) -> i64 {
             );
         }
         let free = unsafe { first_free_id_from(store, config.id_index, id) };
-        as_user(config.id_owner, || unsafe {
+        crate::pgutil::as_user(config.id_owner, false, || unsafe {
             pgrx::direct_function_call::<i64>(
                 pg_sys::setval_oid,
                 &[pgrx::IntoDatum::into_datum(config.id_sequence), pgrx::IntoDatum::into_datum((free - 1).max(1))],
@@ -452,20 +452,6 @@ unsafe fn first_free_id_from(store: pg_sys::Relation, id_index: pg_sys::Oid, id:
     }
 }
 
-/// Runs `f` as `user`. nextval cannot run user code, so no security-restricted
-/// context is needed; an error rolls the user back with the (sub)transaction.
-fn as_user<R>(user: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
-    let (mut saved_user, mut saved_context) = (pg_sys::InvalidOid, 0i32);
-    // SAFETY: saving and restoring the backend's user id, as SECURITY DEFINER does.
-    unsafe {
-        pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_context);
-        pg_sys::SetUserIdAndSecContext(user, saved_context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
-    }
-    let result = f();
-    // SAFETY: as above.
-    unsafe { pg_sys::SetUserIdAndSecContext(saved_user, saved_context) };
-    result
-}
 
 /// Whether any version of the store (live, dead or in progress) carries `id`.
 unsafe fn id_in_use(store: pg_sys::Relation, id_index: pg_sys::Oid, id: i64) -> bool {

@@ -103,3 +103,21 @@ def make_table(conn, name, meta=True):
 
 def problems(conn, table):
     return conn.execute(f"SELECT bucket_id, problem FROM tsbucket.verify('{table}')").fetchall()
+
+
+def set_worker(conn, on):
+    """Switch the background worker on or off (and, when off, let a running round finish)."""
+    conn.execute(f"ALTER SYSTEM SET tsbucket.worker_enabled = {'on' if on else 'off'}")
+    conn.execute("SELECT pg_reload_conf()")
+    if not on:
+        time.sleep(1.5)
+
+
+def wait_for(predicate, timeout=20.0):
+    """Polls `predicate` until it holds or `timeout` seconds pass; whether it held."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.25)
+    return False

@@ -124,8 +124,8 @@ def test_single_table_dump(cluster):
     run(cluster, "pg_dump", "-t", "m", "-f", out, "test")
     fresh_db(cluster, "restored_t")
     with cluster.connect(dbname="restored_t") as c:
+        # A -t dump holds neither the extension nor the roles (alice exists cluster-wide).
         c.execute("CREATE EXTENSION tsbucket")
-        c.execute("CREATE ROLE alice LOGIN") if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = 'alice'").fetchone() else None
     run(cluster, "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", "restored_t", "-f", out)
     check_restored(cluster, "restored_t", expected, ("m",))
 

@@ -10,7 +10,7 @@ import time
 import psycopg
 import pytest
 
-from conftest import Cluster
+from conftest import Cluster, set_worker
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +29,6 @@ def make_pair(c, name, meta="s"):
 
 def rows(c, table):
     return c.execute(f"SELECT time, s, v FROM {table} ORDER BY time, s, v").fetchall()
-
-
-def set_worker(c, on):
-    c.execute(f"ALTER SYSTEM SET tsbucket.worker_enabled = {'on' if on else 'off'}")
-    c.execute("SELECT pg_reload_conf()")
-    time.sleep(1.5)
 
 
 def test_delete_waits_for_compaction_then_applies_to_the_merged_bucket(cluster):

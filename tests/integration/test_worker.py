@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import Cluster, make_table, problems
+from conftest import Cluster, make_table, problems, set_worker, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -15,23 +15,6 @@ def worker_cluster():
     c = Cluster(worker=True, extra_conf=["tsbucket.worker_interval = 1"])
     yield c
     c.destroy()
-
-
-def set_worker(conn, on):
-    """Switch the background worker on or off (and, when off, let a running round finish)."""
-    conn.execute(f"ALTER SYSTEM SET tsbucket.worker_enabled = {'on' if on else 'off'}")
-    conn.execute("SELECT pg_reload_conf()")
-    if not on:
-        time.sleep(1.5)
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.25)
-    return False
 
 
 def test_expiry_removes_whole_expired_buckets_only(worker_cluster):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import Cluster
+from conftest import Cluster, wait_for
 
 DATABASES = 20
 
@@ -36,15 +36,6 @@ def visits(cluster):
     with cluster.connect(dbname="postgres") as c:
         return dict(c.execute("""SELECT d.datname, s.visits FROM tsbucket.worker_status() s
                                   JOIN pg_database d ON d.oid = s.database""").fetchall())
-
-
-def wait_for(predicate, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.25)
-    return False
 
 
 def test_postgres_database_has_the_status_function(cluster):
