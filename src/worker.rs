@@ -330,11 +330,20 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
         g
     };
     let tables: Vec<(pg_sys::Oid, bool)> = BackgroundWorker::transaction(|| {
-        let installed = Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'tsbucket')")
+        let installed = Spi::get_one::<String>("SELECT extversion FROM pg_extension WHERE extname = 'tsbucket'")
             .ok()
-            .flatten()
-            .unwrap_or(false);
-        if !installed {
+            .flatten();
+        let library = env!("CARGO_PKG_VERSION");
+        if let Some(sql) = installed.as_deref().filter(|v| *v != library) {
+            // The catalog may not be what this library reads: leave the database
+            // alone until ALTER EXTENSION tsbucket UPDATE (which calls
+            // _extension_created) makes it due again.
+            log!(
+                "tsbucket: skipping maintenance of database {}: its tsbucket SQL is version {sql}, the library {library}; run ALTER EXTENSION tsbucket UPDATE there",
+                u32::from(db)
+            );
+        }
+        if installed.as_deref() != Some(library) {
             update_my_database(|e| {
                 if e.generation == generation {
                     e.absent = true;

@@ -34,7 +34,7 @@ def as_postgres(args, **kw):
 class Cluster:
     _next_port = 5600 + os.getpid() % 200
 
-    def __init__(self, preload=True, extra_conf=(), worker=False):
+    def __init__(self, preload=True, extra_conf=(), worker=False, extension_version=None):
         self.version = os.environ.get("TSBUCKET_PG", "pg15")
         self.bindir = subprocess.check_output([pg_config(self.version), "--bindir"], text=True).strip()
         self.dir = tempfile.mkdtemp(prefix="tsbucket-it-")
@@ -55,7 +55,7 @@ class Cluster:
         with self.connect(dbname="postgres") as c:
             c.execute("CREATE DATABASE test")
         with self.connect() as c:
-            c.execute("CREATE EXTENSION tsbucket")
+            c.execute("CREATE EXTENSION tsbucket" + (f" VERSION '{extension_version}'" if extension_version else ""))
 
     def start(self):
         as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-l", f"{self.dir}/server.log", "-w", "start"])

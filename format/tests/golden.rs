@@ -1,0 +1,57 @@
+//! Every payload version ever written stays readable: each version's bucket,
+//! as that release wrote it, is kept in tests/golden/ and must decode to the
+//! same columns. A new format version adds a file here; none is ever removed.
+//! (Regenerate the current version's file only when adding it:
+//! TSBUCKET_WRITE_GOLDEN=1 cargo test -p tsbucket-format --test golden.)
+
+use tsbucket_format::{encode_bucket, BucketReader, Column, ColumnKind, FORMAT_VERSION};
+
+/// The columns every golden file holds: each kind, with NULLs and extremes.
+fn expected_columns() -> (usize, Vec<Column>) {
+    let rows = 300;
+    let mut time = Column::new(1, ColumnKind::Timestamp);
+    let mut int = Column::new(3, ColumnKind::Int);
+    let mut f64s = Column::new(4, ColumnKind::Float64);
+    let mut f32s = Column::new(5, ColumnKind::Float32);
+    let mut bools = Column::new(6, ColumnKind::Bool);
+    let mut bytes = Column::new(9, ColumnKind::Bytes);
+    for i in 0..rows as i64 {
+        time.push_int(1_700_000_000_000_000 + i * 10_000_000 + (i % 7));
+        match i % 11 {
+            0 => int.push_null(),
+            1 => int.push_int(i64::MIN),
+            2 => int.push_int(i64::MAX),
+            _ => int.push_int(i * i - 500),
+        }
+        match i % 13 {
+            0 => f64s.push_null(),
+            1 => f64s.push_float(f64::INFINITY),
+            2 => f64s.push_float(f64::NEG_INFINITY),
+            _ => f64s.push_float(i as f64 / 10.0),
+        }
+        f32s.push_float(f64::from((i as f32) * 0.25));
+        if i % 5 == 0 { bools.push_null() } else { bools.push_bool(i % 3 == 0) }
+        match i % 4 {
+            0 => bytes.push_null(),
+            1 => bytes.push_bytes(b""),
+            _ => bytes.push_bytes(format!("host_{}", i % 17).as_bytes()),
+        }
+    }
+    (rows as usize, vec![time, int, f64s, f32s, bools, bytes])
+}
+
+#[test]
+fn every_written_version_decodes() {
+    let (rows, expected) = expected_columns();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
+    if std::env::var_os("TSBUCKET_WRITE_GOLDEN").is_some() {
+        std::fs::write(format!("{dir}/v{FORMAT_VERSION}.bin"), encode_bucket(rows, &expected)).unwrap();
+    }
+    for version in 1..=FORMAT_VERSION {
+        let path = format!("{dir}/v{version}.bin");
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}: every format version needs its golden file"));
+        let reader = BucketReader::parse(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(reader.rows(), rows, "{path}");
+        assert_eq!(reader.decode_all().unwrap(), expected, "{path}");
+    }
+}
