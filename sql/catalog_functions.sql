@@ -49,6 +49,8 @@ BEGIN
     EXECUTE format('CREATE INDEX %I ON %s (%swindow_start)', store_name || '_series', store, meta_keys);
     -- Expiry finds its buckets, and finds out that there are none, by max_time.
     EXECUTE format('CREATE INDEX %I ON %s (max_time)', store_name || '_max_time', store);
+    -- Scans bounded in time but not by series reach their buckets by window start.
+    EXECUTE format('CREATE INDEX %I ON %s (window_start)', store_name || '_window', store);
     -- Bucket ids cycle through the 37 bits a row identifier holds for them
     -- (src/tid.rs); only tsbucket's code draws from it (no grants).
     EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 1 MAXVALUE 137438953471 CYCLE', store_name || '_ids');

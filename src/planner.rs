@@ -5,6 +5,7 @@
 //! min/max time and meta values before its payload is even read). EXPLAIN
 //! shows both, and with ANALYZE how many buckets were read and skipped.
 
+use crate::am::access::{self, Access, MetaCondition};
 use crate::am::scan::{self, Bound, BoundRange, Prune, ScanOptions};
 use tsbucket_format::ColumnKind;
 use crate::catalog::{self, Config};
@@ -168,6 +169,8 @@ struct ExecState {
     candidates: Vec<Candidate>,
     scan: pg_sys::TableScanDesc,
     totals: scan::ScanCounters,
+    /// How the last scan reached the store (EXPLAIN ANALYZE).
+    access: Option<Access>,
 }
 
 #[pg_guard]
@@ -398,7 +401,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             Some(mask)
         };
         let candidates = find_candidates(node, &config, (*cscan).scan.scanrelid);
-        let state = ExecState { needed, candidates, scan: std::ptr::null_mut(), totals: Default::default() };
+        let state = ExecState { needed, candidates, scan: std::ptr::null_mut(), totals: Default::default(), access: None };
         (*(node as *mut TsBucketScanState)).state = crate::pgutil::own_in_context(pg_sys::CurrentMemoryContext, state);
     }
 }
@@ -421,6 +424,7 @@ unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
             let c = scan::counters(st.scan);
             st.totals.buckets_read += c.buckets_read;
             st.totals.buckets_skipped += c.buckets_skipped;
+            st.access = Some(scan::access_taken(st.scan));
             scan::end(st.scan);
             st.scan = std::ptr::null_mut();
         }
@@ -495,8 +499,56 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
         }
         if (*es).analyze {
             finish_scan(node);
+        }
+        let access = match st.access.clone() {
+            Some(a) => a,
+            None => planned_access(node, st),
+        };
+        let access = std::ffi::CString::new(describe_access(rel, &access)).expect("no NUL in names");
+        pg_sys::ExplainPropertyText(c"Bucket Access".as_ptr(), access.as_ptr(), es);
+        if (*es).analyze {
             pg_sys::ExplainPropertyInteger(c"Buckets Read".as_ptr(), std::ptr::null(), st.totals.buckets_read as i64, es);
             pg_sys::ExplainPropertyInteger(c"Buckets Skipped".as_ptr(), std::ptr::null(), st.totals.buckets_skipped as i64, es);
+        }
+    }
+}
+
+/// The access a scan with these conditions takes (values assumed not NULL).
+unsafe fn planned_access(node: *mut pg_sys::CustomScanState, st: &ExecState) -> Access {
+    unsafe {
+        let config = catalog::require((*(*node).ss.ss_currentRelation).rd_id);
+        let metas: Vec<MetaCondition> = st
+            .candidates
+            .iter()
+            .filter_map(|c| match c.target {
+                Target::Meta(meta) => Some(MetaCondition { meta, op: c.op, collation: c.collation, meta_first: c.var_first }),
+                _ => None,
+            })
+            .collect();
+        let has_time = st.candidates.iter().any(|c| matches!(c.target, Target::Time { .. }));
+        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let access = access::choose(store, &config, &metas, has_time);
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+        access
+    }
+}
+
+/// "Series Index (hostname, window_start)" and the like: which store index
+/// (named by its role, not its OID-bearing name) and the columns its keys bound.
+unsafe fn describe_access(rel: pg_sys::Relation, access: &Access) -> String {
+    unsafe {
+        match access {
+            Access::Heap => "Seq Scan".to_string(),
+            Access::Window { .. } => "Window Index (window_start)".to_string(),
+            Access::Series { keys, window, .. } => {
+                let config = catalog::require((*rel).rd_id);
+                let mut columns: Vec<String> =
+                    (0..keys.len()).map(|i| crate::shape::attr_name(rel, config.meta_attnums[i])).collect();
+                if *window {
+                    columns.push("window_start".to_string());
+                }
+                format!("Series Index ({})", columns.join(", "))
+            }
         }
     }
 }

@@ -275,9 +275,86 @@ pub unsafe fn read_header(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> 
 
 /// THE reader of the store: its bucket tuples as a snapshot sees them, in
 /// either direction. Every walk over a store (scans, compaction, verify,
-/// estimates) goes through it.
+/// estimates) goes through it: the whole heap, or the index ranges of an
+/// [`IndexRanges`].
 pub struct StoreScan {
-    scan: pg_sys::TableScanDesc,
+    inner: Inner,
+}
+
+enum Inner {
+    Heap(pg_sys::TableScanDesc),
+    Index(IndexWalk),
+}
+
+/// Ranges of one store index: each key set is one btree scan, run in turn (one
+/// per combination of `IN` values). Keys name store (heap) columns; the index's
+/// equality and range keys must select a superset of the wanted buckets, and
+/// no two key sets may select the same bucket.
+pub struct IndexRanges {
+    pub index: pg_sys::Oid,
+    pub key_sets: Vec<Vec<pg_sys::ScanKeyData>>,
+}
+
+struct IndexWalk {
+    store: pg_sys::Relation,
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    key_sets: Vec<Vec<pg_sys::ScanKeyData>>,
+    /// The key set being scanned, and its scan (null before the first fetch,
+    /// after a rescan, and between key sets).
+    current: usize,
+    scan: pg_sys::SysScanDesc,
+    started: bool,
+}
+
+impl IndexWalk {
+    unsafe fn open_current(&mut self) {
+        // systable_beginscan_ordered rewrites the keys' column numbers in place:
+        // give it a fresh copy each time.
+        let mut keys = self.key_sets[self.current].clone();
+        // SAFETY: store and index are open; the keys are valid btree keys on the store's columns.
+        self.scan = unsafe { pg_sys::systable_beginscan_ordered(self.store, self.index, self.snapshot, keys.len() as i32, keys.as_mut_ptr()) };
+    }
+
+    unsafe fn close_current(&mut self) {
+        if !self.scan.is_null() {
+            // SAFETY: the scan is open.
+            unsafe { pg_sys::systable_endscan_ordered(self.scan) };
+            self.scan = std::ptr::null_mut();
+        }
+    }
+
+    fn next(&mut self, forward: bool) -> Option<pg_sys::HeapTuple> {
+        if self.key_sets.is_empty() {
+            return None;
+        }
+        if !self.started {
+            // A backward fetch from the start walks from the last key set's end.
+            self.current = if forward { 0 } else { self.key_sets.len() - 1 };
+            self.started = true;
+        }
+        let dir = if forward { pg_sys::ScanDirection::ForwardScanDirection } else { pg_sys::ScanDirection::BackwardScanDirection };
+        loop {
+            // SAFETY: the walk's relations are open; the scan is ours.
+            unsafe {
+                if self.scan.is_null() {
+                    self.open_current();
+                }
+                let tuple = pg_sys::systable_getnext_ordered(self.scan, dir);
+                if !tuple.is_null() {
+                    return Some(tuple);
+                }
+                // This key set is done in this direction; the scan stays open at
+                // its end when there is no next one, so a cursor can turn back.
+                let next = if forward { self.current + 1 } else { self.current.checked_sub(1)? };
+                if next >= self.key_sets.len() {
+                    return None;
+                }
+                self.close_current();
+                self.current = next;
+            }
+        }
+    }
 }
 
 impl StoreScan {
@@ -285,25 +362,63 @@ impl StoreScan {
     /// `store` must be open and stay open until `end`.
     pub unsafe fn begin(store: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> StoreScan {
         let flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_STRAT | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;
-        StoreScan { scan: unsafe { pg_sys::heap_beginscan(store, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), flags) } }
+        StoreScan { inner: Inner::Heap(unsafe { pg_sys::heap_beginscan(store, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), flags) }) }
+    }
+
+    /// The buckets within `ranges` of one of the store's indexes, in index order.
+    ///
+    /// # Safety
+    /// `store` must be open and stay open until `end`; `ranges.index` one of its indexes.
+    pub unsafe fn begin_index(store: pg_sys::Relation, snapshot: pg_sys::Snapshot, ranges: IndexRanges) -> StoreScan {
+        let index = unsafe { pg_sys::index_open(ranges.index, pg_sys::AccessShareLock as i32) };
+        StoreScan {
+            inner: Inner::Index(IndexWalk {
+                store,
+                index,
+                snapshot,
+                key_sets: ranges.key_sets,
+                current: 0,
+                scan: std::ptr::null_mut(),
+                started: false,
+            }),
+        }
     }
 
     /// The next tuple; valid until the next call.
     pub fn next(&mut self, forward: bool) -> Option<pg_sys::HeapTuple> {
-        let dir = if forward { pg_sys::ScanDirection::ForwardScanDirection } else { pg_sys::ScanDirection::BackwardScanDirection };
-        // SAFETY: the scan is open (begun and not ended).
-        let tuple = unsafe { pg_sys::heap_getnext(self.scan, dir) };
-        (!tuple.is_null()).then_some(tuple)
+        match &mut self.inner {
+            Inner::Heap(scan) => {
+                let dir = if forward { pg_sys::ScanDirection::ForwardScanDirection } else { pg_sys::ScanDirection::BackwardScanDirection };
+                // SAFETY: the scan is open (begun and not ended).
+                let tuple = unsafe { pg_sys::heap_getnext(*scan, dir) };
+                (!tuple.is_null()).then_some(tuple)
+            }
+            Inner::Index(walk) => walk.next(forward),
+        }
     }
 
     pub fn rescan(&mut self) {
-        // SAFETY: the scan is open.
-        unsafe { pg_sys::heap_rescan(self.scan, std::ptr::null_mut(), false, false, false, false) }
+        match &mut self.inner {
+            // SAFETY: the scan is open.
+            Inner::Heap(scan) => unsafe { pg_sys::heap_rescan(*scan, std::ptr::null_mut(), false, false, false, false) },
+            Inner::Index(walk) => {
+                // SAFETY: closes only a scan this walk opened.
+                unsafe { walk.close_current() };
+                walk.started = false;
+            }
+        }
     }
 
     pub fn end(self) {
-        // SAFETY: the scan is open, and `self` is consumed.
-        unsafe { pg_sys::heap_endscan(self.scan) }
+        match self.inner {
+            // SAFETY: the scan is open, and `self` is consumed.
+            Inner::Heap(scan) => unsafe { pg_sys::heap_endscan(scan) },
+            Inner::Index(mut walk) => unsafe {
+                // SAFETY: as above; the index was opened by begin_index.
+                walk.close_current();
+                pg_sys::index_close(walk.index, pg_sys::AccessShareLock as i32);
+            },
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! pointers into calls of plain Rust in the modules below; version
 //! differences (15 vs 18) stay in this file behind `cfg` seams.
 
+pub mod access;
 pub mod read;
 pub mod scan;
 

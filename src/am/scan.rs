@@ -1,6 +1,8 @@
-//! Sequential scans: a heap scan of the bucket store, each bucket decoded once
-//! and returned row by row, in either direction (scrollable cursors).
+//! Table scans: the bucket store's buckets (all of them, or the index ranges
+//! `access` chose), each decoded once and returned row by row, in either
+//! direction (scrollable cursors).
 
+use super::access::{self, Access, MetaCondition};
 use super::read::{self, LoadedBucket};
 use crate::catalog::{self, Config};
 use crate::shape::TableShape;
@@ -139,6 +141,7 @@ struct ScanState {
     options: ScanOptions,
     counters: ScanCounters,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
+    access: Access,
 }
 
 /// # Safety
@@ -169,10 +172,19 @@ pub unsafe fn begin_with(
         }
         let config = catalog::lookup((*rel).rd_id);
         let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));
+        let mut access_taken = Access::Heap;
         let (store, store_scan) = match &config {
             Some(c) => {
                 let store = pg_sys::table_open(c.store_relid, pg_sys::AccessShareLock as i32);
-                (store, Some(store::StoreScan::begin(store, snapshot)))
+                let (metas, values) = meta_conditions(&options.prune);
+                let time = options.prune.iter().find_map(|p| match p {
+                    Prune::Time(range) => Some(range),
+                    _ => None,
+                });
+                let chosen = access::choose(store, c, &metas, time.is_some());
+                let scan = access::open(store, snapshot, c, &chosen, &values, time);
+                access_taken = chosen;
+                (store, Some(scan))
             }
             None => (std::ptr::null_mut(), None),
         };
@@ -204,6 +216,7 @@ pub unsafe fn begin_with(
             options,
             counters: ScanCounters::default(),
             meta_fns,
+            access: access_taken,
         });
         (*scan).state = state;
         (*scan).scan_cxt = scan_cxt;
@@ -348,6 +361,27 @@ unsafe fn bucket_may_match(options: &ScanOptions, meta_fns: &mut [Option<pg_sys:
         }
     }
     true
+}
+
+/// The meta equalities among the conditions, with their values, for `access`.
+pub fn meta_conditions(prune: &[Prune]) -> (Vec<MetaCondition>, Vec<&[pg_sys::Datum]>) {
+    prune
+        .iter()
+        .filter_map(|p| match p {
+            Prune::Meta { meta, op, collation, meta_first, values } => {
+                Some((MetaCondition { meta: *meta, op: *op, collation: *collation, meta_first: *meta_first }, values.as_slice()))
+            }
+            _ => None,
+        })
+        .unzip()
+}
+
+/// How the scan reaches the store's buckets.
+///
+/// # Safety
+/// `scan` must come from `begin_with`.
+pub unsafe fn access_taken(scan: pg_sys::TableScanDesc) -> Access {
+    unsafe { state(scan).access.clone() }
 }
 
 /// # Safety

@@ -138,6 +138,9 @@ def test_update_from_previous_release(libraries):
 
         with cluster.connect() as c:
             assert snapshot(c) == before
+            # Stores made by the previous release got the window_start index.
+            plan = "\n".join(r[0] for r in c.execute("EXPLAIN SELECT * FROM plain WHERE time >= '2024-02-01 12:00'").fetchall())
+            assert "Window Index" in plan, plan
             assert c.execute("SELECT count(*) FROM tsbucket.verify('readings')").fetchone()[0] == 0
             c.execute("SET ROLE owner_role")
             c.execute("INSERT INTO readings VALUES ('2024-01-02', 's0', 3, 1.5, 'new'), ('2024-01-02', 's7', 7, 2.5, NULL)")

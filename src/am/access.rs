@@ -1,0 +1,249 @@
+//! Which store buckets a scan must read, and how it reaches them: from the
+//! conditions a TsBucketScan found (meta equalities and time bounds), a range
+//! of the store's (meta..., window_start) index or of its window_start index,
+//! else the whole store. The ranges only narrow what the scan reads: every
+//! bucket still passes the header checks (`scan::bucket_may_match`), so an
+//! index range must select a superset of the matching buckets, never less.
+//!
+//! Why the window_start bounds hold: a bucket's rows lie in its window,
+//! `window_start <= time < window_start + span`, and a table's span only grows
+//! (alter_timeseries), so its current span bounds every bucket's. A row with
+//! `time >= lo` is in a bucket with `window_start > lo - span`; one with
+//! `time <= hi` in one with `window_start <= hi`.
+
+use super::scan::{Bound, BoundRange};
+use crate::catalog::Config;
+use crate::store::{self, IndexRanges};
+use pgrx::pg_sys;
+
+/// Buckets an `IN` list may expand to at most, as separate index scans.
+const MAX_KEY_SETS: usize = 1024;
+
+/// An equality condition on a meta column, as the planner found it.
+#[derive(Clone, Copy)]
+pub struct MetaCondition {
+    pub meta: usize,
+    pub op: pg_sys::Oid,
+    pub collation: pg_sys::Oid,
+    /// `meta op value` (true) or `value op meta` (false).
+    pub meta_first: bool,
+}
+
+/// How a scan reaches the store, decided from the kinds of its conditions.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Access {
+    /// The whole store, in physical order.
+    Heap,
+    /// The (meta..., window_start) index: equality on the first `metas` meta
+    /// columns (each with the operator the index uses), window bounds after.
+    Series { index: pg_sys::Oid, keys: Vec<MetaKey>, window: bool },
+    /// The window_start index, by the time bounds.
+    Window { index: pg_sys::Oid },
+}
+
+/// How one meta condition becomes an index key.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MetaKey {
+    /// Which of the scan's meta conditions (position in the list given to `choose`).
+    pub condition: usize,
+    /// The operator with the meta column on its left (commuted if needed).
+    pub op: pg_sys::Oid,
+    pub subtype: pg_sys::Oid,
+    pub collation: pg_sys::Oid,
+    /// The same-type equality of the value's type, to drop repeated IN values.
+    pub value_eq: pg_sys::Oid,
+}
+
+/// The store indexes access can use: which index, over which store columns.
+unsafe fn store_indexes(store: pg_sys::Relation) -> Vec<(pg_sys::Oid, Vec<i16>)> {
+    unsafe {
+        crate::pgutil::list_oids(pg_sys::RelationGetIndexList(store))
+            .into_iter()
+            .filter_map(|oid| {
+                let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
+                let form = (*index).rd_index;
+                let columns = (*form).indkey.values.as_slice((*form).indnatts as usize).to_vec();
+                // Only whole-column btree indexes over every row (a superuser may add others).
+                let usable = (*form).indisvalid
+                    && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+                    && !columns.contains(&0)
+                    && pg_sys::RelationGetIndexPredicate(index).is_null();
+                pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
+                usable.then_some((oid, columns))
+            })
+            .collect()
+    }
+}
+
+/// The index key for `cond` on index column `column` (0-based), if the index's
+/// operator family has the condition's equality with the same collation.
+unsafe fn meta_key(index: pg_sys::Relation, column: usize, condition: usize, cond: &MetaCondition) -> Option<MetaKey> {
+    unsafe {
+        let op = if cond.meta_first { cond.op } else { pg_sys::get_commutator(cond.op) };
+        if op == pg_sys::InvalidOid {
+            return None;
+        }
+        let family = *(*index).rd_opfamily.add(column);
+        if !pg_sys::op_in_opfamily(op, family) || pg_sys::get_op_opfamily_strategy(op, family) != pg_sys::BTEqualStrategyNumber as i32 {
+            return None;
+        }
+        let index_collation = *(*index).rd_indcollation.add(column);
+        if index_collation != pg_sys::InvalidOid && index_collation != cond.collation {
+            return None;
+        }
+        let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
+        pg_sys::op_input_types(op, &mut left, &mut right);
+        let value_eq = pg_sys::get_opfamily_member(family, right, right, pg_sys::BTEqualStrategyNumber as i16);
+        if value_eq == pg_sys::InvalidOid {
+            return None;
+        }
+        let opcintype = *(*index).rd_opcintype.add(column);
+        let subtype = if right == opcintype { pg_sys::InvalidOid } else { right };
+        Some(MetaKey { condition, op, subtype, collation: cond.collation, value_eq })
+    }
+}
+
+/// The access for a scan with these meta conditions and, if `has_time`, time
+/// bounds: the series index when the leading meta column has an equality,
+/// else the window index when time is bounded, else the heap.
+///
+/// # Safety
+/// `store` must be `config`'s open bucket store.
+pub unsafe fn choose(store: pg_sys::Relation, config: &Config, metas: &[MetaCondition], has_time: bool) -> Access {
+    unsafe {
+        let indexes = store_indexes(store);
+        let meta_column = |i: usize| (store::COL_FIRST_META + 1 + i) as i16;
+        let window_column = (store::COL_WINDOW_START + 1) as i16;
+        let nmeta = config.meta_attnums.len();
+        let series: Vec<i16> = (0..nmeta).map(meta_column).chain([window_column]).collect();
+        if let Some((oid, _)) = indexes.iter().find(|(_, cols)| nmeta > 0 && *cols == series) {
+            let index = pg_sys::index_open(*oid, pg_sys::AccessShareLock as i32);
+            let mut keys = Vec::new();
+            for column in 0..nmeta {
+                let key = metas.iter().enumerate().filter(|(_, m)| m.meta == column).find_map(|(i, m)| meta_key(index, column, i, m));
+                match key {
+                    Some(k) => keys.push(k),
+                    None => break,
+                }
+            }
+            pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
+            if !keys.is_empty() {
+                // Window bounds narrow each series' range only when every meta column has a key.
+                let window = has_time && keys.len() == nmeta;
+                return Access::Series { index: *oid, keys, window };
+            }
+        }
+        if has_time {
+            if let Some((oid, _)) = indexes.iter().find(|(_, cols)| *cols == [window_column]) {
+                return Access::Window { index: *oid };
+            }
+        }
+        Access::Heap
+    }
+}
+
+/// Begins the store scan for `access`, given the conditions' values
+/// (`meta_values[i]` for the i-th meta condition given to `choose`) and the
+/// time range.
+///
+/// # Safety
+/// `store` must be `config`'s open bucket store; the values of the types the
+/// conditions compare with.
+pub unsafe fn open(
+    store: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    config: &Config,
+    access: &Access,
+    meta_values: &[&[pg_sys::Datum]],
+    time: Option<&BoundRange>,
+) -> store::StoreScan {
+    unsafe {
+        let window_keys = || window_keys(store, config, time);
+        let ranges = match access {
+            Access::Heap => None,
+            Access::Window { index } => Some(IndexRanges { index: *index, key_sets: vec![window_keys()] }),
+            Access::Series { index, keys, window } => {
+                // One key set per combination of the meta columns' distinct values.
+                let mut key_sets: Vec<Vec<pg_sys::ScanKeyData>> = vec![Vec::new()];
+                let mut complete = true;
+                for (column, key) in keys.iter().enumerate() {
+                    let values = distinct(meta_values[key.condition], key);
+                    if key_sets.len() * values.len() > MAX_KEY_SETS {
+                        complete = false;
+                        break;
+                    }
+                    key_sets = key_sets
+                        .iter()
+                        .flat_map(|set| {
+                            values.iter().map(move |v| {
+                                let mut set = set.clone();
+                                let mut k = pg_sys::ScanKeyData::default();
+                                pg_sys::ScanKeyEntryInitialize(
+                                    &mut k,
+                                    0,
+                                    (store::COL_FIRST_META + 1 + column) as i16,
+                                    pg_sys::BTEqualStrategyNumber as u16,
+                                    key.subtype,
+                                    key.collation,
+                                    pg_sys::get_opcode(key.op),
+                                    *v,
+                                );
+                                set.push(k);
+                                set
+                            })
+                        })
+                        .collect();
+                }
+                if *window && complete {
+                    let bounds = window_keys();
+                    key_sets.iter_mut().for_each(|set| set.extend_from_slice(&bounds));
+                }
+                // Too many values even for the first column: read the store instead.
+                (!key_sets.iter().any(Vec::is_empty)).then_some(IndexRanges { index: *index, key_sets })
+            }
+        };
+        match ranges {
+            Some(r) => store::StoreScan::begin_index(store, snapshot, r),
+            None => store::StoreScan::begin(store, snapshot),
+        }
+    }
+}
+
+/// The values without repeats under the column's equality, so that no two
+/// index scans return the same bucket.
+unsafe fn distinct(values: &[pg_sys::Datum], key: &MetaKey) -> Vec<pg_sys::Datum> {
+    unsafe {
+        let mut eq = pg_sys::FmgrInfo::default();
+        pg_sys::fmgr_info(pg_sys::get_opcode(key.value_eq), &mut eq);
+        let mut out: Vec<pg_sys::Datum> = Vec::with_capacity(values.len());
+        for &v in values {
+            if !out.iter().any(|&o| pg_sys::FunctionCall2Coll(&mut eq, key.collation, o, v).value() != 0) {
+                out.push(v);
+            }
+        }
+        out
+    }
+}
+
+/// window_start keys that keep every bucket which may hold a row in `time`.
+unsafe fn window_keys(store: pg_sys::Relation, config: &Config, time: Option<&BoundRange>) -> Vec<pg_sys::ScanKeyData> {
+    unsafe {
+        let Some(range) = time else { return Vec::new() };
+        let time_type = (*crate::shape::tuple_desc_attr((*store).rd_att, store::COL_WINDOW_START)).atttypid;
+        let tz = time_type == pg_sys::TIMESTAMPTZOID;
+        let mut keys = Vec::new();
+        let mut push = |strategy: u32, proc: u32, value: i64| {
+            let mut k = pg_sys::ScanKeyData::default();
+            pg_sys::ScanKeyInit(&mut k, (store::COL_WINDOW_START + 1) as i16, strategy as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(value));
+            keys.push(k);
+        };
+        if let Some((Bound::Int(lo), _)) = range.lo {
+            let from = lo.saturating_sub(config.span_micros).saturating_add(1);
+            push(pg_sys::BTGreaterEqualStrategyNumber, if tz { pg_sys::F_TIMESTAMPTZ_GE } else { pg_sys::F_TIMESTAMP_GE }, from);
+        }
+        if let Some((Bound::Int(hi), _)) = range.hi {
+            push(pg_sys::BTLessEqualStrategyNumber, if tz { pg_sys::F_TIMESTAMPTZ_LE } else { pg_sys::F_TIMESTAMP_LE }, hi);
+        }
+        keys
+    }
+}

@@ -1,0 +1,108 @@
+-- How TsBucketScan reaches buckets: the series index (meta..., window_start)
+-- for meta equalities, the window_start index for time bounds, else the whole
+-- store. Every answer is compared with a heap copy of the same rows.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
+\set SHOW_CONTEXT never
+SET timezone = 'UTC';
+CREATE TABLE r (time timestamptz NOT NULL, site text, unit int4, v float8) USING tsbucket;
+SELECT tsbucket.create_timeseries('r', 'time', meta_columns => ARRAY['site', 'unit']);
+-- Two days in 1-hour windows, then the span grows to 1 day (alter_timeseries)
+-- and two more days arrive, some of them late, into old windows.
+INSERT INTO r SELECT '2024-03-01'::timestamptz + i * interval '30 s', chr(97 + i % 4), i % 3, i
+  FROM generate_series(0, 5759) i;
+INSERT INTO r VALUES ('2024-03-01 05:00', NULL, 1, -1), ('2024-03-01 05:00', 'a', NULL, -2);
+SELECT tsbucket.alter_timeseries('r', granularity => 'minutes');
+INSERT INTO r SELECT '2024-03-03'::timestamptz + i * interval '30 s', chr(97 + i % 4), i % 3, 10000 + i
+  FROM generate_series(0, 5759) i;
+INSERT INTO r SELECT '2024-03-01 12:00'::timestamptz + i * interval '7 s', 'b', 1, 20000 + i
+  FROM generate_series(0, 99) i;
+CREATE TABLE r_heap AS SELECT * FROM r;
+SELECT count(*) AS buckets, count(*) FILTER (WHERE window_start::timestamptz < '2024-03-03') AS hour_windows FROM tsbucket.buckets('r');
+
+-- The scan's own EXPLAIN ANALYZE lines (others differ across versions).
+CREATE FUNCTION scan_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    IF line ~ 'Custom Scan|Bucket' THEN
+      RETURN NEXT regexp_replace(line, ' \(actual.*\)', '');
+    END IF;
+  END LOOP;
+END $$;
+-- Rows of the query on r that the heap copy lacks, and the other way round.
+CREATE FUNCTION differs(cond text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE a bigint; b bigint; n bigint;
+BEGIN
+  EXECUTE format('SELECT count(*) FROM (SELECT * FROM r WHERE %s EXCEPT ALL SELECT * FROM r_heap WHERE %s) x', cond, cond) INTO a;
+  EXECUTE format('SELECT count(*) FROM (SELECT * FROM r_heap WHERE %s EXCEPT ALL SELECT * FROM r WHERE %s) x', cond, cond) INTO b;
+  EXECUTE format('SELECT count(*) FROM r WHERE %s', cond) INTO n;
+  RETURN format('%s rows, %s extra, %s missing', n, a, b);
+END $$;
+
+-- Meta equality on the leading meta column: the series index.
+SELECT scan_lines($q$SELECT * FROM r WHERE site = 'a'$q$);
+SELECT differs($$site = 'a'$$);
+-- IN lists, repeated and NULL values: each bucket once.
+SELECT scan_lines($q$SELECT * FROM r WHERE site IN ('a', 'a', 'c')$q$);
+SELECT differs($$site IN ('a', 'a', 'c')$$);
+SELECT differs($$site = ANY (ARRAY['b', NULL])$$);
+SELECT differs($$site IN (NULL)$$);
+SELECT differs($$'d' = site$$);
+-- Both meta columns (a cross-type comparison for unit) and time: one range per series.
+SELECT scan_lines($q$SELECT * FROM r WHERE site = 'b' AND unit = 1::int8 AND time >= '2024-03-01 11:00' AND time < '2024-03-01 13:00'$q$);
+SELECT differs($$site = 'b' AND unit = 1::int8 AND time >= '2024-03-01 11:00' AND time < '2024-03-01 13:00'$$);
+SELECT differs($$site IN ('a', 'b') AND unit IN (0, 1, 2) AND time > '2024-03-02 23:59:30' AND time <= '2024-03-03 00:30'$$);
+-- Windows of the old (1 hour) and new (1 day) span around the change.
+SELECT differs($$site = 'c' AND unit = 2 AND time >= '2024-03-02 23:30'$$);
+SELECT differs($$site = 'c' AND unit = 2 AND time <= '2024-03-03 00:00'$$);
+SELECT differs($$site = 'a' AND unit = 0 AND time BETWEEN '2024-03-02 12:00' AND '2024-03-03 12:00'$$);
+-- The second meta column alone, or time alone: the window index.
+SELECT scan_lines($q$SELECT * FROM r WHERE unit = 2 AND time >= '2024-03-03 22:00'$q$);
+SELECT differs($$unit = 2 AND time >= '2024-03-03 22:00'$$);
+SELECT differs($$time >= '2024-03-01 12:00' AND time < '2024-03-01 12:05'$$);
+SELECT differs($$time < '2024-03-01 00:10'$$);
+SELECT differs($$time > '2024-03-04 23:50'$$);
+-- NULL series are reached by no equality.
+SELECT differs($$site IS NULL$$);
+SELECT differs($$unit IS NULL AND time < '2024-03-02'$$);
+-- A comparison under another collation than the index's: not through the index.
+EXPLAIN (COSTS OFF) SELECT * FROM r WHERE site = 'a' COLLATE "C";
+SELECT differs($$site = 'a' COLLATE "C"$$);
+
+-- Parameters: custom and generic plans.
+PREPARE p(text, timestamptz) AS SELECT count(*), sum(v) FROM r WHERE site = $1 AND unit = 1 AND time >= $2;
+EXECUTE p('b', '2024-03-01 12:00');
+SELECT count(*), sum(v) FROM r_heap WHERE site = 'b' AND unit = 1 AND time >= '2024-03-01 12:00';
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE p('b', '2024-03-01 12:00');
+EXECUTE p('b', '2024-03-01 12:00');
+EXECUTE p(NULL, '2024-03-01 12:00');
+RESET plan_cache_mode;
+-- Rescans with new values (a lateral join's parameter).
+SELECT s.site, x.n FROM (VALUES ('a'), ('b'), ('z'), (NULL)) s(site)
+  CROSS JOIN LATERAL (SELECT count(*) AS n FROM r WHERE r.site = s.site AND r.time < '2024-03-02') x ORDER BY 1;
+SELECT site, count(*) FROM r_heap WHERE time < '2024-03-02' AND site IN ('a', 'b') GROUP BY 1 ORDER BY 1;
+
+-- Scroll cursors walk the index ranges in both directions.
+BEGIN;
+DECLARE c SCROLL CURSOR FOR SELECT site, unit, v FROM r WHERE site IN ('d', 'a') AND unit = 0 AND time < '2024-03-01 00:10';
+FETCH 3 FROM c;
+FETCH LAST FROM c;
+FETCH BACKWARD 2 FROM c;
+FETCH ABSOLUTE 1 FROM c;
+FETCH BACKWARD 1 FROM c;
+FETCH FORWARD ALL FROM c;
+FETCH BACKWARD ALL FROM c;
+COMMIT;
+
+-- Row-level changes and compaction keep the index answers right.
+DELETE FROM r WHERE site = 'a' AND v::int8 % 5 = 0;
+DELETE FROM r_heap WHERE site = 'a' AND v::int8 % 5 = 0;
+UPDATE r SET site = 'e' WHERE site = 'd' AND unit = 2;
+UPDATE r_heap SET site = 'e' WHERE site = 'd' AND unit = 2;
+SELECT count(*) > 0 AS compacted FROM tsbucket.compact('r');
+SELECT differs($$site = 'a' AND time >= '2024-03-02 20:00'$$);
+SELECT differs($$site IN ('d', 'e')$$);
+SELECT differs($$time >= '2024-03-01 12:00' AND time < '2024-03-01 13:00'$$);
+DROP TABLE r, r_heap;
