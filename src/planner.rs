@@ -300,7 +300,13 @@ unsafe fn column_target(
         let rel = (*node).ss.ss_currentRelation;
         let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
         let kind = crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval);
-        if !matches!(kind, ColumnKind::Int | ColumnKind::Timestamp | ColumnKind::Float64 | ColumnKind::Float32) {
+        // Types whose order is that of their stored signed integer or float:
+        // not oid, "char" or pg_lsn, which compare unsigned.
+        const SIGNED_ORDER: [pg_sys::Oid; 9] = [
+            pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID, pg_sys::DATEOID, pg_sys::TIMEOID,
+            pg_sys::TIMESTAMPOID, pg_sys::TIMESTAMPTZOID, pg_sys::FLOAT4OID, pg_sys::FLOAT8OID,
+        ];
+        if !SIGNED_ORDER.contains(&att.atttypid) {
             return None;
         }
         let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
@@ -424,6 +430,7 @@ unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
             let c = scan::counters(st.scan);
             st.totals.buckets_read += c.buckets_read;
             st.totals.buckets_skipped += c.buckets_skipped;
+            st.totals.rows_filtered += c.rows_filtered;
             st.access = Some(scan::access_taken(st.scan));
             scan::end(st.scan);
             st.scan = std::ptr::null_mut();
@@ -509,6 +516,7 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
         if (*es).analyze {
             pg_sys::ExplainPropertyInteger(c"Buckets Read".as_ptr(), std::ptr::null(), st.totals.buckets_read as i64, es);
             pg_sys::ExplainPropertyInteger(c"Buckets Skipped".as_ptr(), std::ptr::null(), st.totals.buckets_skipped as i64, es);
+            pg_sys::ExplainPropertyInteger(c"Rows Removed by Bucket Filter".as_ptr(), std::ptr::null(), st.totals.rows_filtered as i64, es);
         }
     }
 }

@@ -110,6 +110,8 @@ pub struct ScanOptions {
 pub struct ScanCounters {
     pub buckets_read: u64,
     pub buckets_skipped: u64,
+    /// Rows of read buckets dropped by `row_filters` before a tuple was formed.
+    pub rows_filtered: u64,
 }
 
 /// Postgres sees the `base` field; the rest is ours. The Rust state lives in
@@ -142,6 +144,10 @@ struct ScanState {
     counters: ScanCounters,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
     access: Access,
+    /// Range conditions on decoded columns (by attnum - 1), checked per row
+    /// before a tuple is formed. They come from the plan's quals, ANDed, so a
+    /// row failing one fails the quals too; the quals still run on the rest.
+    row_filters: Vec<(usize, BoundRange)>,
 }
 
 /// # Safety
@@ -173,6 +179,18 @@ pub unsafe fn begin_with(
         let config = catalog::lookup((*rel).rd_id);
         let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));
         let mut access_taken = Access::Heap;
+        let row_filters = match &config {
+            None => Vec::new(),
+            Some(c) => options
+                .prune
+                .iter()
+                .filter_map(|p| match p {
+                    Prune::Time(range) => Some((c.time_attnum as usize - 1, *range)),
+                    Prune::Column { attnum, range } => Some((*attnum as usize - 1, *range)),
+                    Prune::Meta { .. } => None,
+                })
+                .collect(),
+        };
         let (store, store_scan) = match &config {
             Some(c) => {
                 let store = pg_sys::table_open(c.store_relid, pg_sys::AccessShareLock as i32);
@@ -217,6 +235,7 @@ pub unsafe fn begin_with(
             counters: ScanCounters::default(),
             meta_fns,
             access: access_taken,
+            row_filters,
         });
         (*scan).state = state;
         (*scan).scan_cxt = scan_cxt;
@@ -311,6 +330,10 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
                 let next = if forward { st.pos + 1 } else { st.pos - 1 };
                 if next >= 0 && (next as usize) < bucket.rows {
                     st.pos = next;
+                    if !row_passes(bucket, &st.row_filters, next as usize) {
+                        st.counters.rows_filtered += 1;
+                        continue;
+                    }
                     let shape = st.shape.as_ref().expect("configured");
                     let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
                     // The executor may have cleared or reused the slot; refill fully then.
@@ -331,6 +354,21 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
             }
         }
     }
+}
+
+/// Whether row `row` satisfies every row filter. A column not decoded (or
+/// older than the bucket) is left to the quals; NULL fails every comparison.
+fn row_passes(bucket: &LoadedBucket, filters: &[(usize, BoundRange)], row: usize) -> bool {
+    use tsbucket_format::Values;
+    filters.iter().all(|(i, range)| match &bucket.columns[*i] {
+        None => true,
+        Some(col) if col.is_null(row) => false,
+        Some(col) => match &col.values {
+            Values::Int(v) => range.admits(Bound::Int(v[row]), Bound::Int(v[row]), false),
+            Values::Float(v) => range.admits(Bound::Float(v[row]), Bound::Float(v[row]), v[row].is_nan()),
+            _ => true,
+        },
+    })
 }
 
 /// Whether any row of the bucket could satisfy every pruning condition.
