@@ -117,3 +117,22 @@ pub fn as_user<R>(user: pg_sys::Oid, restricted: bool, f: impl FnOnce() -> R) ->
     unsafe { pg_sys::SetUserIdAndSecContext(saved_user, saved_context) };
     result
 }
+
+/// A copy of `value` in the current memory context (utils/datum.h is not bound).
+///
+/// # Safety
+/// `value` must be a valid datum of a type with this `byval` and `len`.
+pub unsafe fn copy_datum(value: pg_sys::Datum, byval: bool, len: i16) -> pg_sys::Datum {
+    unsafe {
+        match len {
+            _ if byval => value,
+            -1 => pg_sys::Datum::from(pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr())),
+            -2 => pg_sys::Datum::from(pg_sys::pstrdup(value.cast_mut_ptr())),
+            n => {
+                let p = pg_sys::palloc(n as usize);
+                std::ptr::copy_nonoverlapping(value.cast_mut_ptr::<u8>(), p as *mut u8, n as usize);
+                pg_sys::Datum::from(p)
+            }
+        }
+    }
+}

@@ -6,6 +6,7 @@
 //! shows both, and with ANALYZE how many buckets were read and skipped.
 
 use crate::am::access::{self, Access, MetaCondition};
+use crate::am::lastpoint::LastPointScan;
 use crate::am::scan::{self, Bound, BoundRange, Prune, ScanOptions};
 use tsbucket_format::ColumnKind;
 use crate::catalog::{self, Config};
@@ -16,6 +17,7 @@ use std::sync::OnceLock;
 
 struct Methods {
     path: pg_sys::CustomPathMethods,
+    last_point_path: pg_sys::CustomPathMethods,
     plan: pg_sys::CustomScanMethods,
     exec: pg_sys::CustomExecMethods,
 }
@@ -29,6 +31,11 @@ fn methods() -> &'static Methods {
         path: pg_sys::CustomPathMethods {
             CustomName: c"TsBucketScan".as_ptr(),
             PlanCustomPath: Some(plan_custom_path),
+            ..Default::default()
+        },
+        last_point_path: pg_sys::CustomPathMethods {
+            CustomName: c"TsBucketScan".as_ptr(),
+            PlanCustomPath: Some(plan_last_point_path),
             ..Default::default()
         },
         plan: pg_sys::CustomScanMethods { CustomName: c"TsBucketScan".as_ptr(), CreateCustomScanState: Some(create_state) },
@@ -45,12 +52,20 @@ fn methods() -> &'static Methods {
 }
 
 static mut PREV_SET_REL_PATHLIST: pg_sys::set_rel_pathlist_hook_type = None;
+static mut PREV_CREATE_UPPER_PATHS: pg_sys::create_upper_paths_hook_type = None;
+
+/// What a TsBucketScan plan does (the first element of custom_private).
+const MODE_SCAN: i32 = 0;
+/// The last row of each series (DISTINCT ON (meta...) ORDER BY meta..., time DESC).
+const MODE_LAST_POINT: i32 = 1;
 
 pub fn init() {
     unsafe {
         pg_sys::RegisterCustomScanMethods(&methods().plan);
         PREV_SET_REL_PATHLIST = pg_sys::set_rel_pathlist_hook;
         pg_sys::set_rel_pathlist_hook = Some(set_rel_pathlist);
+        PREV_CREATE_UPPER_PATHS = pg_sys::create_upper_paths_hook;
+        pg_sys::create_upper_paths_hook = Some(create_upper_paths);
     }
 }
 
@@ -123,13 +138,191 @@ unsafe extern "C-unwind" fn plan_custom_path(
         (*cscan).scan.scanrelid = (*rel).relid;
         (*cscan).flags = (*best_path).flags;
         (*cscan).methods = &methods().plan;
-        // custom_private: the attnums to decode; [-1] = all.
         let needed = needed_attnums(rel, quals).unwrap_or_else(|| vec![-1]);
-        let mut private: *mut pg_sys::List = std::ptr::null_mut();
-        for a in needed {
+        (*cscan).custom_private = private_list(MODE_SCAN, &needed);
+        cscan as *mut pg_sys::Plan
+    }
+}
+
+/// custom_private: the mode, then the attnums to decode ([-1] = all).
+unsafe fn private_list(mode: i32, needed: &[i32]) -> *mut pg_sys::List {
+    unsafe {
+        let mut private = pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeInteger(mode) as *mut std::ffi::c_void);
+        for &a in needed {
             private = pg_sys::lappend(private, pg_sys::makeInteger(a) as *mut std::ffi::c_void);
         }
-        (*cscan).custom_private = private;
+        private
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn create_upper_paths(
+    root: *mut pg_sys::PlannerInfo,
+    stage: pg_sys::UpperRelationKind::Type,
+    input_rel: *mut pg_sys::RelOptInfo,
+    output_rel: *mut pg_sys::RelOptInfo,
+    extra: *mut std::ffi::c_void,
+) {
+    unsafe {
+        if let Some(prev) = PREV_CREATE_UPPER_PATHS {
+            prev(root, stage, input_rel, output_rel, extra);
+        }
+        if stage == pg_sys::UpperRelationKind::UPPERREL_DISTINCT {
+            add_last_point_path(root, input_rel, output_rel);
+        }
+    }
+}
+
+/// `SELECT DISTINCT ON (m1, ..., mn) ... FROM t [WHERE ...] ORDER BY m1, ...,
+/// mn, time DESC` over one time-series table whose meta columns are exactly
+/// m1..mn: offers a path that reads only each series' newest buckets
+/// (`am::lastpoint`) and yields its rows already distinct and in that order.
+/// The meta columns must sort by their type's default btree order (ascending,
+/// NULLs last, the column's collation), as the store's series index does.
+/// Not under row-level security (its quals would have to run first).
+unsafe fn add_last_point_path(root: *mut pg_sys::PlannerInfo, input_rel: *mut pg_sys::RelOptInfo, output_rel: *mut pg_sys::RelOptInfo) {
+    unsafe {
+        let parse = (*root).parse;
+        if !(*parse).hasDistinctOn
+            || !(*parse).groupClause.is_null()
+            || !(*parse).groupingSets.is_null()
+            || (*parse).hasAggs
+            || (*parse).hasWindowFuncs
+            || (*parse).hasTargetSRFs
+            || !(*parse).rowMarks.is_null()
+            || (*input_rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL
+            || !(*input_rel).lateral_relids.is_null()
+        {
+            return;
+        }
+        let rti = (*input_rel).relid;
+        let rte = *(*root).simple_rte_array.add(rti as usize);
+        if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
+            || (*rte).relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
+            || !crate::hooks::is_tsbucket_oid((*rte).relid)
+        {
+            return;
+        }
+        let Some(config) = catalog::lookup((*rte).relid) else { return };
+        let nmeta = config.meta_attnums.len();
+        if nmeta == 0 {
+            return;
+        }
+        if list_ptrs((*input_rel).baserestrictinfo).iter().any(|ri| (*(*ri as *mut pg_sys::RestrictInfo)).security_level > 0) {
+            return;
+        }
+        let sort = list_ptrs((*parse).sortClause);
+        if sort.len() != nmeta + 1 {
+            return;
+        }
+        let mut families = Vec::with_capacity(nmeta);
+        for (i, sc) in sort.iter().enumerate() {
+            let sc = *sc as *mut pg_sys::SortGroupClause;
+            let tle = pg_sys::get_sortgroupclause_tle(sc, (*parse).targetList);
+            let expr = strip((*tle).expr as *mut pg_sys::Node);
+            if (*expr).type_ != pg_sys::NodeTag::T_Var {
+                return;
+            }
+            let var = expr as *mut pg_sys::Var;
+            let attnum = if i < nmeta { config.meta_attnums[i] } else { config.time_attnum };
+            if (*var).varno as u32 != rti || (*var).varlevelsup != 0 || (*var).varattno != attnum {
+                return;
+            }
+            if i == nmeta {
+                let gt = if (*var).vartype == pg_sys::TIMESTAMPTZOID { 1324 } else { 2064 };
+                if (*sc).sortop != pg_sys::Oid::from(gt) {
+                    return;
+                }
+                continue;
+            }
+            let cache = pg_sys::lookup_type_cache((*var).vartype, pg_sys::TYPECACHE_BTREE_OPFAMILY as i32);
+            let family = if cache.is_null() { pg_sys::InvalidOid } else { (*cache).btree_opf };
+            let lt = pg_sys::get_opfamily_member(family, (*var).vartype, (*var).vartype, pg_sys::BTLessStrategyNumber as i16);
+            // A bare column (a Var carries its column's collation); no COLLATE on it.
+            let column_collation = (*var).varcollid;
+            if family == pg_sys::InvalidOid
+                || (*sc).sortop != lt
+                || (*sc).nulls_first
+                || pg_sys::exprCollation((*tle).expr as *mut pg_sys::Node) != column_collation
+            {
+                return;
+            }
+            families.push((family, column_collation));
+        }
+        // DISTINCT ON exactly the meta columns.
+        let meta_refs: std::collections::BTreeSet<u32> =
+            sort[..nmeta].iter().map(|sc| (*(*sc as *mut pg_sys::SortGroupClause)).tleSortGroupRef).collect();
+        let distinct_refs: std::collections::BTreeSet<u32> =
+            list_ptrs((*parse).distinctClause).iter().map(|sc| (*(*sc as *mut pg_sys::SortGroupClause)).tleSortGroupRef).collect();
+        if meta_refs != distinct_refs {
+            return;
+        }
+        // The store's series index must order as the query does.
+        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let index = access::series_index(store, &config);
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+        let Some(index) = index else { return };
+        let index_rel = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
+        let same_order = (0..nmeta).all(|i| {
+            *(*index_rel).rd_opfamily.add(i) == families[i].0 && *(*index_rel).rd_indcollation.add(i) == families[i].1
+        });
+        pg_sys::index_close(index_rel, pg_sys::AccessShareLock as i32);
+        if !same_order {
+            return;
+        }
+        // As many rows as the planner expects distinct series; each costs an
+        // index descent and the decoding of (at most) one bucket.
+        let series = list_ptrs((*output_rel).pathlist)
+            .iter()
+            .map(|p| (*(*p as *mut pg_sys::Path)).rows)
+            .fold(f64::INFINITY, f64::min)
+            .clamp(1.0, (*input_rel).rows.max(1.0));
+        let rows_per_series = ((*input_rel).rows / series).clamp(1.0, 1000.0);
+        let per_series = 2.0 * pg_sys::random_page_cost + rows_per_series * (pg_sys::cpu_tuple_cost + pg_sys::cpu_operator_cost);
+        let cpath = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
+        (*cpath).path.type_ = pg_sys::NodeTag::T_CustomPath;
+        (*cpath).path.pathtype = pg_sys::NodeTag::T_CustomScan;
+        (*cpath).path.parent = output_rel;
+        (*cpath).path.pathtarget = (*input_rel).reltarget;
+        (*cpath).path.rows = series;
+        (*cpath).path.startup_cost = per_series;
+        (*cpath).path.total_cost = per_series * series;
+        (*cpath).path.pathkeys = (*root).sort_pathkeys;
+        (*cpath).flags = 0;
+        (*cpath).custom_private = pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeInteger(rti as i32) as *mut std::ffi::c_void);
+        (*cpath).methods = &methods().last_point_path;
+        pg_sys::add_path(output_rel, cpath as *mut pg_sys::Path);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn plan_last_point_path(
+    root: *mut pg_sys::PlannerInfo,
+    _rel: *mut pg_sys::RelOptInfo,
+    best_path: *mut pg_sys::CustomPath,
+    tlist: *mut pg_sys::List,
+    _clauses: *mut pg_sys::List,
+    _custom_plans: *mut pg_sys::List,
+) -> *mut pg_sys::Plan {
+    unsafe {
+        let rti = (*(list_ptrs((*best_path).custom_private)[0] as *mut pg_sys::Integer)).ival as u32;
+        let base = *(*root).simple_rel_array.add(rti as usize);
+        // The path sits above the scan: it applies the table's conditions itself,
+        // constant ones included (no gating Result is made for it).
+        let quals = pg_sys::list_concat(
+            pg_sys::extract_actual_clauses((*base).baserestrictinfo, false),
+            pg_sys::extract_actual_clauses((*base).baserestrictinfo, true),
+        );
+        let cscan = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
+        (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
+        (*cscan).scan.plan.targetlist = tlist;
+        (*cscan).scan.plan.qual = quals;
+        (*cscan).scan.scanrelid = rti;
+        (*cscan).flags = 0;
+        (*cscan).methods = &methods().plan;
+        let used = referenced_attnums(&[tlist as *mut pg_sys::Node, quals as *mut pg_sys::Node], rti);
+        let needed: Vec<i32> = if used.contains(&0) { vec![-1] } else { used.into_iter().filter(|&a| a > 0).collect() };
+        (*cscan).custom_private = private_list(MODE_LAST_POINT, &needed);
         cscan as *mut pg_sys::Plan
     }
 }
@@ -171,6 +364,9 @@ struct ExecState {
     totals: scan::ScanCounters,
     /// How the last scan reached the store (EXPLAIN ANALYZE).
     access: Option<Access>,
+    /// MODE_LAST_POINT: one row per series, from `last_point` (begun lazily).
+    last_point_mode: bool,
+    last_point: Option<LastPointScan>,
 }
 
 #[pg_guard]
@@ -376,7 +572,7 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
                     } else {
                         let (mut len, mut byval) = (0i16, false);
                         pg_sys::get_typlenbyval(c.value_type, &mut len, &mut byval);
-                        vec![copy_datum(value, byval, len)]
+                        vec![crate::pgutil::copy_datum(value, byval, len)]
                     };
                     pg_sys::MemoryContextSwitchTo(old);
                     out.push(Prune::Meta { meta, op: c.op, collation: c.collation, meta_first: c.var_first, values });
@@ -398,16 +594,30 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
         let config = catalog::require((*rel).rd_id);
         let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
         let natts = (*(*rel).rd_att).natts as usize;
-        let attnums: Vec<i32> = list_ptrs((*cscan).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect();
+        let private: Vec<i32> = list_ptrs((*cscan).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect();
+        let (mode, attnums) = private.split_first().expect("custom_private starts with the mode");
+        let last_point_mode = *mode == MODE_LAST_POINT;
         let needed = if attnums.contains(&-1) {
             None
         } else {
             let mut mask = vec![false; natts];
             attnums.iter().filter(|&&a| a >= 1 && (a as usize) <= natts).for_each(|&a| mask[a as usize - 1] = true);
+            if last_point_mode {
+                // Rows are ranked by time even when the query does not read it.
+                mask[config.time_attnum as usize - 1] = true;
+            }
             Some(mask)
         };
         let candidates = find_candidates(node, &config, (*cscan).scan.scanrelid);
-        let state = ExecState { needed, candidates, scan: std::ptr::null_mut(), totals: Default::default(), access: None };
+        let state = ExecState {
+            needed,
+            candidates,
+            scan: std::ptr::null_mut(),
+            totals: Default::default(),
+            access: None,
+            last_point_mode,
+            last_point: None,
+        };
         (*(node as *mut TsBucketScanState)).state = crate::pgutil::own_in_context(pg_sys::CurrentMemoryContext, state);
     }
 }
@@ -417,8 +627,23 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
         let st = exec_state(node);
         let rel = (*node).ss.ss_currentRelation;
         let prune = evaluate(node, &st.candidates);
-        let options = ScanOptions { needed: st.needed.clone(), prune };
         let estate = (*node).ss.ps.state;
+        if st.last_point_mode {
+            let config = catalog::require((*rel).rd_id);
+            let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+            let index = access::series_index(store, &config);
+            pg_sys::table_close(store, pg_sys::NoLock as i32);
+            let index = index.unwrap_or_else(|| {
+                crate::error::ts_error(
+                    crate::error::DATA_CORRUPTED,
+                    &format!("the bucket store of table \"{}\" has lost its series index", catalog::relation_name((*rel).rd_id)),
+                    "Run SELECT * FROM tsbucket.verify(...) on the table; re-create the table from a dump if the index is gone.",
+                )
+            });
+            st.last_point = Some(LastPointScan::begin(rel, (*estate).es_snapshot, index, st.needed.clone(), prune));
+            return;
+        }
+        let options = ScanOptions { needed: st.needed.clone(), prune };
         st.scan = scan::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
     }
 }
@@ -426,6 +651,12 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
 unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
     unsafe {
         let st = exec_state(node);
+        if let Some(lp) = st.last_point.take() {
+            st.totals.buckets_read += lp.counters.buckets_read;
+            st.totals.buckets_skipped += lp.counters.buckets_skipped;
+            st.totals.rows_filtered += lp.counters.rows_filtered;
+            lp.end();
+        }
         if !st.scan.is_null() {
             let c = scan::counters(st.scan);
             st.totals.buckets_read += c.buckets_read;
@@ -442,10 +673,15 @@ unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
 unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::TupleTableSlot {
     unsafe {
         let node = ss as *mut pg_sys::CustomScanState;
-        if exec_state(node).scan.is_null() {
+        let st = exec_state(node);
+        if st.scan.is_null() && st.last_point.is_none() {
             start_scan(node);
         }
         let slot = (*ss).ss_ScanTupleSlot;
+        if let Some(lp) = exec_state(node).last_point.as_mut() {
+            lp.next(slot, (*ss).ps.qual, (*ss).ps.ps_ExprContext);
+            return slot;
+        }
         let direction = (*(*ss).ps.state).es_direction;
         scan::getnextslot(exec_state(node).scan, direction, slot);
         slot
@@ -507,11 +743,16 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
         if (*es).analyze {
             finish_scan(node);
         }
-        let access = match st.access.clone() {
-            Some(a) => a,
-            None => planned_access(node, st),
+        let access = if st.last_point_mode {
+            "Last Point per Series (Series Index skip scan)".to_string()
+        } else {
+            let access = match st.access.clone() {
+                Some(a) => a,
+                None => planned_access(node, st),
+            };
+            describe_access(rel, &access)
         };
-        let access = std::ffi::CString::new(describe_access(rel, &access)).expect("no NUL in names");
+        let access = std::ffi::CString::new(access).expect("no NUL in names");
         pg_sys::ExplainPropertyText(c"Bucket Access".as_ptr(), access.as_ptr(), es);
         if (*es).analyze {
             pg_sys::ExplainPropertyInteger(c"Buckets Read".as_ptr(), std::ptr::null(), st.totals.buckets_read as i64, es);
@@ -561,18 +802,3 @@ unsafe fn describe_access(rel: pg_sys::Relation, access: &Access) -> String {
     }
 }
 
-/// A copy of `value` in the current memory context (utils/datum.h is not bound).
-unsafe fn copy_datum(value: pg_sys::Datum, byval: bool, len: i16) -> pg_sys::Datum {
-    unsafe {
-        match len {
-            _ if byval => value,
-            -1 => pg_sys::Datum::from(pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr())),
-            -2 => pg_sys::Datum::from(pg_sys::pstrdup(value.cast_mut_ptr())),
-            n => {
-                let p = pg_sys::palloc(n as usize);
-                std::ptr::copy_nonoverlapping(value.cast_mut_ptr::<u8>(), p as *mut u8, n as usize);
-                pg_sys::Datum::from(p)
-            }
-        }
-    }
-}

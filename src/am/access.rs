@@ -75,6 +75,20 @@ unsafe fn store_indexes(store: pg_sys::Relation) -> Vec<(pg_sys::Oid, Vec<i16>)>
     }
 }
 
+/// The index over (meta_1, ..., meta_n, window_start), for a table with n meta columns.
+fn find_series_index(indexes: &[(pg_sys::Oid, Vec<i16>)], nmeta: usize) -> Option<pg_sys::Oid> {
+    let series: Vec<i16> = (0..nmeta).map(|i| (store::COL_FIRST_META + 1 + i) as i16).chain([(store::COL_WINDOW_START + 1) as i16]).collect();
+    indexes.iter().find(|(_, cols)| nmeta > 0 && *cols == series).map(|(oid, _)| *oid)
+}
+
+/// The store's series index (meta..., window_start), if the table has meta columns.
+///
+/// # Safety
+/// `store` must be `config`'s open bucket store.
+pub unsafe fn series_index(store: pg_sys::Relation, config: &Config) -> Option<pg_sys::Oid> {
+    unsafe { find_series_index(&store_indexes(store), config.meta_attnums.len()) }
+}
+
 /// The index key for `cond` on index column `column` (0-based), if the index's
 /// operator family has the condition's equality with the same collation.
 unsafe fn meta_key(index: pg_sys::Relation, column: usize, condition: usize, cond: &MetaCondition) -> Option<MetaKey> {
@@ -112,12 +126,9 @@ unsafe fn meta_key(index: pg_sys::Relation, column: usize, condition: usize, con
 pub unsafe fn choose(store: pg_sys::Relation, config: &Config, metas: &[MetaCondition], has_time: bool) -> Access {
     unsafe {
         let indexes = store_indexes(store);
-        let meta_column = |i: usize| (store::COL_FIRST_META + 1 + i) as i16;
-        let window_column = (store::COL_WINDOW_START + 1) as i16;
         let nmeta = config.meta_attnums.len();
-        let series: Vec<i16> = (0..nmeta).map(meta_column).chain([window_column]).collect();
-        if let Some((oid, _)) = indexes.iter().find(|(_, cols)| nmeta > 0 && *cols == series) {
-            let index = pg_sys::index_open(*oid, pg_sys::AccessShareLock as i32);
+        if let Some(oid) = find_series_index(&indexes, nmeta) {
+            let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
             let mut keys = Vec::new();
             for column in 0..nmeta {
                 let key = metas.iter().enumerate().filter(|(_, m)| m.meta == column).find_map(|(i, m)| meta_key(index, column, i, m));
@@ -130,11 +141,11 @@ pub unsafe fn choose(store: pg_sys::Relation, config: &Config, metas: &[MetaCond
             if !keys.is_empty() {
                 // Window bounds narrow each series' range only when every meta column has a key.
                 let window = has_time && keys.len() == nmeta;
-                return Access::Series { index: *oid, keys, window };
+                return Access::Series { index: oid, keys, window };
             }
         }
         if has_time {
-            if let Some((oid, _)) = indexes.iter().find(|(_, cols)| *cols == [window_column]) {
+            if let Some((oid, _)) = indexes.iter().find(|(_, cols)| *cols == [(store::COL_WINDOW_START + 1) as i16]) {
                 return Access::Window { index: *oid };
             }
         }

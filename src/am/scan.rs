@@ -179,18 +179,7 @@ pub unsafe fn begin_with(
         let config = catalog::lookup((*rel).rd_id);
         let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));
         let mut access_taken = Access::Heap;
-        let row_filters = match &config {
-            None => Vec::new(),
-            Some(c) => options
-                .prune
-                .iter()
-                .filter_map(|p| match p {
-                    Prune::Time(range) => Some((c.time_attnum as usize - 1, *range)),
-                    Prune::Column { attnum, range } => Some((*attnum as usize - 1, *range)),
-                    Prune::Meta { .. } => None,
-                })
-                .collect(),
-        };
+        let row_filters = config.as_ref().map(|c| row_filters(c, &options.prune)).unwrap_or_default();
         let (store, store_scan) = match &config {
             Some(c) => {
                 let store = pg_sys::table_open(c.store_relid, pg_sys::AccessShareLock as i32);
@@ -208,18 +197,7 @@ pub unsafe fn begin_with(
         };
         let scan_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket scan".as_ptr(), 0, 1024, 8 * 1024);
         let bucket_cxt = pg_sys::AllocSetContextCreateInternal(scan_cxt, c"tsbucket scan bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
-        let meta_fns = options
-            .prune
-            .iter()
-            .map(|p| match p {
-                Prune::Meta { op, .. } => {
-                    let mut finfo = pg_sys::FmgrInfo::default();
-                    pg_sys::fmgr_info(pg_sys::get_opcode(*op), &mut finfo);
-                    Some(finfo)
-                }
-                Prune::Time { .. } | Prune::Column { .. } => None,
-            })
-            .collect();
+        let meta_fns = meta_functions(&options.prune);
         let state = own_in_context(scan_cxt, ScanState {
             config,
             shape,
@@ -293,7 +271,7 @@ unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
             pg_sys::MemoryContextReset(st.bucket_cxt);
             let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
             let mut stored = store::read_header(st.store, tuple);
-            if !bucket_may_match(&st.options, &mut st.meta_fns, &stored) {
+            if !bucket_may_match(&st.options.prune, &mut st.meta_fns, &stored) {
                 pg_sys::MemoryContextSwitchTo(old);
                 st.counters.buckets_skipped += 1;
                 continue;
@@ -356,9 +334,40 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
     }
 }
 
+/// The comparison functions of the meta conditions, by position in `prune`.
+///
+/// # Safety
+/// Looks operators up in the catalogs.
+pub unsafe fn meta_functions(prune: &[Prune]) -> Vec<Option<pg_sys::FmgrInfo>> {
+    prune
+        .iter()
+        .map(|p| match p {
+            Prune::Meta { op, .. } => {
+                let mut finfo = pg_sys::FmgrInfo::default();
+                // SAFETY: op is an operator the planner found in the quals.
+                unsafe { pg_sys::fmgr_info(pg_sys::get_opcode(*op), &mut finfo) };
+                Some(finfo)
+            }
+            Prune::Time { .. } | Prune::Column { .. } => None,
+        })
+        .collect()
+}
+
+/// The range conditions to check per row, by attribute (attnum - 1).
+pub fn row_filters(config: &Config, prune: &[Prune]) -> Vec<(usize, BoundRange)> {
+    prune
+        .iter()
+        .filter_map(|p| match p {
+            Prune::Time(range) => Some((config.time_attnum as usize - 1, *range)),
+            Prune::Column { attnum, range } => Some((*attnum as usize - 1, *range)),
+            Prune::Meta { .. } => None,
+        })
+        .collect()
+}
+
 /// Whether row `row` satisfies every row filter. A column not decoded (or
 /// older than the bucket) is left to the quals; NULL fails every comparison.
-fn row_passes(bucket: &LoadedBucket, filters: &[(usize, BoundRange)], row: usize) -> bool {
+pub fn row_passes(bucket: &LoadedBucket, filters: &[(usize, BoundRange)], row: usize) -> bool {
     use tsbucket_format::Values;
     filters.iter().all(|(i, range)| match &bucket.columns[*i] {
         None => true,
@@ -372,8 +381,8 @@ fn row_passes(bucket: &LoadedBucket, filters: &[(usize, BoundRange)], row: usize
 }
 
 /// Whether any row of the bucket could satisfy every pruning condition.
-unsafe fn bucket_may_match(options: &ScanOptions, meta_fns: &mut [Option<pg_sys::FmgrInfo>], b: &store::StoredBucket) -> bool {
-    for (i, p) in options.prune.iter().enumerate() {
+pub unsafe fn bucket_may_match(prune: &[Prune], meta_fns: &mut [Option<pg_sys::FmgrInfo>], b: &store::StoredBucket) -> bool {
+    for (i, p) in prune.iter().enumerate() {
         match p {
             Prune::Time(range) => {
                 if !range.admits(Bound::Int(b.min_time), Bound::Int(b.max_time), false) {

@@ -131,3 +131,66 @@ SELECT differs($$o >= 4294967295$$, 'f');
 SELECT differs($$c > 'u'$$, 'f');
 EXPLAIN (COSTS OFF) SELECT * FROM f WHERE o > 5 AND c > 'u';
 DROP TABLE f, f_heap;
+
+-- The last row of each series: DISTINCT ON (meta...) ... ORDER BY meta...,
+-- time DESC reads each series' newest buckets only (a skip scan of the
+-- series index), honours every condition, and sorts series as the index does.
+CREATE TABLE lp (time timestamptz NOT NULL, host text, v float8, w int) USING tsbucket;
+SELECT tsbucket.create_timeseries('lp', 'time', 'host');
+INSERT INTO lp SELECT '2024-05-01'::timestamptz + i * interval '10 s', 'h' || (i % 7), i, i % 100
+  FROM generate_series(0, 30000) i;
+INSERT INTO lp VALUES ('2024-05-01 00:00:01', NULL, -1, 1), ('2024-05-02 00:00:01', NULL, -2, 2);
+SELECT tsbucket.alter_timeseries('lp', granularity => 'minutes');
+-- Trickle into the newest window, a late row into an old one, and deletes of newest rows.
+INSERT INTO lp VALUES ('2024-05-04 12:00:00', 'h1', 1e6, 5);
+INSERT INTO lp VALUES ('2024-05-04 12:00:01', 'h1', 1e6 + 1, 6);
+INSERT INTO lp VALUES ('2024-05-01 00:00:03', 'h_late', 7, 7);
+DELETE FROM lp WHERE host = 'h2' AND time > '2024-05-04 09:00';
+CREATE TABLE lp_heap AS SELECT * FROM lp;
+EXPLAIN (COSTS OFF) SELECT DISTINCT ON (host) * FROM lp ORDER BY host, time DESC;
+SELECT scan_lines($q$SELECT DISTINCT ON (host) * FROM lp ORDER BY host, time DESC$q$);
+SELECT DISTINCT ON (host) * FROM lp ORDER BY host, time DESC;
+SELECT DISTINCT ON (host) * FROM lp_heap ORDER BY host, time DESC;
+-- Conditions: the newest row that passes may lie in an older bucket.
+CREATE FUNCTION lp_differs(cond text, tail text DEFAULT '') RETURNS text LANGUAGE plpgsql AS $$
+DECLARE a text; b text; q text := 'SELECT DISTINCT ON (host) host, time, v, w FROM %I WHERE %s ORDER BY host, time DESC %s';
+BEGIN
+  EXECUTE format('SELECT string_agg(x::text, '';'') FROM (' || q || ') x', 'lp', cond, tail) INTO a;
+  EXECUTE format('SELECT string_agg(x::text, '';'') FROM (' || q || ') x', 'lp_heap', cond, tail) INTO b;
+  RETURN CASE WHEN a IS NOT DISTINCT FROM b THEN 'same: ' || coalesce(length(a), 0) ELSE 'DIFFERENT: ' || a || ' vs ' || b END;
+END $$;
+SELECT lp_differs('v < 20000');
+SELECT lp_differs('w = 3');
+SELECT lp_differs($$time < '2024-05-03'$$);
+SELECT lp_differs($$host IN ('h1', 'h2', 'nope') AND time >= '2024-05-04'$$);
+SELECT lp_differs('w > 1000');
+SELECT lp_differs('true', 'LIMIT 3');
+SELECT lp_differs($$host > 'h3' OR host IS NULL$$);
+PREPARE lpq(int) AS SELECT DISTINCT ON (host) host, time, w FROM lp WHERE w = $1 ORDER BY host, time DESC;
+EXECUTE lpq(42);
+SELECT DISTINCT ON (host) host, time, w FROM lp_heap WHERE w = 42 ORDER BY host, time DESC;
+-- Other shapes keep the ordinary plan.
+EXPLAIN (COSTS OFF) SELECT DISTINCT ON (host) * FROM lp ORDER BY host, time;
+EXPLAIN (COSTS OFF) SELECT DISTINCT ON (host) * FROM lp ORDER BY host DESC, time DESC;
+EXPLAIN (COSTS OFF) SELECT DISTINCT ON (host COLLATE "C") * FROM lp ORDER BY host COLLATE "C", time DESC;
+-- Two meta columns, NULLs among them.
+CREATE TABLE r2 (time timestamptz NOT NULL, site text, unit int4, v float8) USING tsbucket;
+SELECT tsbucket.create_timeseries('r2', 'time', meta_columns => ARRAY['site', 'unit']);
+INSERT INTO r2 SELECT '2024-03-01'::timestamptz + i * interval '30 s', CASE WHEN i % 5 = 0 THEN NULL ELSE chr(97 + i % 4) END,
+    CASE WHEN i % 7 = 0 THEN NULL ELSE i % 3 END, i
+  FROM generate_series(0, 9999) i;
+-- (Small: without enable_sort = off the planner would rather sort it.)
+SET enable_sort = off;
+EXPLAIN (COSTS OFF) SELECT DISTINCT ON (site, unit) * FROM r2 ORDER BY site, unit, time DESC;
+SELECT DISTINCT ON (site, unit) * FROM r2 ORDER BY site, unit, time DESC;
+EXPLAIN (COSTS OFF) SELECT DISTINCT ON (site) * FROM r2 ORDER BY site, time DESC;
+SELECT DISTINCT ON (site, unit) * FROM (SELECT * FROM r2 OFFSET 0) x ORDER BY site, unit, time DESC;
+-- A scroll cursor over the skip scan.
+BEGIN;
+DECLARE lc SCROLL CURSOR FOR SELECT DISTINCT ON (site, unit) site, unit, v FROM r2 ORDER BY site, unit, time DESC;
+FETCH 2 FROM lc;
+FETCH BACKWARD 1 FROM lc;
+FETCH LAST FROM lc;
+COMMIT;
+RESET enable_sort;
+DROP TABLE lp, lp_heap, r2;
