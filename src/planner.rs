@@ -7,6 +7,7 @@
 
 use crate::am::access::{self, Access, MetaCondition};
 use crate::am::lastpoint::LastPointScan;
+use crate::am::ordered::OrderedScan;
 use crate::am::scan::{self, Bound, BoundRange, Prune, ScanOptions};
 use tsbucket_format::ColumnKind;
 use crate::catalog::{self, Config};
@@ -58,6 +59,8 @@ static mut PREV_CREATE_UPPER_PATHS: pg_sys::create_upper_paths_hook_type = None;
 const MODE_SCAN: i32 = 0;
 /// The last row of each series (DISTINCT ON (meta...) ORDER BY meta..., time DESC).
 const MODE_LAST_POINT: i32 = 1;
+/// Rows in time order across buckets (the second element: 1 = descending).
+const MODE_TIME_ORDER: i32 = 2;
 
 pub fn init() {
     unsafe {
@@ -107,7 +110,90 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
             (*cpath).methods = &methods().path;
             pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
+            if (*seq).param_info.is_null() {
+                add_time_order_path(root, rel, cpath);
+            }
         }
+    }
+}
+
+/// Whether a pathkey sorts descending.
+unsafe fn pathkey_descending(pk: *mut pg_sys::PathKey) -> bool {
+    #[cfg(feature = "pg15")]
+    unsafe {
+        (*pk).pk_strategy == pg_sys::BTGreaterStrategyNumber as i32
+    }
+    #[cfg(not(feature = "pg15"))]
+    unsafe {
+        (*pk).pk_cmptype == pg_sys::CompareType::COMPARE_GT
+    }
+}
+
+/// Whether `e` is this table's time column, or a function of it alone that
+/// never decreases as time grows (date_trunc(unit, time), date_bin(stride,
+/// time, origin) with the other arguments free of columns and volatility), so
+/// that rows in time order are also in its order.
+unsafe fn follows_time(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> bool {
+    unsafe {
+        let e = strip(e);
+        if e.is_null() {
+            return false;
+        }
+        if (*e).type_ == pg_sys::NodeTag::T_Var {
+            let v = e as *mut pg_sys::Var;
+            return (*v).varno as u32 == relid && (*v).varlevelsup == 0 && (*v).varattno == time_attnum;
+        }
+        if (*e).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return false;
+        }
+        let f = e as *mut pg_sys::FuncExpr;
+        let time_arg = match u32::from((*f).funcid) {
+            pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMP => 1,
+            pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ | pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP => 1,
+            _ => return false,
+        };
+        let args = list_ptrs((*f).args);
+        args.iter().enumerate().all(|(i, a)| {
+            let a = *a as *mut pg_sys::Node;
+            if i == time_arg { follows_time(a, relid, time_attnum) } else { is_pseudo_constant(a) }
+        })
+    }
+}
+
+/// When the query wants rows ordered by time (or by a time bucket, as
+/// `GROUP BY date_trunc('minute', time) ORDER BY 1 DESC LIMIT 5` does),
+/// offers a path that yields them in that order (`am::ordered`), cheap to
+/// start: a limit above it reads only the newest (or oldest) windows.
+unsafe fn add_time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, unordered: *mut pg_sys::CustomPath) {
+    unsafe {
+        let Some(&first) = list_ptrs((*root).query_pathkeys).first() else { return };
+        let pk = first as *mut pg_sys::PathKey;
+        let rte = *(*root).simple_rte_array.add((*rel).relid as usize);
+        let Some(config) = catalog::lookup((*rte).relid) else { return };
+        let ec = (*pk).pk_eclass;
+        let ordered_by_time = list_ptrs((*ec).ec_members)
+            .iter()
+            .any(|m| follows_time((*(*m as *mut pg_sys::EquivalenceMember)).em_expr as *mut pg_sys::Node, (*rel).relid, config.time_attnum));
+        if !ordered_by_time || (*ec).ec_has_volatile {
+            return;
+        }
+        let descending = pathkey_descending(pk);
+        // Starting costs one window of the table's history.
+        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let windows = access::window_count(store, &config).unwrap_or(1.0).max(1.0);
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+        let cpath = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
+        *cpath = *unordered;
+        let run = (*unordered).path.total_cost - (*unordered).path.startup_cost;
+        // Merging costs a little more than reading in store order.
+        (*cpath).path.startup_cost = (*unordered).path.startup_cost + run / windows;
+        (*cpath).path.total_cost = (*unordered).path.startup_cost + run * 1.1;
+        (*cpath).path.pathkeys = pg_sys::lappend(std::ptr::null_mut(), pk as *mut std::ffi::c_void);
+        (*cpath).flags = 0;
+        let mut private = pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeInteger(MODE_TIME_ORDER) as *mut std::ffi::c_void);
+        private = pg_sys::lappend(private, pg_sys::makeInteger(descending as i32) as *mut std::ffi::c_void);
+        (*cpath).custom_private = private;
+        pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
     }
 }
 
@@ -139,15 +225,21 @@ unsafe extern "C-unwind" fn plan_custom_path(
         (*cscan).flags = (*best_path).flags;
         (*cscan).methods = &methods().plan;
         let needed = needed_attnums(rel, quals).unwrap_or_else(|| vec![-1]);
-        (*cscan).custom_private = private_list(MODE_SCAN, &needed);
+        let from_path: Vec<i32> = list_ptrs((*best_path).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect();
+        let (mode, arg) = match from_path.as_slice() {
+            [mode, arg] => (*mode, *arg),
+            _ => (MODE_SCAN, 0),
+        };
+        (*cscan).custom_private = private_list(mode, arg, &needed);
         cscan as *mut pg_sys::Plan
     }
 }
 
-/// custom_private: the mode, then the attnums to decode ([-1] = all).
-unsafe fn private_list(mode: i32, needed: &[i32]) -> *mut pg_sys::List {
+/// custom_private: the mode, its argument, then the attnums to decode ([-1] = all).
+unsafe fn private_list(mode: i32, arg: i32, needed: &[i32]) -> *mut pg_sys::List {
     unsafe {
         let mut private = pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeInteger(mode) as *mut std::ffi::c_void);
+        private = pg_sys::lappend(private, pg_sys::makeInteger(arg) as *mut std::ffi::c_void);
         for &a in needed {
             private = pg_sys::lappend(private, pg_sys::makeInteger(a) as *mut std::ffi::c_void);
         }
@@ -322,7 +414,7 @@ unsafe extern "C-unwind" fn plan_last_point_path(
         (*cscan).methods = &methods().plan;
         let used = referenced_attnums(&[tlist as *mut pg_sys::Node, quals as *mut pg_sys::Node], rti);
         let needed: Vec<i32> = if used.contains(&0) { vec![-1] } else { used.into_iter().filter(|&a| a > 0).collect() };
-        (*cscan).custom_private = private_list(MODE_LAST_POINT, &needed);
+        (*cscan).custom_private = private_list(MODE_LAST_POINT, 0, &needed);
         cscan as *mut pg_sys::Plan
     }
 }
@@ -367,6 +459,9 @@ struct ExecState {
     /// MODE_LAST_POINT: one row per series, from `last_point` (begun lazily).
     last_point_mode: bool,
     last_point: Option<LastPointScan>,
+    /// MODE_TIME_ORDER: Some(descending); rows from `ordered` (begun lazily).
+    time_order: Option<bool>,
+    ordered: Option<OrderedScan>,
 }
 
 #[pg_guard]
@@ -595,14 +690,15 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
         let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
         let natts = (*(*rel).rd_att).natts as usize;
         let private: Vec<i32> = list_ptrs((*cscan).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect();
-        let (mode, attnums) = private.split_first().expect("custom_private starts with the mode");
+        let [mode, arg, attnums @ ..] = private.as_slice() else { panic!("custom_private starts with the mode and its argument") };
         let last_point_mode = *mode == MODE_LAST_POINT;
+        let time_order = (*mode == MODE_TIME_ORDER).then_some(*arg == 1);
         let needed = if attnums.contains(&-1) {
             None
         } else {
             let mut mask = vec![false; natts];
             attnums.iter().filter(|&&a| a >= 1 && (a as usize) <= natts).for_each(|&a| mask[a as usize - 1] = true);
-            if last_point_mode {
+            if last_point_mode || time_order.is_some() {
                 // Rows are ranked by time even when the query does not read it.
                 mask[config.time_attnum as usize - 1] = true;
             }
@@ -617,6 +713,8 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             access: None,
             last_point_mode,
             last_point: None,
+            time_order,
+            ordered: None,
         };
         (*(node as *mut TsBucketScanState)).state = crate::pgutil::own_in_context(pg_sys::CurrentMemoryContext, state);
     }
@@ -643,6 +741,10 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
             st.last_point = Some(LastPointScan::begin(rel, (*estate).es_snapshot, index, st.needed.clone(), prune));
             return;
         }
+        if let Some(descending) = st.time_order {
+            st.ordered = Some(OrderedScan::begin(rel, (*estate).es_snapshot, descending, st.needed.clone(), prune));
+            return;
+        }
         let options = ScanOptions { needed: st.needed.clone(), prune };
         st.scan = scan::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
     }
@@ -656,6 +758,12 @@ unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
             st.totals.buckets_skipped += lp.counters.buckets_skipped;
             st.totals.rows_filtered += lp.counters.rows_filtered;
             lp.end();
+        }
+        if let Some(o) = st.ordered.take() {
+            st.totals.buckets_read += o.counters.buckets_read;
+            st.totals.buckets_skipped += o.counters.buckets_skipped;
+            st.totals.rows_filtered += o.counters.rows_filtered;
+            o.end();
         }
         if !st.scan.is_null() {
             let c = scan::counters(st.scan);
@@ -674,10 +782,14 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
     unsafe {
         let node = ss as *mut pg_sys::CustomScanState;
         let st = exec_state(node);
-        if st.scan.is_null() && st.last_point.is_none() {
+        if st.scan.is_null() && st.last_point.is_none() && st.ordered.is_none() {
             start_scan(node);
         }
         let slot = (*ss).ss_ScanTupleSlot;
+        if let Some(o) = exec_state(node).ordered.as_mut() {
+            o.next(slot);
+            return slot;
+        }
         if let Some(lp) = exec_state(node).last_point.as_mut() {
             lp.next(slot, (*ss).ps.qual, (*ss).ps.ps_ExprContext);
             return slot;
@@ -745,6 +857,8 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
         }
         let access = if st.last_point_mode {
             "Last Point per Series (Series Index skip scan)".to_string()
+        } else if let Some(descending) = st.time_order {
+            format!("Window Index (window_start), rows merged in time order{}", if descending { " DESC" } else { "" })
         } else {
             let access = match st.access.clone() {
                 Some(a) => a,

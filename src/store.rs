@@ -94,6 +94,40 @@ impl StoredBucket {
         self.values[COL_CLOSE_REASON].value() as i16
     }
 
+    /// The same bucket no longer pointing into the tuple it was read from (so
+    /// the scan may move on): by-reference values copied, in the current
+    /// memory context, as they are (a TOAST pointer stays a pointer).
+    ///
+    /// # Safety
+    /// `store` must be the store the bucket was read from, and its tuple still valid.
+    pub unsafe fn detached(mut self, store: pg_sys::Relation) -> StoredBucket {
+        unsafe {
+            let tupdesc = (*store).rd_att;
+            for i in 0..self.values.len() {
+                let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
+                if self.nulls[i] || att.attbyval {
+                    continue;
+                }
+                let src = self.values[i].cast_mut_ptr::<u8>();
+                let len = match att.attlen {
+                    -1 => pgrx::varlena::varsize_any(src as *const pg_sys::varlena),
+                    -2 => std::ffi::CStr::from_ptr(src as *const std::ffi::c_char).to_bytes_with_nul().len(),
+                    n => n as usize,
+                };
+                let dst = pg_sys::palloc(len) as *mut u8;
+                std::ptr::copy_nonoverlapping(src, dst, len);
+                self.values[i] = pg_sys::Datum::from(dst);
+            }
+            if !self.stats.is_null() {
+                let copy = pg_sys::palloc(self.stats_len.max(1)) as *mut u8;
+                std::ptr::copy_nonoverlapping(self.stats, copy, self.stats_len);
+                self.stats = copy;
+            }
+            // A payload already detoasted is in memory of its own.
+            self
+        }
+    }
+
     pub fn meta_datum(&self, i: usize) -> Option<pg_sys::Datum> {
         let col = COL_FIRST_META + i;
         if self.nulls[col] { None } else { Some(self.values[col]) }
@@ -305,6 +339,10 @@ struct IndexWalk {
     current: usize,
     scan: pg_sys::SysScanDesc,
     started: bool,
+    /// The direction (forward = true) in which the walk last ran off its end:
+    /// a btree scan asked again would start over, so the walk answers None
+    /// itself until it is asked the other way (a cursor turning back).
+    exhausted: Option<bool>,
 }
 
 impl IndexWalk {
@@ -325,9 +363,10 @@ impl IndexWalk {
     }
 
     fn next(&mut self, forward: bool) -> Option<pg_sys::HeapTuple> {
-        if self.key_sets.is_empty() {
+        if self.key_sets.is_empty() || self.exhausted == Some(forward) {
             return None;
         }
+        self.exhausted = None;
         if !self.started {
             // A backward fetch from the start walks from the last key set's end.
             self.current = if forward { 0 } else { self.key_sets.len() - 1 };
@@ -346,10 +385,11 @@ impl IndexWalk {
                 }
                 // This key set is done in this direction; the scan stays open at
                 // its end when there is no next one, so a cursor can turn back.
-                let next = if forward { self.current + 1 } else { self.current.checked_sub(1)? };
-                if next >= self.key_sets.len() {
+                let next = if forward { Some(self.current + 1) } else { self.current.checked_sub(1) };
+                let Some(next) = next.filter(|&n| n < self.key_sets.len()) else {
+                    self.exhausted = Some(forward);
                     return None;
-                }
+                };
                 self.close_current();
                 self.current = next;
             }
@@ -380,6 +420,7 @@ impl StoreScan {
                 current: 0,
                 scan: std::ptr::null_mut(),
                 started: false,
+                exhausted: None,
             }),
         }
     }
@@ -405,6 +446,7 @@ impl StoreScan {
                 // SAFETY: closes only a scan this walk opened.
                 unsafe { walk.close_current() };
                 walk.started = false;
+                walk.exhausted = None;
             }
         }
     }

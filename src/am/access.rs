@@ -89,6 +89,45 @@ pub unsafe fn series_index(store: pg_sys::Relation, config: &Config) -> Option<p
     unsafe { find_series_index(&store_indexes(store), config.meta_attnums.len()) }
 }
 
+/// The whole window_start index, or the part of it `time` bounds: buckets in
+/// window order (None: the store has no such index).
+///
+/// # Safety
+/// `store` must be `config`'s open bucket store.
+pub unsafe fn window_ranges(store: pg_sys::Relation, config: &Config, time: Option<&BoundRange>) -> Option<IndexRanges> {
+    unsafe {
+        let window = [(store::COL_WINDOW_START + 1) as i16];
+        let (index, _) = store_indexes(store).into_iter().find(|(_, cols)| *cols == window)?;
+        Some(IndexRanges { index, key_sets: vec![window_keys(store, config, time)] })
+    }
+}
+
+/// How many windows the store's buckets span (from its first and last
+/// window_start), for costing ordered scans; None without the index.
+///
+/// # Safety
+/// `store` must be `config`'s open bucket store.
+pub unsafe fn window_count(store: pg_sys::Relation, config: &Config) -> Option<f64> {
+    unsafe {
+        let ranges = window_ranges(store, config, None)?;
+        let mut walk = store::StoreScan::begin_index(store, store::current_snapshot(), ranges);
+        let window_of = |t: Option<pg_sys::HeapTuple>| {
+            t.map(|t| {
+                let mut isnull = false;
+                pg_sys::heap_getattr(t, (store::COL_WINDOW_START + 1) as i32, (*store).rd_att, &mut isnull).value() as i64
+            })
+        };
+        let first = window_of(walk.next(true));
+        walk.rescan();
+        let last = window_of(walk.next(false));
+        walk.end();
+        Some(match (first, last) {
+            (Some(a), Some(b)) => ((b - a) as f64 / config.span_micros as f64) + 1.0,
+            _ => 1.0,
+        })
+    }
+}
+
 /// The index key for `cond` on index column `column` (0-based), if the index's
 /// operator family has the condition's equality with the same collation.
 unsafe fn meta_key(index: pg_sys::Relation, column: usize, condition: usize, cond: &MetaCondition) -> Option<MetaKey> {

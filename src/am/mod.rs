@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod lastpoint;
+pub mod ordered;
 pub mod read;
 pub mod scan;
 

@@ -193,4 +193,41 @@ FETCH BACKWARD 1 FROM lc;
 FETCH LAST FROM lc;
 COMMIT;
 RESET enable_sort;
+-- A finished index walk stays finished: FETCH past the end, then back.
+BEGIN;
+DECLARE ec SCROLL CURSOR FOR SELECT host, v FROM lp WHERE host IN ('h1', 'h_late') AND time > '2024-05-04 11:19:00';
+FETCH ALL FROM ec;
+FETCH NEXT FROM ec;
+FETCH NEXT FROM ec;
+FETCH PRIOR FROM ec;
+COMMIT;
+
+-- Rows in time order, merged across buckets: ORDER BY time [DESC] LIMIT n
+-- and GROUP BY a time bucket ORDER BY it LIMIT n read the newest (or oldest)
+-- windows only. Same rows, same order as the heap copy (times are distinct).
+CREATE FUNCTION order_differs(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE a text; b text;
+BEGIN
+  EXECUTE format('SELECT string_agg(x::text, '';'') FROM (' || q || ') x', 'lp') INTO a;
+  EXECUTE format('SELECT string_agg(x::text, '';'') FROM (' || q || ') x', 'lp_heap') INTO b;
+  RETURN CASE WHEN a IS NOT DISTINCT FROM b THEN 'same: ' || coalesce(length(a), 0) ELSE 'DIFFERENT' END;
+END $$;
+SELECT scan_lines($q$SELECT * FROM lp ORDER BY time DESC LIMIT 5$q$);
+SELECT * FROM lp ORDER BY time DESC LIMIT 5;
+SELECT * FROM lp ORDER BY time LIMIT 5;
+SELECT order_differs('SELECT time, host, v FROM %I ORDER BY time DESC');
+SELECT order_differs('SELECT time, host, v FROM %I ORDER BY time');
+SELECT order_differs($$SELECT time, v FROM %I WHERE host IN ('h1', 'h_late', 'h3') AND w < 50 ORDER BY time DESC LIMIT 2000$$);
+SELECT order_differs($$SELECT time, v FROM %I WHERE time >= '2024-05-01 23:00' AND time < '2024-05-02 01:00' ORDER BY time$$);
+EXPLAIN (COSTS OFF) SELECT date_trunc('minute', time) AS m, max(v) FROM lp WHERE time < '2024-05-03' GROUP BY m ORDER BY m DESC LIMIT 5;
+SELECT date_trunc('minute', time) AS m, max(v) FROM lp WHERE time < '2024-05-03' GROUP BY m ORDER BY m DESC LIMIT 5;
+SELECT order_differs($$SELECT date_trunc('minute', time) AS m, max(v), count(*) FROM %I WHERE time < '2024-05-03' GROUP BY m ORDER BY m DESC LIMIT 5$$);
+SELECT order_differs($$SELECT date_bin('15 minutes', time, '2024-01-01') AS m, min(v) FROM %I GROUP BY m ORDER BY m LIMIT 7$$);
+SELECT order_differs($$SELECT date_trunc('hour', time) AS m, count(*) FROM %I GROUP BY m ORDER BY m DESC$$);
+-- A scroll cursor gets a Materialize above the merge.
+BEGIN;
+DECLARE oc SCROLL CURSOR FOR SELECT time, v FROM lp ORDER BY time DESC;
+FETCH 2 FROM oc;
+FETCH PRIOR FROM oc;
+COMMIT;
 DROP TABLE lp, lp_heap, r2;

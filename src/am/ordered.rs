@@ -1,0 +1,276 @@
+//! Rows in time order (ascending or descending) across all buckets, for
+//! `ORDER BY time [DESC] LIMIT n` and for grouping by a time bucket with a
+//! limit: buckets come from the window_start index in window order and their
+//! rows are merged, so the first rows arrive after reading only the newest
+//! (or oldest) windows.
+//!
+//! When a row may be returned: buckets come in window_start order, and a
+//! bucket's rows lie in `[window_start, window_start + span)` (the table's
+//! span only grows, so the current span bounds every bucket's). Descending,
+//! no bucket not yet loaded holds a row at or after `next_window_start +
+//! span`; ascending, none holds a row before `next_window_start`. The best
+//! loaded row is returned once no unloaded bucket can beat it.
+
+use super::read::{self, LoadedBucket};
+use super::scan::{self, BoundRange, Prune, ScanCounters};
+use crate::catalog::{self, Config};
+use crate::shape::TableShape;
+use crate::store::{self, IndexRanges, StoredBucket};
+use pgrx::pg_sys;
+use std::collections::BinaryHeap;
+use std::rc::Rc;
+use tsbucket_format::Values;
+
+/// A loaded bucket: its rows that pass the row filters, in output order.
+struct Loaded {
+    bucket: LoadedBucket,
+    order: Vec<usize>,
+    next: usize,
+    cxt: pg_sys::MemoryContext,
+}
+
+pub struct OrderedScan {
+    config: Rc<Config>,
+    shape: TableShape,
+    rel: pg_sys::Relation,
+    store: pg_sys::Relation,
+    walk: Option<store::StoreScan>,
+    descending: bool,
+    needed: Option<Vec<bool>>,
+    prune: Vec<Prune>,
+    meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
+    row_filters: Vec<(usize, BoundRange)>,
+    /// Buckets whose headers were read but not their payloads, each in its own
+    /// context, and their best possible keys (from max_time, or min_time
+    /// ascending): one is loaded when it may hold the next row.
+    unloaded: Vec<Option<(StoredBucket, pg_sys::MemoryContext)>>,
+    deferred: BinaryHeap<(i64, usize)>,
+    walk_done: bool,
+    loaded: Vec<Option<Loaded>>,
+    /// (sort key of the bucket's next row, index in `loaded`): the max is next out.
+    heads: BinaryHeap<(i64, usize)>,
+    /// window_start of the last header the walk returned (it bounds the rest).
+    last_window: Option<i64>,
+    /// A bucket whose last row is in the caller's slot: freed on the next call.
+    retiring: Option<usize>,
+    scan_cxt: pg_sys::MemoryContext,
+    pub counters: ScanCounters,
+}
+
+impl OrderedScan {
+    /// # Safety
+    /// `rel` is an open, configured tsbucket table.
+    pub unsafe fn begin(
+        rel: pg_sys::Relation,
+        snapshot: pg_sys::Snapshot,
+        descending: bool,
+        needed: Option<Vec<bool>>,
+        prune: Vec<Prune>,
+    ) -> OrderedScan {
+        unsafe {
+            let config = catalog::require((*rel).rd_id);
+            let shape = TableShape::new((*rel).rd_att, &config);
+            let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+            let time = prune.iter().find_map(|p| match p {
+                Prune::Time(range) => Some(range),
+                _ => None,
+            });
+            let walk = super::access::window_ranges(store, &config, time).map(|ranges: IndexRanges| store::StoreScan::begin_index(store, snapshot, ranges));
+            let walk = walk.unwrap_or_else(|| {
+                crate::error::ts_error(
+                    crate::error::DATA_CORRUPTED,
+                    &format!("the bucket store of table \"{}\" has no window_start index", catalog::relation_name((*rel).rd_id)),
+                    "Run ALTER EXTENSION tsbucket UPDATE, which adds it to tables made by older versions.",
+                )
+            });
+            let meta_fns = scan::meta_functions(&prune);
+            let row_filters = scan::row_filters(&config, &prune);
+            let scan_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket ordered scan".as_ptr(), 0, 1024, 8 * 1024);
+            OrderedScan {
+                config,
+                shape,
+                rel,
+                store,
+                walk: Some(walk),
+                descending,
+                needed,
+                prune,
+                meta_fns,
+                row_filters,
+                unloaded: Vec::new(),
+                deferred: BinaryHeap::new(),
+                walk_done: false,
+                loaded: Vec::new(),
+                heads: BinaryHeap::new(),
+                last_window: None,
+                retiring: None,
+                scan_cxt,
+                counters: ScanCounters::default(),
+            }
+        }
+    }
+
+    /// # Safety
+    /// Once, after `begin`.
+    pub unsafe fn end(mut self) {
+        unsafe {
+            if let Some(walk) = self.walk.take() {
+                walk.end();
+            }
+            pg_sys::table_close(self.store, pg_sys::NoLock as i32);
+            // Deletes every bucket's context with it.
+            pg_sys::MemoryContextDelete(self.scan_cxt);
+        }
+    }
+
+    /// The sort key of time `t`: larger comes out first.
+    fn key(&self, t: i64) -> i64 {
+        if self.descending { t } else { !t }
+    }
+
+    /// Reads the next header of the walk that passes the bucket checks into
+    /// `deferred`; false when the walk is done.
+    unsafe fn read_header(&mut self) -> bool {
+        unsafe {
+            let forward = !self.descending;
+            loop {
+                let Some(tuple) = self.walk.as_mut().and_then(|w| w.next(forward)) else {
+                    self.walk_done = true;
+                    return false;
+                };
+                let cxt = pg_sys::AllocSetContextCreateInternal(self.scan_cxt, c"tsbucket ordered bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
+                let old = pg_sys::MemoryContextSwitchTo(cxt);
+                let stored = store::read_header(self.store, tuple);
+                pg_sys::MemoryContextSwitchTo(old);
+                self.last_window = Some(stored.window_start);
+                if !scan::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) {
+                    self.counters.buckets_skipped += 1;
+                    pg_sys::MemoryContextDelete(cxt);
+                    continue;
+                }
+                let key = if self.descending { self.key(stored.max_time) } else { self.key(stored.min_time) };
+                let old = pg_sys::MemoryContextSwitchTo(cxt);
+                let stored = stored.detached(self.store);
+                pg_sys::MemoryContextSwitchTo(old);
+                let i = free_slot(&mut self.unloaded);
+                self.unloaded[i] = Some((stored, cxt));
+                self.deferred.push((key, i));
+                return true;
+            }
+        }
+    }
+
+    /// The best key any unread bucket may hold: its rows lie in
+    /// [window_start, window_start + span), and the walk goes in window order.
+    fn frontier(&self) -> Option<i64> {
+        if self.walk_done {
+            return None;
+        }
+        // The last header read bounds the ones after it.
+        let ws = self.last_window?;
+        Some(if self.descending { self.key(ws.saturating_add(self.config.span_micros - 1)) } else { self.key(ws) })
+    }
+
+    /// Decodes unloaded bucket `i` and adds its rows to the merge.
+    unsafe fn load(&mut self, i: usize) {
+        unsafe {
+            let (mut stored, cxt) = self.unloaded[i].take().expect("an unloaded bucket");
+            let old = pg_sys::MemoryContextSwitchTo(cxt);
+            stored.load_payload();
+            let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
+            pg_sys::MemoryContextSwitchTo(old);
+            self.counters.buckets_read += 1;
+            let time = match bucket.columns[self.config.time_attnum as usize - 1].as_ref().map(|c| &c.values) {
+                Some(Values::Int(v)) => v.clone(),
+                _ => read::corrupt(self.config.relid, bucket.bucket_id, &"the time column is missing"),
+            };
+            let mut order: Vec<usize> = (0..bucket.rows).filter(|&r| scan::row_passes(&bucket, &self.row_filters, r)).collect();
+            self.counters.rows_filtered += (bucket.rows - order.len()) as u64;
+            if self.descending {
+                order.sort_by(|&a, &b| time[b].cmp(&time[a]));
+            } else {
+                order.sort_by(|&a, &b| time[a].cmp(&time[b]));
+            }
+            if order.is_empty() {
+                pg_sys::MemoryContextDelete(cxt);
+                return;
+            }
+            let first = self.key(time[order[0]]);
+            let slot = free_slot(&mut self.loaded);
+            self.loaded[slot] = Some(Loaded { bucket, order, next: 0, cxt });
+            self.heads.push((first, slot));
+        }
+    }
+}
+
+/// A free position in `v` (reusing a taken-out one).
+fn free_slot<T>(v: &mut Vec<Option<T>>) -> usize {
+    match v.iter().position(Option::is_none) {
+        Some(i) => i,
+        None => {
+            v.push(None);
+            v.len() - 1
+        }
+    }
+}
+
+impl OrderedScan {
+    fn row_time(&self, i: usize, row: usize) -> i64 {
+        let l = self.loaded[i].as_ref().expect("loaded");
+        match l.bucket.columns[self.config.time_attnum as usize - 1].as_ref().map(|c| &c.values) {
+            Some(Values::Int(v)) => v[row],
+            _ => unreachable!("checked at load"),
+        }
+    }
+
+    /// Fills `slot` with the next row in time order; false at the end.
+    ///
+    /// # Safety
+    /// `slot` is a virtual slot of the table.
+    pub unsafe fn next(&mut self, slot: *mut pg_sys::TupleTableSlot) -> bool {
+        unsafe {
+            if let Some(i) = self.retiring.take() {
+                if let Some(l) = self.loaded[i].take() {
+                    pg_sys::MemoryContextDelete(l.cxt);
+                }
+            }
+            loop {
+                let head = self.heads.peek().map(|h| h.0);
+                let deferred = self.deferred.peek().map(|d| d.0);
+                let known = head.max(deferred);
+                // Read headers while an unread bucket may hold a better row.
+                if !self.walk_done && (self.last_window.is_none() || known.is_none() || self.frontier() > known) {
+                    self.read_header();
+                    continue;
+                }
+                // Load a read bucket when it may hold a better row than any loaded.
+                if deferred > head {
+                    let (_, i) = self.deferred.pop().expect("peeked");
+                    self.load(i);
+                    continue;
+                }
+                let Some((_, i)) = self.heads.pop() else {
+                    pg_sys::ExecClearTuple(slot);
+                    return false;
+                };
+                let (row, cxt, done) = {
+                    let l = self.loaded[i].as_mut().expect("loaded");
+                    let row = l.order[l.next];
+                    l.next += 1;
+                    (row, l.cxt, l.next == l.order.len())
+                };
+                if done {
+                    self.retiring = Some(i);
+                } else {
+                    let next_row = self.loaded[i].as_ref().expect("loaded").order[self.loaded[i].as_ref().expect("loaded").next];
+                    let key = self.key(self.row_time(i, next_row));
+                    self.heads.push((key, i));
+                }
+                let old = pg_sys::MemoryContextSwitchTo(cxt);
+                read::fill_slot(self.rel, &self.shape, &self.loaded[i].as_ref().expect("loaded").bucket, None, row, slot);
+                pg_sys::MemoryContextSwitchTo(old);
+                return true;
+            }
+        }
+    }
+}
