@@ -661,13 +661,17 @@ CREATE TABLE tsbucket.job_state (
     last_error       text,
     last_error_at    timestamptz,
     -- The id sequence's value when a compaction round last found nothing to merge.
-    compacted_through bigint
+    compacted_through bigint,
+    last_analyze     timestamptz,
+    -- The id sequence's value when the worker last gathered statistics.
+    analyzed_through bigint
 );
 GRANT SELECT ON tsbucket.job_state TO PUBLIC;
 
 CREATE VIEW tsbucket.jobs AS
 SELECT j.relid::regclass AS table_name, j.last_expiry, j.buckets_expired, j.rows_expired,
-       j.last_compaction, j.buckets_merged, j.buckets_written, j.last_error, j.last_error_at
+       j.last_compaction, j.buckets_merged, j.buckets_written, j.last_error, j.last_error_at,
+       j.last_analyze
   FROM tsbucket.job_state j JOIN tsbucket.catalog c USING (relid);
 GRANT SELECT ON tsbucket.jobs TO PUBLIC;
 
@@ -682,6 +686,7 @@ DECLARE
     c record;
     ids_now bigint;
     quiet boolean;
+    last_analyzed bigint;
 BEGIN
     -- The user table first (as TRUNCATE and DROP lock it), then tsbucket's
     -- catalog rows and the store: maintenance never deadlocks with them.
@@ -718,8 +723,25 @@ BEGIN
         UPDATE tsbucket.job_state SET last_error = SQLERRM, last_error_at = now() WHERE relid = relation;
         RAISE WARNING 'tsbucket background job on %: %', relation, SQLERRM;
     END;
+    -- Statistics (ANALYZE cannot sample a table whose rows live in the store)
+    -- once a tenth of the table's buckets, and at least 10, were written since
+    -- they were last gathered: bucket ids count the buckets written. A failure
+    -- here leaves expiry and compaction done.
+    BEGIN
+        last_analyzed := (SELECT analyzed_through FROM tsbucket.job_state WHERE relid = relation);
+        IF ids_now IS NOT NULL AND (last_analyzed IS NULL OR ids_now < last_analyzed OR ids_now - last_analyzed >=
+               greatest(10, 0.1 * (SELECT greatest(store.reltuples, 0) FROM pg_class store JOIN tsbucket.catalog cat
+                                       ON store.oid = cat.store_relid WHERE cat.relid = relation))) THEN
+            PERFORM tsbucket._analyze(relation);
+            UPDATE tsbucket.job_state SET last_analyze = now(), analyzed_through = ids_now WHERE relid = relation;
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        UPDATE tsbucket.job_state SET last_error = SQLERRM, last_error_at = now() WHERE relid = relation;
+        RAISE WARNING 'tsbucket statistics of %: %', relation, SQLERRM;
+    END;
 END $$;
 REVOKE EXECUTE ON FUNCTION tsbucket._run_jobs(regclass, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION tsbucket._analyze(oid) FROM PUBLIC;
 
 -- This database has the extension now: let the background launcher visit it.
 SELECT tsbucket._extension_created();

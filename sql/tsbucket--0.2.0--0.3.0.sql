@@ -90,3 +90,80 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- Statistics: ANALYZE of a time-series table gathers them from the store
+-- (src/stats.rs), and the worker does when enough buckets were written.
+CREATE  FUNCTION tsbucket."_analyze"(
+	"relation" oid /* pg_sys :: Oid */
+) RETURNS void
+STRICT
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_analyze_wrapper';
+REVOKE EXECUTE ON FUNCTION tsbucket._analyze(oid) FROM PUBLIC;
+ALTER TABLE tsbucket.job_state ADD COLUMN last_analyze timestamptz, ADD COLUMN analyzed_through bigint;
+CREATE OR REPLACE VIEW tsbucket.jobs AS
+SELECT j.relid::regclass AS table_name, j.last_expiry, j.buckets_expired, j.rows_expired,
+       j.last_compaction, j.buckets_merged, j.buckets_written, j.last_error, j.last_error_at,
+       j.last_analyze
+  FROM tsbucket.job_state j JOIN tsbucket.catalog c USING (relid);
+CREATE OR REPLACE FUNCTION tsbucket._run_jobs(relation regclass, max_groups int DEFAULT 200) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    e record;
+    c record;
+    ids_now bigint;
+    quiet boolean;
+    last_analyzed bigint;
+BEGIN
+    -- The user table first (as TRUNCATE and DROP lock it), then tsbucket's
+    -- catalog rows and the store: maintenance never deadlocks with them.
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', relation);
+    EXCEPTION WHEN undefined_table THEN
+        RETURN;  -- dropped since the worker listed it
+    END;
+    IF NOT EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation) THEN
+        RETURN;
+    END IF;
+    INSERT INTO tsbucket.job_state (relid) VALUES (relation) ON CONFLICT (relid) DO NOTHING;
+    BEGIN
+        IF (SELECT expire_after FROM tsbucket.catalog WHERE relid = relation) IS NOT NULL
+           OR EXISTS (SELECT 1 FROM tsbucket.series_retention_data WHERE relid = relation) THEN
+            SELECT * INTO e FROM tsbucket.expire(relation);
+            UPDATE tsbucket.job_state SET last_expiry = now(), buckets_expired = e.buckets_expired,
+                   rows_expired = e.rows_expired WHERE relid = relation;
+        END IF;
+        -- No bucket written since a round found nothing to merge: nothing to do
+        -- (a catalog look-up instead of a scan of the store). A round records
+        -- that only when no other transaction was running as it began, so no
+        -- bucket with an older id can still be on its way.
+        ids_now := pg_sequence_last_value((SELECT id_sequence FROM tsbucket.catalog WHERE relid = relation));
+        quiet := NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(pg_current_snapshot()));
+        IF ids_now IS DISTINCT FROM (SELECT compacted_through FROM tsbucket.job_state WHERE relid = relation) THEN
+            SELECT * INTO c FROM tsbucket._compact(relation, max_groups);
+            UPDATE tsbucket.job_state SET last_compaction = now(), buckets_merged = c.buckets_before,
+                   buckets_written = c.buckets_after,
+                   compacted_through = CASE WHEN c.buckets_before = 0 AND quiet THEN ids_now END
+             WHERE relid = relation;
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        UPDATE tsbucket.job_state SET last_error = SQLERRM, last_error_at = now() WHERE relid = relation;
+        RAISE WARNING 'tsbucket background job on %: %', relation, SQLERRM;
+    END;
+    -- Statistics (ANALYZE cannot sample a table whose rows live in the store)
+    -- once a tenth of the table's buckets, and at least 10, were written since
+    -- they were last gathered: bucket ids count the buckets written. A failure
+    -- here leaves expiry and compaction done.
+    BEGIN
+        last_analyzed := (SELECT analyzed_through FROM tsbucket.job_state WHERE relid = relation);
+        IF ids_now IS NOT NULL AND (last_analyzed IS NULL OR ids_now < last_analyzed OR ids_now - last_analyzed >=
+               greatest(10, 0.1 * (SELECT greatest(store.reltuples, 0) FROM pg_class store JOIN tsbucket.catalog cat
+                                       ON store.oid = cat.store_relid WHERE cat.relid = relation))) THEN
+            PERFORM tsbucket._analyze(relation);
+            UPDATE tsbucket.job_state SET last_analyze = now(), analyzed_through = ids_now WHERE relid = relation;
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        UPDATE tsbucket.job_state SET last_error = SQLERRM, last_error_at = now() WHERE relid = relation;
+        RAISE WARNING 'tsbucket statistics of %: %', relation, SQLERRM;
+    END;
+END $$;

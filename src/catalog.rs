@@ -182,3 +182,23 @@ pub fn qualified_name(relid: pg_sys::Oid) -> String {
         .flatten()
         .unwrap_or_else(|| relation_name(relid))
 }
+
+/// Whether this database has the extension, at this library's version (else
+/// tsbucket leaves it alone outside its own functions).
+pub fn extension_installed() -> bool {
+    Spi::connect(|c| {
+        c.select("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'tsbucket'", Some(1), &[])?.first().get_one::<String>()
+    })
+    .ok()
+    .flatten()
+    .is_some_and(|v| v == env!("CARGO_PKG_VERSION"))
+}
+
+/// Every time-series table of this database.
+pub fn all_tables() -> Vec<pg_sys::Oid> {
+    Spi::connect(|c| {
+        c.select("SELECT relid FROM tsbucket.catalog ORDER BY relid", None, &[])
+            .map(|rows| rows.filter_map(|r| r.get::<pg_sys::Oid>(1).ok().flatten()).collect())
+            .unwrap_or_default()
+    })
+}

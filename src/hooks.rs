@@ -291,6 +291,11 @@ unsafe extern "C-unwind" fn process_utility(
             }
         }
         let is_copy = !stmt.is_null() && (*stmt).type_ == pg_sys::NodeTag::T_CopyStmt;
+        let analyze = if !stmt.is_null() && (*stmt).type_ == pg_sys::NodeTag::T_VacuumStmt {
+            tables_to_analyze(stmt as *mut pg_sys::VacuumStmt)
+        } else {
+            Vec::new()
+        };
         match PREV_PROCESS_UTILITY {
             Some(prev) => prev(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
             None => standard_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
@@ -301,6 +306,42 @@ unsafe extern "C-unwind" fn process_utility(
         if is_copy {
             end_of_statement(None);
         }
+        // ANALYZE found no rows in the (empty) user relation: gather the statistics from the store.
+        for relid in analyze {
+            crate::stats::analyze(relid);
+        }
+    }
+}
+
+/// The time-series tables an ANALYZE (or VACUUM ANALYZE) names, or all of
+/// this database's when it names none.
+unsafe fn tables_to_analyze(stmt: *mut pg_sys::VacuumStmt) -> Vec<pg_sys::Oid> {
+    unsafe {
+        let analyzes = !(*stmt).is_vacuumcmd
+            || list_ptrs((*stmt).options).iter().any(|o| {
+                let name = (*(*o as *mut pg_sys::DefElem)).defname;
+                !name.is_null() && std::ffi::CStr::from_ptr(name).to_bytes() == b"analyze"
+            });
+        if !analyzes || !crate::catalog::extension_installed() {
+            return Vec::new();
+        }
+        let rels = list_ptrs((*stmt).rels);
+        if rels.is_empty() {
+            return crate::catalog::all_tables();
+        }
+        rels.iter()
+            .filter_map(|r| {
+                let vr = *r as *mut pg_sys::VacuumRelation;
+                let relid = if (*vr).oid != pg_sys::InvalidOid {
+                    (*vr).oid
+                } else if !(*vr).relation.is_null() {
+                    pg_sys::RangeVarGetRelidExtended((*vr).relation, pg_sys::NoLock as i32, pg_sys::RVROption::RVR_MISSING_OK, None, std::ptr::null_mut())
+                } else {
+                    pg_sys::InvalidOid
+                };
+                (relid != pg_sys::InvalidOid && is_tsbucket_oid(relid) && catalog::lookup(relid).is_some()).then_some(relid)
+            })
+            .collect()
     }
 }
 

@@ -23,6 +23,7 @@ mod pgutil;
 mod planner;
 mod privileges;
 mod shape;
+mod stats;
 mod store;
 mod tid;
 mod timefn;

@@ -96,7 +96,9 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             return;
         }
         // One custom path per sequential scan path (parameterizations included),
-        // cheaper than it: it decodes fewer columns and skips buckets.
+        // cheaper than it: it decodes fewer columns, and reads only the buckets
+        // its meta and time conditions reach (by the share of rows they select).
+        let reached = reached_fraction(root, rel, (*rte).relid).clamp(1e-4, 1.0);
         for p in list_ptrs((*rel).pathlist) {
             let seq = p as *mut pg_sys::Path;
             if (*seq).pathtype != pg_sys::NodeTag::T_SeqScan {
@@ -106,7 +108,7 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             (*cpath).path = *seq;
             (*cpath).path.type_ = pg_sys::NodeTag::T_CustomPath;
             (*cpath).path.pathtype = pg_sys::NodeTag::T_CustomScan;
-            (*cpath).path.total_cost = (*seq).startup_cost + ((*seq).total_cost - (*seq).startup_cost) * 0.5;
+            (*cpath).path.total_cost = (*seq).startup_cost + ((*seq).total_cost - (*seq).startup_cost) * 0.5 * reached;
             (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
             (*cpath).methods = &methods().path;
             pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
@@ -114,6 +116,45 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
                 add_time_order_path(root, rel, cpath);
             }
         }
+    }
+}
+
+/// The share of the table's rows that its meta and time conditions select
+/// (what the store's indexes and bucket headers narrow a scan to), by the
+/// planner's own selectivity estimates.
+unsafe fn reached_fraction(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, relid: pg_sys::Oid) -> f64 {
+    unsafe {
+        let Some(config) = catalog::lookup(relid) else { return 1.0 };
+        let mut reaching: *mut pg_sys::List = std::ptr::null_mut();
+        for ri in list_ptrs((*rel).baserestrictinfo) {
+            let clause = (*(ri as *mut pg_sys::RestrictInfo)).clause as *mut pg_sys::Node;
+            let args = match (*clause).type_ {
+                pg_sys::NodeTag::T_OpExpr => (*(clause as *mut pg_sys::OpExpr)).args,
+                pg_sys::NodeTag::T_ScalarArrayOpExpr => (*(clause as *mut pg_sys::ScalarArrayOpExpr)).args,
+                _ => continue,
+            };
+            let args = list_ptrs(args);
+            let column = |n: *mut pg_sys::Node| {
+                let n = strip(n);
+                if (*n).type_ != pg_sys::NodeTag::T_Var {
+                    return false;
+                }
+                let v = n as *mut pg_sys::Var;
+                (*v).varno as u32 == (*rel).relid
+                    && (*v).varlevelsup == 0
+                    && ((*v).varattno == config.time_attnum || config.meta_attnums.contains(&(*v).varattno))
+            };
+            if args.len() == 2 {
+                let (a, b) = (args[0] as *mut pg_sys::Node, args[1] as *mut pg_sys::Node);
+                if (column(a) && is_pseudo_constant(b)) || (column(b) && is_pseudo_constant(a)) {
+                    reaching = pg_sys::lappend(reaching, ri);
+                }
+            }
+        }
+        if reaching.is_null() {
+            return 1.0;
+        }
+        pg_sys::clauselist_selectivity(root, reaching, (*rel).relid as i32, pg_sys::JoinType::JOIN_INNER, std::ptr::null_mut())
     }
 }
 
@@ -858,7 +899,14 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
         let access = if st.last_point_mode {
             "Last Point per Series (Series Index skip scan)".to_string()
         } else if let Some(descending) = st.time_order {
-            format!("Window Index (window_start), rows merged in time order{}", if descending { " DESC" } else { "" })
+            let config = catalog::require((*rel).rd_id);
+            let walks = match planned_access(node, st) {
+                a @ Access::Series { .. } if matches!(&a, Access::Series { keys, .. } if keys.len() == config.meta_attnums.len()) => {
+                    describe_access(rel, &a) + " per series"
+                }
+                _ => "Window Index (window_start)".to_string(),
+            };
+            format!("{walks}, rows merged in time order{}", if descending { " DESC" } else { "" })
         } else {
             let access = match st.access.clone() {
                 Some(a) => a,

@@ -208,6 +208,25 @@ pub unsafe fn open(
     time: Option<&BoundRange>,
 ) -> store::StoreScan {
     unsafe {
+        match ranges(store, config, access, meta_values, time) {
+            Some(r) => store::StoreScan::begin_index(store, snapshot, r),
+            None => store::StoreScan::begin(store, snapshot),
+        }
+    }
+}
+
+/// The index ranges of `access` for these values (None: read the heap).
+///
+/// # Safety
+/// As `open`.
+pub unsafe fn ranges(
+    store: pg_sys::Relation,
+    config: &Config,
+    access: &Access,
+    meta_values: &[&[pg_sys::Datum]],
+    time: Option<&BoundRange>,
+) -> Option<IndexRanges> {
+    unsafe {
         let window_keys = || window_keys(store, config, time);
         let ranges = match access {
             Access::Heap => None,
@@ -252,10 +271,7 @@ pub unsafe fn open(
                 (!key_sets.iter().any(Vec::is_empty)).then_some(IndexRanges { index: *index, key_sets })
             }
         };
-        match ranges {
-            Some(r) => store::StoreScan::begin_index(store, snapshot, r),
-            None => store::StoreScan::begin(store, snapshot),
-        }
+        ranges
     }
 }
 

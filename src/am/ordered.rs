@@ -15,11 +15,20 @@ use super::read::{self, LoadedBucket};
 use super::scan::{self, BoundRange, Prune, ScanCounters};
 use crate::catalog::{self, Config};
 use crate::shape::TableShape;
+use super::access::{self, Access};
 use crate::store::{self, IndexRanges, StoredBucket};
 use pgrx::pg_sys;
 use std::collections::BinaryHeap;
 use std::rc::Rc;
 use tsbucket_format::Values;
+
+/// One index walk and how far it got.
+struct Walk {
+    scan: store::StoreScan,
+    /// window_start of the last header it returned.
+    last_window: Option<i64>,
+    done: bool,
+}
 
 /// A loaded bucket: its rows that pass the row filters, in output order.
 struct Loaded {
@@ -34,7 +43,9 @@ pub struct OrderedScan {
     shape: TableShape,
     rel: pg_sys::Relation,
     store: pg_sys::Relation,
-    walk: Option<store::StoreScan>,
+    /// Walks of index ranges, each in window order: one per series when the
+    /// query names its series, else one over the window_start index.
+    walks: Vec<Walk>,
     descending: bool,
     needed: Option<Vec<bool>>,
     prune: Vec<Prune>,
@@ -45,12 +56,11 @@ pub struct OrderedScan {
     /// ascending): one is loaded when it may hold the next row.
     unloaded: Vec<Option<(StoredBucket, pg_sys::MemoryContext)>>,
     deferred: BinaryHeap<(i64, usize)>,
-    walk_done: bool,
+
     loaded: Vec<Option<Loaded>>,
     /// (sort key of the bucket's next row, index in `loaded`): the max is next out.
     heads: BinaryHeap<(i64, usize)>,
-    /// window_start of the last header the walk returned (it bounds the rest).
-    last_window: Option<i64>,
+
     /// A bucket whose last row is in the caller's slot: freed on the next call.
     retiring: Option<usize>,
     scan_cxt: pg_sys::MemoryContext,
@@ -75,14 +85,30 @@ impl OrderedScan {
                 Prune::Time(range) => Some(range),
                 _ => None,
             });
-            let walk = super::access::window_ranges(store, &config, time).map(|ranges: IndexRanges| store::StoreScan::begin_index(store, snapshot, ranges));
-            let walk = walk.unwrap_or_else(|| {
-                crate::error::ts_error(
-                    crate::error::DATA_CORRUPTED,
-                    &format!("the bucket store of table \"{}\" has no window_start index", catalog::relation_name((*rel).rd_id)),
-                    "Run ALTER EXTENSION tsbucket UPDATE, which adds it to tables made by older versions.",
-                )
-            });
+            // The series index when every meta column has an equality: each of
+            // its key sets (one per combination of values) is one series, in
+            // window order; else the window_start index.
+            let (metas, values) = scan::meta_conditions(&prune);
+            let series = match access::choose(store, &config, &metas, time.is_some()) {
+                a @ Access::Series { .. } if matches!(&a, Access::Series { keys, .. } if keys.len() == config.meta_attnums.len()) => {
+                    access::ranges(store, &config, &a, &values, time)
+                }
+                _ => None,
+            };
+            let ranges: Vec<IndexRanges> = match series {
+                Some(r) => r.key_sets.into_iter().map(|keys| IndexRanges { index: r.index, key_sets: vec![keys] }).collect(),
+                None => vec![access::window_ranges(store, &config, time).unwrap_or_else(|| {
+                    crate::error::ts_error(
+                        crate::error::DATA_CORRUPTED,
+                        &format!("the bucket store of table \"{}\" has no window_start index", catalog::relation_name((*rel).rd_id)),
+                        "Run ALTER EXTENSION tsbucket UPDATE, which adds it to tables made by older versions.",
+                    )
+                })],
+            };
+            let walks = ranges
+                .into_iter()
+                .map(|r| Walk { scan: store::StoreScan::begin_index(store, snapshot, r), last_window: None, done: false })
+                .collect();
             let meta_fns = scan::meta_functions(&prune);
             let row_filters = scan::row_filters(&config, &prune);
             let scan_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket ordered scan".as_ptr(), 0, 1024, 8 * 1024);
@@ -91,7 +117,7 @@ impl OrderedScan {
                 shape,
                 rel,
                 store,
-                walk: Some(walk),
+                walks,
                 descending,
                 needed,
                 prune,
@@ -99,10 +125,8 @@ impl OrderedScan {
                 row_filters,
                 unloaded: Vec::new(),
                 deferred: BinaryHeap::new(),
-                walk_done: false,
                 loaded: Vec::new(),
                 heads: BinaryHeap::new(),
-                last_window: None,
                 retiring: None,
                 scan_cxt,
                 counters: ScanCounters::default(),
@@ -114,8 +138,8 @@ impl OrderedScan {
     /// Once, after `begin`.
     pub unsafe fn end(mut self) {
         unsafe {
-            if let Some(walk) = self.walk.take() {
-                walk.end();
+            for walk in self.walks.drain(..) {
+                walk.scan.end();
             }
             pg_sys::table_close(self.store, pg_sys::NoLock as i32);
             // Deletes every bucket's context with it.
@@ -128,21 +152,40 @@ impl OrderedScan {
         if self.descending { t } else { !t }
     }
 
-    /// Reads the next header of the walk that passes the bucket checks into
-    /// `deferred`; false when the walk is done.
-    unsafe fn read_header(&mut self) -> bool {
+    /// The best key an unread bucket of walk `w` may hold: its rows lie in
+    /// [window_start, window_start + span), and the walk goes in window order,
+    /// so the last header it returned bounds the rest. None when it is done;
+    /// i64::MAX before its first header.
+    fn frontier(&self, w: &Walk) -> Option<i64> {
+        if w.done {
+            return None;
+        }
+        Some(match w.last_window {
+            None => i64::MAX,
+            Some(ws) if self.descending => self.key(ws.saturating_add(self.config.span_micros - 1)),
+            Some(ws) => self.key(ws),
+        })
+    }
+
+    /// The walk whose unread buckets may hold the best row, and that key.
+    fn best_walk(&self) -> Option<(usize, i64)> {
+        self.walks.iter().enumerate().filter_map(|(i, w)| self.frontier(w).map(|f| (i, f))).max_by_key(|&(_, f)| f)
+    }
+
+    /// Reads walk `w`'s next header that passes the bucket checks into `deferred`.
+    unsafe fn read_header(&mut self, w: usize) {
         unsafe {
             let forward = !self.descending;
             loop {
-                let Some(tuple) = self.walk.as_mut().and_then(|w| w.next(forward)) else {
-                    self.walk_done = true;
-                    return false;
+                let Some(tuple) = self.walks[w].scan.next(forward) else {
+                    self.walks[w].done = true;
+                    return;
                 };
                 let cxt = pg_sys::AllocSetContextCreateInternal(self.scan_cxt, c"tsbucket ordered bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
                 let stored = store::read_header(self.store, tuple);
                 pg_sys::MemoryContextSwitchTo(old);
-                self.last_window = Some(stored.window_start);
+                self.walks[w].last_window = Some(stored.window_start);
                 if !scan::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) {
                     self.counters.buckets_skipped += 1;
                     pg_sys::MemoryContextDelete(cxt);
@@ -155,20 +198,9 @@ impl OrderedScan {
                 let i = free_slot(&mut self.unloaded);
                 self.unloaded[i] = Some((stored, cxt));
                 self.deferred.push((key, i));
-                return true;
+                return;
             }
         }
-    }
-
-    /// The best key any unread bucket may hold: its rows lie in
-    /// [window_start, window_start + span), and the walk goes in window order.
-    fn frontier(&self) -> Option<i64> {
-        if self.walk_done {
-            return None;
-        }
-        // The last header read bounds the ones after it.
-        let ws = self.last_window?;
-        Some(if self.descending { self.key(ws.saturating_add(self.config.span_micros - 1)) } else { self.key(ws) })
     }
 
     /// Decodes unloaded bucket `i` and adds its rows to the merge.
@@ -239,9 +271,11 @@ impl OrderedScan {
                 let deferred = self.deferred.peek().map(|d| d.0);
                 let known = head.max(deferred);
                 // Read headers while an unread bucket may hold a better row.
-                if !self.walk_done && (self.last_window.is_none() || known.is_none() || self.frontier() > known) {
-                    self.read_header();
-                    continue;
+                if let Some((w, frontier)) = self.best_walk() {
+                    if known.is_none() || Some(frontier) > known {
+                        self.read_header(w);
+                        continue;
+                    }
                 }
                 // Load a read bucket when it may hold a better row than any loaded.
                 if deferred > head {

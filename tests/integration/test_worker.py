@@ -233,3 +233,25 @@ def test_reads_and_inserts_during_expiry(worker_cluster):
     assert seen and all(fresh >= 1000 and old in (0, 50000) for fresh, old in seen)
     with worker_cluster.connect() as c:
         assert c.execute("SELECT count(*) FROM exr WHERE sensor = 'fresh'").fetchone()[0] == 1200
+
+
+def test_worker_gathers_statistics(worker_cluster):
+    """ANALYZE cannot sample a time-series table by its own blocks: the worker
+    gathers its statistics once enough buckets were written, as the table's
+    owner, and the planner's estimates follow."""
+    with worker_cluster.connect() as c:
+        c.execute("DROP ROLE IF EXISTS stats_owner")
+        c.execute("CREATE ROLE stats_owner")
+        c.execute("GRANT CREATE ON SCHEMA public TO stats_owner")
+        c.execute("SET ROLE stats_owner")
+        make_table(c, "analyzed")
+        c.execute("INSERT INTO analyzed SELECT '2024-01-01'::timestamptz + i * interval '1 s', 's' || (i % 20), i, i % 7 "
+                  "FROM generate_series(1, 60000) i")
+        c.execute("RESET ROLE")
+        assert wait_for(lambda: c.execute("SELECT last_analyze IS NOT NULL FROM tsbucket.jobs WHERE table_name = 'analyzed'::regclass")
+                        .fetchone() == (True,), timeout=30)
+        stats = dict(c.execute("SELECT attname, n_distinct FROM pg_stats WHERE tablename = 'analyzed'").fetchall())
+        assert stats["sensor"] == 20 and stats["n"] == 7 and stats["time"] == -1
+        plan = c.execute("EXPLAIN (FORMAT JSON) SELECT * FROM analyzed WHERE sensor = 's3'").fetchone()[0]
+        assert 1500 <= plan[0]["Plan"]["Plan Rows"] <= 6000
+        assert c.execute("SELECT last_error FROM tsbucket.jobs WHERE table_name = 'analyzed'::regclass").fetchone()[0] is None

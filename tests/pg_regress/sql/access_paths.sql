@@ -183,7 +183,6 @@ INSERT INTO r2 SELECT '2024-03-01'::timestamptz + i * interval '30 s', CASE WHEN
 SET enable_sort = off;
 EXPLAIN (COSTS OFF) SELECT DISTINCT ON (site, unit) * FROM r2 ORDER BY site, unit, time DESC;
 SELECT DISTINCT ON (site, unit) * FROM r2 ORDER BY site, unit, time DESC;
-EXPLAIN (COSTS OFF) SELECT DISTINCT ON (site) * FROM r2 ORDER BY site, time DESC;
 SELECT DISTINCT ON (site, unit) * FROM (SELECT * FROM r2 OFFSET 0) x ORDER BY site, unit, time DESC;
 -- A scroll cursor over the skip scan.
 BEGIN;
@@ -193,6 +192,7 @@ FETCH BACKWARD 1 FROM lc;
 FETCH LAST FROM lc;
 COMMIT;
 RESET enable_sort;
+EXPLAIN (COSTS OFF) SELECT DISTINCT ON (site) * FROM r2 ORDER BY site, time DESC;
 -- A finished index walk stays finished: FETCH past the end, then back.
 BEGIN;
 DECLARE ec SCROLL CURSOR FOR SELECT host, v FROM lp WHERE host IN ('h1', 'h_late') AND time > '2024-05-04 11:19:00';
