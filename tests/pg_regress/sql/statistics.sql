@@ -35,11 +35,14 @@ SELECT estimate($$SELECT * FROM st WHERE time >= '2024-01-10' AND time < '2024-0
 SELECT estimate($$SELECT host, count(*) FROM st GROUP BY host$$);
 -- Grouping by a time bucket: Postgres has no statistics for the expression
 -- (for a heap table neither) and over-estimates the groups.
-SELECT estimate($$SELECT date_trunc('hour', time), host, avg(v) FROM st WHERE time < '2024-01-02' GROUP BY 1, 2$$);
--- Others may not analyze it (ANALYZE itself warns and skips).
+SELECT estimate($$SELECT date_trunc('hour', time), host, avg(v) FROM st WHERE time < '2024-01-02' GROUP BY 1, 2$$) LIKE 'OFF%' AS over_estimated;
+-- Others may not analyze it (ANALYZE itself warns, in words that differ
+-- between versions, and skips it; so does tsbucket).
 RESET ROLE;
 SET ROLE stats_other;
+SET client_min_messages = error;
 ANALYZE st;
+RESET client_min_messages;
 RESET ROLE;
 -- VACUUM ANALYZE, a database-wide ANALYZE (as superuser), and ANALYZE in a transaction.
 VACUUM ANALYZE st;
