@@ -84,7 +84,8 @@ pub fn analyze(relid: pg_sys::Oid) {
     let sample = format!("pg_temp.tsbucket_analyze_{}", u32::from(relid));
     let definition = columns.iter().map(|(_, d)| d.as_str()).collect::<Vec<_>>().join(", ");
     let run = |sql: &str| Spi::run(sql).unwrap_or_else(|e| error!("tsbucket ANALYZE: {e}"));
-    run(&format!("DROP TABLE IF EXISTS {sample}"));
+    // (No DROP IF EXISTS first: it would tell the client about a table it never
+    // made. An earlier failure rolled the sample table back with its transaction.)
     run(&format!("CREATE TEMP TABLE {} ({definition})", sample.trim_start_matches("pg_temp.")));
     if user != owner && superuser {
         // ANALYZE then runs the types' functions as the owner, as for the table itself.
