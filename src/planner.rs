@@ -114,7 +114,73 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
             if (*seq).param_info.is_null() {
                 add_time_order_path(root, rel, cpath);
+                add_parameterized_paths(root, rel, cpath, (*rte).relid);
             }
+        }
+    }
+}
+
+/// Matches the equivalence-class member that is meta column `*arg` of `rel`.
+#[pg_guard]
+unsafe extern "C-unwind" fn is_meta_member(
+    _root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    _ec: *mut pg_sys::EquivalenceClass,
+    em: *mut pg_sys::EquivalenceMember,
+    arg: *mut std::ffi::c_void,
+) -> bool {
+    unsafe {
+        let e = strip((*em).em_expr as *mut pg_sys::Node);
+        let attnum = *(arg as *const i16);
+        (*e).type_ == pg_sys::NodeTag::T_Var && {
+            let v = e as *mut pg_sys::Var;
+            (*v).varno as u32 == (*rel).relid && (*v).varlevelsup == 0 && (*v).varattno == attnum
+        }
+    }
+}
+
+/// For joins on a meta column (`t.meta = o.x`), paths parameterized by the
+/// other side: a nested loop then reads, per outer row, only that series'
+/// buckets through the series index (the join clause becomes a parameter the
+/// scan evaluates at each rescan).
+unsafe fn add_parameterized_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, unparameterized: *mut pg_sys::CustomPath, relid: pg_sys::Oid) {
+    unsafe {
+        let Some(config) = catalog::lookup(relid) else { return };
+        // The series index serves the leading meta column.
+        let Some(&attnum) = config.meta_attnums.first() else { return };
+        let mut arg = attnum;
+        let clauses = pg_sys::generate_implied_equalities_for_column(
+            root,
+            rel,
+            Some(is_meta_member),
+            &mut arg as *mut i16 as *mut std::ffi::c_void,
+            (*rel).lateral_referencers,
+        );
+        let mut done: Vec<pg_sys::Relids> = Vec::new();
+        for ri in list_ptrs(clauses) {
+            let ri = ri as *mut pg_sys::RestrictInfo;
+            let outer = pg_sys::bms_difference((*ri).clause_relids, (*rel).relids);
+            if pg_sys::bms_num_members(outer) == 0 || done.iter().any(|&d| pg_sys::bms_equal(d, outer)) {
+                continue;
+            }
+            done.push(outer);
+            let ppi = pg_sys::get_baserel_parampathinfo(root, rel, outer);
+            if ppi.is_null() {
+                continue;
+            }
+            let mut reaching = pg_sys::list_copy((*rel).baserestrictinfo);
+            reaching = pg_sys::list_concat(reaching, (*ppi).ppi_clauses);
+            let fraction = pg_sys::clauselist_selectivity(root, reaching, (*rel).relid as i32, pg_sys::JoinType::JOIN_INNER, std::ptr::null_mut())
+                .clamp(1e-6, 1.0);
+            let cpath = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
+            *cpath = *unparameterized;
+            (*cpath).path.param_info = ppi;
+            (*cpath).path.rows = (*ppi).ppi_rows;
+            (*cpath).path.pathkeys = std::ptr::null_mut();
+            // Per loop: the index descent and the series' share of the buckets.
+            let full = (*unparameterized).path.total_cost / reached_fraction(root, rel, relid).clamp(1e-4, 1.0);
+            (*cpath).path.total_cost = (*cpath).path.startup_cost + 2.0 * pg_sys::random_page_cost + full * fraction;
+            pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
         }
     }
 }
@@ -212,23 +278,39 @@ unsafe fn add_time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::
         let rte = *(*root).simple_rte_array.add((*rel).relid as usize);
         let Some(config) = catalog::lookup((*rte).relid) else { return };
         let ec = (*pk).pk_eclass;
-        let ordered_by_time = list_ptrs((*ec).ec_members)
-            .iter()
-            .any(|m| follows_time((*(*m as *mut pg_sys::EquivalenceMember)).em_expr as *mut pg_sys::Node, (*rel).relid, config.time_attnum));
-        if !ordered_by_time || (*ec).ec_has_volatile {
+        let members: Vec<*mut pg_sys::Node> =
+            list_ptrs((*ec).ec_members).iter().map(|m| (*(*m as *mut pg_sys::EquivalenceMember)).em_expr as *mut pg_sys::Node).collect();
+        let by_time = members.iter().any(|&e| follows_time(e, (*rel).relid, config.time_attnum));
+        if !by_time || (*ec).ec_has_volatile {
+            return;
+        }
+        // Grouping by a time bucket without a LIMIT gains nothing from the
+        // order (hashing the groups and sorting them is cheaper than merging
+        // every row), and Postgres over-estimates such groups, which would
+        // make the ordered path look better than it is.
+        let plain_time = members.iter().any(|&e| {
+            let e = strip(e);
+            (*e).type_ == pg_sys::NodeTag::T_Var && (*(e as *mut pg_sys::Var)).varattno == config.time_attnum
+        });
+        if !plain_time && (*(*root).parse).limitCount.is_null() {
             return;
         }
         let descending = pathkey_descending(pk);
         // Starting costs one window of the table's history.
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let windows = access::window_count(store, &config).unwrap_or(1.0).max(1.0);
+        let store_buckets = (*(*store).rd_rel).reltuples as f64;
         pg_sys::table_close(store, pg_sys::NoLock as i32);
+        // The merge keeps about one window's buckets open; each row costs a
+        // heap step among them and a slot filled from scratch.
+        let buckets = if store_buckets > 0.0 { store_buckets } else { (*rel).tuples / 500.0 };
+        let open = (buckets / windows).max(2.0);
+        let per_row = 2.0 * pg_sys::cpu_tuple_cost + 2.0 * pg_sys::cpu_operator_cost * open.log2();
         let cpath = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
         *cpath = *unordered;
         let run = (*unordered).path.total_cost - (*unordered).path.startup_cost;
-        // Merging costs a little more than reading in store order.
         (*cpath).path.startup_cost = (*unordered).path.startup_cost + run / windows;
-        (*cpath).path.total_cost = (*unordered).path.startup_cost + run * 1.1;
+        (*cpath).path.total_cost = (*unordered).path.startup_cost + run + (*rel).rows * per_row;
         (*cpath).path.pathkeys = pg_sys::lappend(std::ptr::null_mut(), pk as *mut std::ffi::c_void);
         (*cpath).flags = 0;
         let mut private = pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeInteger(MODE_TIME_ORDER) as *mut std::ffi::c_void);

@@ -33,6 +33,9 @@ struct Walk {
 /// A loaded bucket: its rows that pass the row filters, in output order.
 struct Loaded {
     bucket: LoadedBucket,
+    /// By-reference values laid out once per bucket (rows come out one by one,
+    /// interleaved with other buckets' rows).
+    prepared: read::Prepared,
     order: Vec<usize>,
     next: usize,
     cxt: pg_sys::MemoryContext,
@@ -228,8 +231,11 @@ impl OrderedScan {
                 return;
             }
             let first = self.key(time[order[0]]);
+            let old = pg_sys::MemoryContextSwitchTo(cxt);
+            let prepared = read::prepare(&self.shape, &bucket);
+            pg_sys::MemoryContextSwitchTo(old);
             let slot = free_slot(&mut self.loaded);
-            self.loaded[slot] = Some(Loaded { bucket, order, next: 0, cxt });
+            self.loaded[slot] = Some(Loaded { bucket, prepared, order, next: 0, cxt });
             self.heads.push((first, slot));
         }
     }
@@ -301,7 +307,8 @@ impl OrderedScan {
                     self.heads.push((key, i));
                 }
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
-                read::fill_slot(self.rel, &self.shape, &self.loaded[i].as_ref().expect("loaded").bucket, None, row, slot);
+                let l = self.loaded[i].as_ref().expect("loaded");
+                read::fill_slot(self.rel, &self.shape, &l.bucket, Some(&l.prepared), row, slot);
                 pg_sys::MemoryContextSwitchTo(old);
                 return true;
             }

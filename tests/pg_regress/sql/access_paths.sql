@@ -231,3 +231,25 @@ FETCH 2 FROM oc;
 FETCH PRIOR FROM oc;
 COMMIT;
 DROP TABLE lp, lp_heap, r2;
+
+-- Joins on the meta column: a nested loop with a scan parameterized by the
+-- outer row reads only that series' buckets, through the series index.
+CREATE TABLE j (time timestamptz NOT NULL, host text, v int) USING tsbucket;
+SELECT tsbucket.create_timeseries('j', 'time', 'host');
+INSERT INTO j SELECT '2024-06-01'::timestamptz + i * interval '1 min', 'h' || (i % 50), i FROM generate_series(0, 49999) i;
+CREATE TABLE j_heap AS SELECT * FROM j;
+CREATE TABLE hosts (name text, grp text);
+INSERT INTO hosts SELECT 'h' || i, CASE WHEN i < 3 THEN 'a' ELSE 'b' END FROM generate_series(0, 59) i;
+INSERT INTO hosts VALUES (NULL, 'a'), ('nope', 'a');
+ANALYZE j;
+ANALYZE hosts;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF) SELECT h.name, count(*) FROM hosts h JOIN j ON j.host = h.name WHERE h.grp = 'a' AND j.time < '2024-06-10' GROUP BY h.name;
+SELECT h.name, count(*), sum(v) FROM hosts h JOIN j ON j.host = h.name WHERE h.grp = 'a' AND j.time < '2024-06-10' GROUP BY h.name ORDER BY 1;
+SELECT h.name, count(*), sum(v) FROM hosts h JOIN j_heap j ON j.host = h.name WHERE h.grp = 'a' AND j.time < '2024-06-10' GROUP BY h.name ORDER BY 1;
+SELECT h.name, count(j.v) FROM hosts h LEFT JOIN j ON j.host = h.name AND j.v % 1000 = 101 WHERE h.grp = 'a' GROUP BY h.name ORDER BY 1;
+SELECT h.name, count(j.v) FROM hosts h LEFT JOIN j_heap j ON j.host = h.name AND j.v % 1000 = 101 WHERE h.grp = 'a' GROUP BY h.name ORDER BY 1;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+DROP TABLE j, j_heap, hosts;
