@@ -14,6 +14,7 @@ mod catalog;
 mod compact;
 mod datum;
 mod error;
+mod grouping;
 mod gucs;
 mod hooks;
 mod label;

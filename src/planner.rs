@@ -224,6 +224,40 @@ unsafe fn reached_fraction(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::Rel
     }
 }
 
+/// `time <op> constant` (or `constant <op> time`) on `relid`'s time column: the
+/// comparison as `time <strategy> value` (btree strategies 1 <, 2 <=, 3 =, 4 >=, 5 >).
+pub(crate) unsafe fn time_bound(clause: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> Option<(i32, i64)> {
+    unsafe {
+        if (*clause).type_ != pg_sys::NodeTag::T_OpExpr {
+            return None;
+        }
+        let e = clause as *mut pg_sys::OpExpr;
+        let args = list_ptrs((*e).args);
+        if args.len() != 2 {
+            return None;
+        }
+        let (a, b) = (strip(args[0] as *mut pg_sys::Node), strip(args[1] as *mut pg_sys::Node));
+        let is_time = |n: *mut pg_sys::Node| {
+            (*n).type_ == pg_sys::NodeTag::T_Var && {
+                let v = n as *mut pg_sys::Var;
+                (*v).varno as u32 == relid && (*v).varlevelsup == 0 && (*v).varattno == time_attnum
+            }
+        };
+        let constant = |n: *mut pg_sys::Node| {
+            ((*n).type_ == pg_sys::NodeTag::T_Const && !(*(n as *mut pg_sys::Const)).constisnull)
+                .then(|| (*(n as *mut pg_sys::Const)).constvalue.value() as i64)
+        };
+        let strategy = TIMESTAMPTZ_OPS.iter().chain(TIMESTAMP_OPS.iter()).find(|(o, _)| pg_sys::Oid::from(*o) == (*e).opno)?.1;
+        if is_time(a) {
+            Some((strategy, constant(b)?))
+        } else if is_time(b) {
+            Some((6 - strategy, constant(a)?))
+        } else {
+            None
+        }
+    }
+}
+
 /// Whether a pathkey sorts descending.
 unsafe fn pathkey_descending(pk: *mut pg_sys::PathKey) -> bool {
     #[cfg(feature = "pg15")]
@@ -384,6 +418,9 @@ unsafe extern "C-unwind" fn create_upper_paths(
         }
         if stage == pg_sys::UpperRelationKind::UPPERREL_DISTINCT {
             add_last_point_path(root, input_rel, output_rel);
+        }
+        if stage == pg_sys::UpperRelationKind::UPPERREL_GROUP_AGG {
+            crate::grouping::add_time_bucket_hashagg(root, input_rel, output_rel, extra as *mut pg_sys::GroupPathExtraData);
         }
     }
 }
@@ -603,7 +640,7 @@ unsafe fn exec_state<'a>(node: *mut pg_sys::CustomScanState) -> &'a mut ExecStat
 }
 
 /// Strips binary-compatible casts (varchar -> text and the like).
-unsafe fn strip(mut n: *mut pg_sys::Node) -> *mut pg_sys::Node {
+pub(crate) unsafe fn strip(mut n: *mut pg_sys::Node) -> *mut pg_sys::Node {
     unsafe {
         while !n.is_null() && (*n).type_ == pg_sys::NodeTag::T_RelabelType {
             n = (*(n as *mut pg_sys::RelabelType)).arg as *mut pg_sys::Node;

@@ -102,12 +102,12 @@ pub unsafe fn window_ranges(store: pg_sys::Relation, config: &Config, time: Opti
     }
 }
 
-/// How many windows the store's buckets span (from its first and last
-/// window_start), for costing ordered scans; None without the index.
+/// The first and last window_start of the store's buckets (None without the
+/// index, or without buckets), for costing and estimates.
 ///
 /// # Safety
 /// `store` must be `config`'s open bucket store.
-pub unsafe fn window_count(store: pg_sys::Relation, config: &Config) -> Option<f64> {
+pub unsafe fn window_extent(store: pg_sys::Relation, config: &Config) -> Option<(i64, i64)> {
     unsafe {
         let ranges = window_ranges(store, config, None)?;
         let mut walk = store::StoreScan::begin_index(store, store::current_snapshot(), ranges);
@@ -121,11 +121,16 @@ pub unsafe fn window_count(store: pg_sys::Relation, config: &Config) -> Option<f
         walk.rescan();
         let last = window_of(walk.next(false));
         walk.end();
-        Some(match (first, last) {
-            (Some(a), Some(b)) => ((b - a) as f64 / config.span_micros as f64) + 1.0,
-            _ => 1.0,
-        })
+        Some((first?, last?))
     }
+}
+
+/// How many windows the store's buckets span, for costing ordered scans.
+///
+/// # Safety
+/// As `window_extent`.
+pub unsafe fn window_count(store: pg_sys::Relation, config: &Config) -> Option<f64> {
+    unsafe { window_extent(store, config).map(|(a, b)| ((b - a) as f64 / config.span_micros as f64) + 1.0) }
 }
 
 /// The index key for `cond` on index column `column` (0-based), if the index's
