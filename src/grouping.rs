@@ -124,6 +124,18 @@ pub unsafe fn add_time_bucket_hashagg(
         {
             return;
         }
+        // Aggregates with ORDER BY or DISTINCT are left to Postgres's own choice.
+        for node in [(*parse).targetList as *mut pg_sys::Node, (*parse).havingQual] {
+            for item in list_ptrs(pg_sys::pull_var_clause(node, pg_sys::PVC_INCLUDE_AGGREGATES as i32)) {
+                let n = item as *mut pg_sys::Node;
+                if (*n).type_ == pg_sys::NodeTag::T_Aggref {
+                    let a = n as *mut pg_sys::Aggref;
+                    if !(*a).aggorder.is_null() || !(*a).aggdistinct.is_null() {
+                        return;
+                    }
+                }
+            }
+        }
         let rte = *(*root).simple_rte_array.add((*input_rel).relid as usize);
         if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || !crate::hooks::is_tsbucket_oid((*rte).relid) {
             return;

@@ -98,7 +98,7 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
         // One custom path per sequential scan path (parameterizations included),
         // cheaper than it: it decodes fewer columns, and reads only the buckets
         // its meta and time conditions reach (by the share of rows they select).
-        let reached = reached_fraction(root, rel, (*rte).relid).clamp(1e-4, 1.0);
+        let reached = reached_fraction(root, rel, (*rte).relid, true).clamp(1e-4, 1.0);
         for p in list_ptrs((*rel).pathlist) {
             let seq = p as *mut pg_sys::Path;
             if (*seq).pathtype != pg_sys::NodeTag::T_SeqScan {
@@ -178,7 +178,7 @@ unsafe fn add_parameterized_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_s
             (*cpath).path.rows = (*ppi).ppi_rows;
             (*cpath).path.pathkeys = std::ptr::null_mut();
             // Per loop: the index descent and the series' share of the buckets.
-            let full = (*unparameterized).path.total_cost / reached_fraction(root, rel, relid).clamp(1e-4, 1.0);
+            let full = (*unparameterized).path.total_cost / reached_fraction(root, rel, relid, true).clamp(1e-4, 1.0);
             (*cpath).path.total_cost = (*cpath).path.startup_cost + 2.0 * pg_sys::random_page_cost + full * fraction;
             pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
         }
@@ -188,7 +188,7 @@ unsafe fn add_parameterized_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_s
 /// The share of the table's rows that its meta and time conditions select
 /// (what the store's indexes and bucket headers narrow a scan to), by the
 /// planner's own selectivity estimates.
-unsafe fn reached_fraction(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, relid: pg_sys::Oid) -> f64 {
+unsafe fn reached_fraction(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, relid: pg_sys::Oid, with_time: bool) -> f64 {
     unsafe {
         let Some(config) = catalog::lookup(relid) else { return 1.0 };
         let mut reaching: *mut pg_sys::List = std::ptr::null_mut();
@@ -208,7 +208,7 @@ unsafe fn reached_fraction(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::Rel
                 let v = n as *mut pg_sys::Var;
                 (*v).varno as u32 == (*rel).relid
                     && (*v).varlevelsup == 0
-                    && ((*v).varattno == config.time_attnum || config.meta_attnums.contains(&(*v).varattno))
+                    && ((with_time && (*v).varattno == config.time_attnum) || config.meta_attnums.contains(&(*v).varattno))
             };
             if args.len() == 2 {
                 let (a, b) = (args[0] as *mut pg_sys::Node, args[1] as *mut pg_sys::Node);
@@ -318,27 +318,18 @@ unsafe fn add_time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::
         if !by_time || (*ec).ec_has_volatile {
             return;
         }
-        // Grouping by a time bucket without a LIMIT gains nothing from the
-        // order (hashing the groups and sorting them is cheaper than merging
-        // every row), and Postgres over-estimates such groups, which would
-        // make the ordered path look better than it is.
-        let plain_time = members.iter().any(|&e| {
-            let e = strip(e);
-            (*e).type_ == pg_sys::NodeTag::T_Var && (*(e as *mut pg_sys::Var)).varattno == config.time_attnum
-        });
-        if !plain_time && (*(*root).parse).limitCount.is_null() {
-            return;
-        }
         let descending = pathkey_descending(pk);
         // Starting costs one window of the table's history.
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let windows = access::window_count(store, &config).unwrap_or(1.0).max(1.0);
         let store_buckets = (*(*store).rd_rel).reltuples as f64;
         pg_sys::table_close(store, pg_sys::NoLock as i32);
-        // The merge keeps about one window's buckets open; each row costs a
-        // heap step among them and a slot filled from scratch.
+        // The merge keeps about one window's buckets of the series the query
+        // reads open; each row costs a heap step among them and a slot filled
+        // from scratch.
         let buckets = if store_buckets > 0.0 { store_buckets } else { (*rel).tuples / 500.0 };
-        let open = (buckets / windows).max(2.0);
+        let series_share = reached_fraction(root, rel, (*rte).relid, false).clamp(1e-6, 1.0);
+        let open = (buckets / windows * series_share).max(2.0);
         let per_row = 2.0 * pg_sys::cpu_tuple_cost + 2.0 * pg_sys::cpu_operator_cost * open.log2();
         let cpath = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
         *cpath = *unordered;
@@ -373,21 +364,28 @@ unsafe extern "C-unwind" fn plan_custom_path(
     _custom_plans: *mut pg_sys::List,
 ) -> *mut pg_sys::Plan {
     unsafe {
-        let cscan = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
-        (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
-        (*cscan).scan.plan.targetlist = tlist;
         let quals = pg_sys::extract_actual_clauses(clauses, false);
-        (*cscan).scan.plan.qual = quals;
-        (*cscan).scan.scanrelid = (*rel).relid;
-        (*cscan).flags = (*best_path).flags;
-        (*cscan).methods = &methods().plan;
         let needed = needed_attnums(rel, quals).unwrap_or_else(|| vec![-1]);
         let from_path: Vec<i32> = list_ptrs((*best_path).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect();
         let (mode, arg) = match from_path.as_slice() {
             [mode, arg] => (*mode, *arg),
             _ => (MODE_SCAN, 0),
         };
-        (*cscan).custom_private = private_list(mode, arg, &needed);
+        new_custom_scan((*rel).relid, tlist, quals, (*best_path).flags, private_list(mode, arg, &needed))
+    }
+}
+
+/// A TsBucketScan plan node over range-table entry `scanrelid`.
+unsafe fn new_custom_scan(scanrelid: u32, tlist: *mut pg_sys::List, quals: *mut pg_sys::List, flags: u32, private: *mut pg_sys::List) -> *mut pg_sys::Plan {
+    unsafe {
+        let cscan = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
+        (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
+        (*cscan).scan.plan.targetlist = tlist;
+        (*cscan).scan.plan.qual = quals;
+        (*cscan).scan.scanrelid = scanrelid;
+        (*cscan).flags = flags;
+        (*cscan).methods = &methods().plan;
+        (*cscan).custom_private = private;
         cscan as *mut pg_sys::Plan
     }
 }
@@ -565,17 +563,9 @@ unsafe extern "C-unwind" fn plan_last_point_path(
             pg_sys::extract_actual_clauses((*base).baserestrictinfo, false),
             pg_sys::extract_actual_clauses((*base).baserestrictinfo, true),
         );
-        let cscan = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
-        (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
-        (*cscan).scan.plan.targetlist = tlist;
-        (*cscan).scan.plan.qual = quals;
-        (*cscan).scan.scanrelid = rti;
-        (*cscan).flags = 0;
-        (*cscan).methods = &methods().plan;
         let used = referenced_attnums(&[tlist as *mut pg_sys::Node, quals as *mut pg_sys::Node], rti);
         let needed: Vec<i32> = if used.contains(&0) { vec![-1] } else { used.into_iter().filter(|&a| a > 0).collect() };
-        (*cscan).custom_private = private_list(MODE_LAST_POINT, 0, &needed);
-        cscan as *mut pg_sys::Plan
+        new_custom_scan(rti, tlist, quals, 0, private_list(MODE_LAST_POINT, 0, &needed))
     }
 }
 

@@ -57,6 +57,7 @@ impl LastPointScan {
         prune: Vec<Prune>,
     ) -> LastPointScan {
         unsafe {
+            scan::write_buffered_rows(rel, snapshot);
             let config = catalog::require((*rel).rd_id);
             let shape = TableShape::new((*rel).rd_att, &config);
             let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);

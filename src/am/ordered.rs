@@ -81,6 +81,7 @@ impl OrderedScan {
         prune: Vec<Prune>,
     ) -> OrderedScan {
         unsafe {
+            scan::write_buffered_rows(rel, snapshot);
             let config = catalog::require((*rel).rd_id);
             let shape = TableShape::new((*rel).rd_att, &config);
             let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);

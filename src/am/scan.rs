@@ -150,6 +150,21 @@ struct ScanState {
     row_filters: Vec<(usize, BoundRange)>,
 }
 
+/// Rows earlier commands of this transaction buffered for the table (an outer
+/// statement whose trigger reads the table) are written before a scan reads
+/// the store, so that it sees them. Every reader of a table (this scan, the
+/// time-ordered merge, the last-point scan) calls this first.
+///
+/// # Safety
+/// `rel` must be open; `snapshot` the scan's (or NULL).
+pub unsafe fn write_buffered_rows(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot) {
+    unsafe {
+        if crate::write::has_buffered((*rel).rd_id) && !snapshot.is_null() && (*snapshot).snapshot_type == pg_sys::SnapshotType::SNAPSHOT_MVCC {
+            crate::write::flush_for_scan((*rel).rd_id, (*snapshot).curcid);
+        }
+    }
+}
+
 /// # Safety
 /// Called for scan_begin (plain scans pass default options) and by TsBucketScan.
 pub unsafe fn begin_with(
@@ -170,12 +185,7 @@ pub unsafe fn begin_with(
         (*scan).base.rs_flags = flags;
         (*scan).base.rs_parallel = pscan;
 
-        // Rows earlier commands of this transaction buffered for the table (an
-        // outer statement whose trigger reads the table) are written before the
-        // scan reads the store, so it sees them.
-        if crate::write::has_buffered((*rel).rd_id) && !snapshot.is_null() && (*snapshot).snapshot_type == pg_sys::SnapshotType::SNAPSHOT_MVCC {
-            crate::write::flush_for_scan((*rel).rd_id, (*snapshot).curcid);
-        }
+        write_buffered_rows(rel, snapshot);
         let config = catalog::lookup((*rel).rd_id);
         let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));
         let mut access_taken = Access::Heap;

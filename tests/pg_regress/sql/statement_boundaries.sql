@@ -139,5 +139,30 @@ CREATE TRIGGER sbth_meddle BEFORE DELETE ON sbth FOR EACH ROW EXECUTE FUNCTION m
 DELETE FROM sbt;
 DELETE FROM sbth;
 SELECT (SELECT count(*) FROM sbt) AS sbt_rows, (SELECT count(*) FROM sbth) AS heap_rows;
+-- A BEFORE ROW trigger that reads the table in time order, or its last row
+-- per series, sees the rows the statement inserted before (as with heap):
+-- the time-ordered merge and the last-point scan write buffered rows first.
+CREATE TABLE ord (time timestamptz NOT NULL, s text, v int) USING tsbucket;
+SELECT tsbucket.create_timeseries('ord', 'time', 's');
+CREATE TABLE ordh (time timestamptz NOT NULL, s text, v int);
+CREATE TABLE ord_seen (tbl text, v int, newest text, lastpoints text);
+CREATE FUNCTION record_order() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE newest text; lastpoints text;
+BEGIN
+    EXECUTE format('SELECT string_agg(v::text, '','') FROM (SELECT v FROM %I ORDER BY time DESC LIMIT 2) x', TG_TABLE_NAME) INTO newest;
+    EXECUTE format('SELECT string_agg(s || ''='' || v, '','') FROM (SELECT DISTINCT ON (s) s, v FROM %I ORDER BY s, time DESC) x', TG_TABLE_NAME) INTO lastpoints;
+    INSERT INTO ord_seen VALUES (TG_TABLE_NAME, NEW.v, newest, lastpoints);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER ord_record BEFORE INSERT ON ord FOR EACH ROW EXECUTE FUNCTION record_order();
+CREATE TRIGGER ordh_record BEFORE INSERT ON ordh FOR EACH ROW EXECUTE FUNCTION record_order();
+SET enable_sort = off;
+INSERT INTO ord SELECT '2024-01-01'::timestamptz + i * interval '1 s', 's' || (i % 2), i FROM generate_series(1, 5) i;
+INSERT INTO ordh SELECT '2024-01-01'::timestamptz + i * interval '1 s', 's' || (i % 2), i FROM generate_series(1, 5) i;
+RESET enable_sort;
+SELECT a.v, a.newest, a.lastpoints, a.newest IS NOT DISTINCT FROM b.newest AND a.lastpoints IS NOT DISTINCT FROM b.lastpoints AS as_heap
+  FROM ord_seen a JOIN ord_seen b ON a.tbl = 'ord' AND b.tbl = 'ordh' AND a.v = b.v ORDER BY a.v;
+DROP TABLE ord, ordh, ord_seen;
+DROP FUNCTION record_order();
 DROP TABLE sb, sbd, sbt, sbth, sbh, other, k, seen;
 DROP FUNCTION touch(), count_sb(), is_odd(int), record_seen(), meddle();
