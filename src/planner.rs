@@ -99,6 +99,9 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
         // cheaper than it: it decodes fewer columns, and reads only the buckets
         // its meta and time conditions reach (by the share of rows they select).
         let reached = reached_fraction(root, rel, (*rte).relid, true).clamp(1e-4, 1.0);
+        // Every path is made before any is added: add_path frees the paths it
+        // rejects or that a new one beats, seq scans and our own included.
+        let mut paths: Vec<*mut pg_sys::CustomPath> = Vec::new();
         for p in list_ptrs((*rel).pathlist) {
             let seq = p as *mut pg_sys::Path;
             if (*seq).pathtype != pg_sys::NodeTag::T_SeqScan {
@@ -111,11 +114,14 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             (*cpath).path.total_cost = (*seq).startup_cost + ((*seq).total_cost - (*seq).startup_cost) * 0.5 * reached;
             (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
             (*cpath).methods = &methods().path;
-            pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
+            paths.push(cpath);
             if (*seq).param_info.is_null() {
-                add_time_order_path(root, rel, cpath);
-                add_parameterized_paths(root, rel, cpath, (*rte).relid);
+                paths.extend(time_order_path(root, rel, cpath));
+                paths.extend(parameterized_paths(root, rel, cpath, (*rte).relid));
             }
+        }
+        for cpath in paths {
+            pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
         }
     }
 }
@@ -143,11 +149,17 @@ unsafe extern "C-unwind" fn is_meta_member(
 /// other side: a nested loop then reads, per outer row, only that series'
 /// buckets through the series index (the join clause becomes a parameter the
 /// scan evaluates at each rescan).
-unsafe fn add_parameterized_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, unparameterized: *mut pg_sys::CustomPath, relid: pg_sys::Oid) {
+unsafe fn parameterized_paths(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    unparameterized: *mut pg_sys::CustomPath,
+    relid: pg_sys::Oid,
+) -> Vec<*mut pg_sys::CustomPath> {
     unsafe {
-        let Some(config) = catalog::lookup(relid) else { return };
+        let mut out = Vec::new();
+        let Some(config) = catalog::lookup(relid) else { return out };
         // The series index serves the leading meta column.
-        let Some(&attnum) = config.meta_attnums.first() else { return };
+        let Some(&attnum) = config.meta_attnums.first() else { return out };
         let mut arg = attnum;
         let clauses = pg_sys::generate_implied_equalities_for_column(
             root,
@@ -180,8 +192,9 @@ unsafe fn add_parameterized_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_s
             // Per loop: the index descent and the series' share of the buckets.
             let full = (*unparameterized).path.total_cost / reached_fraction(root, rel, relid, true).clamp(1e-4, 1.0);
             (*cpath).path.total_cost = (*cpath).path.startup_cost + 2.0 * pg_sys::random_page_cost + full * fraction;
-            pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
+            out.push(cpath);
         }
+        out
     }
 }
 
@@ -303,20 +316,20 @@ unsafe fn follows_time(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> bo
 
 /// When the query wants rows ordered by time (or by a time bucket, as
 /// `GROUP BY date_trunc('minute', time) ORDER BY 1 DESC LIMIT 5` does),
-/// offers a path that yields them in that order (`am::ordered`), cheap to
+/// a path that yields them in that order (`am::ordered`), cheap to
 /// start: a limit above it reads only the newest (or oldest) windows.
-unsafe fn add_time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, unordered: *mut pg_sys::CustomPath) {
+unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, unordered: *mut pg_sys::CustomPath) -> Option<*mut pg_sys::CustomPath> {
     unsafe {
-        let Some(&first) = list_ptrs((*root).query_pathkeys).first() else { return };
+        let &first = list_ptrs((*root).query_pathkeys).first()?;
         let pk = first as *mut pg_sys::PathKey;
         let rte = *(*root).simple_rte_array.add((*rel).relid as usize);
-        let Some(config) = catalog::lookup((*rte).relid) else { return };
+        let config = catalog::lookup((*rte).relid)?;
         let ec = (*pk).pk_eclass;
         let members: Vec<*mut pg_sys::Node> =
             list_ptrs((*ec).ec_members).iter().map(|m| (*(*m as *mut pg_sys::EquivalenceMember)).em_expr as *mut pg_sys::Node).collect();
         let by_time = members.iter().any(|&e| follows_time(e, (*rel).relid, config.time_attnum));
         if !by_time || (*ec).ec_has_volatile {
-            return;
+            return None;
         }
         let descending = pathkey_descending(pk);
         // Starting costs one window of the table's history.
@@ -341,7 +354,7 @@ unsafe fn add_time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::
         let mut private = pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeInteger(MODE_TIME_ORDER) as *mut std::ffi::c_void);
         private = pg_sys::lappend(private, pg_sys::makeInteger(descending as i32) as *mut std::ffi::c_void);
         (*cpath).custom_private = private;
-        pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
+        Some(cpath)
     }
 }
 
