@@ -250,6 +250,7 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
                                         FROM tsbucket.series_retention_data r WHERE r.relid = c.relid), '[]'::jsonb))::text
       FROM tsbucket.catalog c WHERE c.relid = relation
 $$;
+REVOKE EXECUTE ON FUNCTION tsbucket._label_of(regclass) FROM PUBLIC;
 
 -- Configures an unconfigured table from its label (a restore). Called only by
 -- the label hook, as the extension owner, after SECURITY LABEL checked that
@@ -395,8 +396,9 @@ DECLARE
     published regclass;
 BEGIN
     -- Logical replication would send no changes of a time-series table (its
-    -- rows are written to the internal bucket store): refuse to publish one.
-    IF TG_TAG IN ('CREATE PUBLICATION', 'ALTER PUBLICATION') THEN
+    -- rows are written to the internal bucket store): refuse to publish one,
+    -- also by moving it into a schema published FOR TABLES IN SCHEMA.
+    IF TG_TAG IN ('CREATE PUBLICATION', 'ALTER PUBLICATION', 'ALTER TABLE') THEN
         SELECT c.relid::regclass INTO published FROM tsbucket.catalog c
          WHERE EXISTS (SELECT 1 FROM pg_publication_rel pr WHERE pr.prrelid = c.relid)
             OR EXISTS (SELECT 1 FROM pg_publication_namespace pn JOIN pg_class k ON k.relnamespace = pn.pnnspid
@@ -408,7 +410,9 @@ BEGIN
                 HINT = 'Its rows live in an internal bucket store, so a subscriber would receive no changes. '
                        'Use streaming replication, or copy the data with pg_dump.';
         END IF;
-        RETURN;
+        IF TG_TAG <> 'ALTER TABLE' THEN
+            RETURN;
+        END IF;
     END IF;
     FOR r IN SELECT * FROM tsbucket.catalog LOOP
         SELECT attname, atttypid, attisdropped INTO a FROM pg_attribute
@@ -502,7 +506,8 @@ CREATE TABLE tsbucket.series_retention_data (
     PRIMARY KEY (relid, meta)
 );
 -- Meta values are data: each role sees the overrides of the tables it may read.
-CREATE VIEW tsbucket.series_retention AS
+-- A security barrier: a caller's function in WHERE sees only rows of tables it may read.
+CREATE VIEW tsbucket.series_retention WITH (security_barrier) AS
 SELECT relid, meta, expire_after FROM tsbucket.series_retention_data
  WHERE has_table_privilege(relid, 'SELECT');
 GRANT SELECT ON tsbucket.series_retention TO PUBLIC;
@@ -640,6 +645,12 @@ BEGIN
         END IF;
         new_gran := NULL;
         new_span := bucket_max_span;
+    END IF;
+    -- A wider span changes where scans look for rows (a bucket's rows lie
+    -- within the current span of its window start): wait for running readers,
+    -- and make later ones see the new span, as ALTER TABLE does.
+    IF new_span IS DISTINCT FROM c.bucket_max_span THEN
+        EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', relation);
     END IF;
     -- Runs as the caller; the catalog row is written by Rust after an ownership check.
     PERFORM tsbucket._update_catalog(relation, new_gran, new_span, (extract(epoch FROM new_span) * 1000000)::int8,

@@ -167,3 +167,153 @@ BEGIN
         RAISE WARNING 'tsbucket statistics of %: %', relation, SQLERRM;
     END;
 END $$;
+
+-- Security: the retention view is a security barrier; the label text is made
+-- only by tsbucket's own code (as the extension owner).
+CREATE OR REPLACE VIEW tsbucket.series_retention WITH (security_barrier) AS
+SELECT relid, meta, expire_after FROM tsbucket.series_retention_data
+ WHERE has_table_privilege(relid, 'SELECT');
+REVOKE EXECUTE ON FUNCTION tsbucket._label_of(regclass) FROM PUBLIC;
+
+-- The DDL guard also refuses moving a time-series table into a published schema.
+CREATE OR REPLACE FUNCTION tsbucket._ddl_guard() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r record;
+    a record;
+    i int;
+    published regclass;
+BEGIN
+    -- Logical replication would send no changes of a time-series table (its
+    -- rows are written to the internal bucket store): refuse to publish one,
+    -- also by moving it into a schema published FOR TABLES IN SCHEMA.
+    IF TG_TAG IN ('CREATE PUBLICATION', 'ALTER PUBLICATION', 'ALTER TABLE') THEN
+        SELECT c.relid::regclass INTO published FROM tsbucket.catalog c
+         WHERE EXISTS (SELECT 1 FROM pg_publication_rel pr WHERE pr.prrelid = c.relid)
+            OR EXISTS (SELECT 1 FROM pg_publication_namespace pn JOIN pg_class k ON k.relnamespace = pn.pnnspid
+                        WHERE k.oid = c.relid)
+         LIMIT 1;
+        IF published IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('time-series table %s cannot be published for logical replication', published),
+                HINT = 'Its rows live in an internal bucket store, so a subscriber would receive no changes. '
+                       'Use streaming replication, or copy the data with pg_dump.';
+        END IF;
+        IF TG_TAG <> 'ALTER TABLE' THEN
+            RETURN;
+        END IF;
+    END IF;
+    FOR r IN SELECT * FROM tsbucket.catalog LOOP
+        SELECT attname, atttypid, attisdropped INTO a FROM pg_attribute
+         WHERE attrelid = r.relid AND attnum = r.time_attnum;
+        IF NOT FOUND THEN
+            CONTINUE;  -- the table itself is being dropped
+        END IF;
+        IF a.attisdropped OR a.atttypid <> r.time_type THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('cannot drop or change the type of the time column of time-series table %s', r.relid::regclass),
+                HINT = 'The time and meta columns are fixed at creation; renaming them is allowed.';
+        END IF;
+        FOR i IN 1 .. coalesce(array_length(r.meta_attnums, 1), 0) LOOP
+            SELECT attname, atttypid, attisdropped INTO a FROM pg_attribute
+             WHERE attrelid = r.relid AND attnum = r.meta_attnums[i];
+            IF a.attisdropped OR a.atttypid <> r.meta_types[i] THEN
+                RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                    MESSAGE = format('cannot drop or change the type of meta column of time-series table %s', r.relid::regclass),
+                    HINT = 'The time and meta columns are fixed at creation; renaming them is allowed.';
+            END IF;
+        END LOOP;
+        IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = r.relid AND tgtype & 1 = 1 AND tgtype & 66 = 0) THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('AFTER ROW triggers and foreign keys are not supported on time-series table %s', r.relid::regclass),
+                HINT = 'Use a BEFORE ROW trigger or an AFTER STATEMENT trigger.';
+        END IF;
+    END LOOP;
+    -- Renamed time or meta columns: the label names them for pg_dump.
+    FOR r IN SELECT DISTINCT d.objid FROM pg_event_trigger_ddl_commands() d JOIN tsbucket.catalog c ON c.relid = d.objid
+              WHERE d.classid = 'pg_class'::regclass LOOP
+        PERFORM tsbucket._sync_label(r.objid);
+    END LOOP;
+END $$;
+
+-- alter_timeseries locks the table when the span grows.
+CREATE OR REPLACE FUNCTION tsbucket.alter_timeseries(
+    relation regclass,
+    granularity text DEFAULT NULL,
+    bucket_max_span interval DEFAULT NULL,
+    bucket_rounding interval DEFAULT NULL,
+    expire_after interval DEFAULT NULL,
+    expire_never boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c tsbucket.catalog;
+    new_span interval;
+    new_gran text;
+    rank_of jsonb := '{"seconds": 1, "minutes": 2, "hours": 3}';
+BEGIN
+    PERFORM tsbucket._require_timeseries(relation);
+    PERFORM tsbucket._require_owner(relation);
+    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
+    IF granularity IS NOT NULL AND (bucket_max_span IS NOT NULL OR bucket_rounding IS NOT NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'granularity cannot be combined with bucket_max_span and bucket_rounding';
+    END IF;
+    IF (bucket_max_span IS NULL) <> (bucket_rounding IS NULL) OR bucket_max_span <> bucket_rounding THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'bucket_max_span and bucket_rounding must be given together and be equal';
+    END IF;
+    IF expire_never AND expire_after IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'expire_after and expire_never cannot both be given';
+    END IF;
+    IF expire_after IS NOT NULL AND expire_after <= interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('expire_after must be positive, not %s', expire_after);
+    END IF;
+    new_span := c.bucket_max_span;
+    new_gran := c.granularity;
+    IF granularity IS NOT NULL THEN
+        IF NOT rank_of ? granularity THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('unknown granularity "%s"', granularity),
+                HINT = 'Use seconds, minutes or hours.';
+        END IF;
+        IF c.granularity IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('table %s has a custom bucket span; change it with bucket_max_span', relation);
+        END IF;
+        IF (rank_of ->> granularity)::int < (rank_of ->> c.granularity)::int THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('granularity can only grow, not go from %s to %s', c.granularity, granularity),
+                HINT = 'seconds -> minutes -> hours.';
+        END IF;
+        new_gran := granularity;
+        new_span := CASE granularity WHEN 'seconds' THEN interval '1 hour' WHEN 'minutes' THEN interval '1 day'
+                                     ELSE interval '30 days' END;
+    ELSIF bucket_max_span IS NOT NULL THEN
+        PERFORM tsbucket._check_span(bucket_max_span);
+        IF bucket_max_span < c.bucket_max_span THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span can only grow, not go from %s to %s', c.bucket_max_span, bucket_max_span);
+        END IF;
+        -- New windows must nest the old ones, or a row could fall in two.
+        IF (extract(epoch FROM bucket_max_span)::bigint % extract(epoch FROM c.bucket_max_span)::bigint) <> 0 THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span %s must be a multiple of the current %s', bucket_max_span, c.bucket_max_span);
+        END IF;
+        new_gran := NULL;
+        new_span := bucket_max_span;
+    END IF;
+    -- A wider span changes where scans look for rows (a bucket's rows lie
+    -- within the current span of its window start): wait for running readers,
+    -- and make later ones see the new span, as ALTER TABLE does.
+    IF new_span IS DISTINCT FROM c.bucket_max_span THEN
+        EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', relation);
+    END IF;
+    -- Runs as the caller; the catalog row is written by Rust after an ownership check.
+    PERFORM tsbucket._update_catalog(relation, new_gran, new_span, (extract(epoch FROM new_span) * 1000000)::int8,
+        CASE WHEN alter_timeseries.expire_never THEN NULL ELSE coalesce(alter_timeseries.expire_after, c.expire_after) END);
+    PERFORM tsbucket._invalidate(relation);
+    PERFORM tsbucket._sync_label(relation);
+    PERFORM tsbucket._worker_notice();
+END $$;

@@ -11,6 +11,9 @@ use tsbucket_format::{BucketReader, Values};
 /// Tells every backend to re-read the table's configuration.
 #[pg_extern]
 fn _invalidate(relid: pg_sys::Oid) {
+    // Callable by PUBLIC (the catalog functions call it as their caller): owners only.
+    crate::privileges::require_owner(relid);
+    // SAFETY: a relcache invalidation of an existing relation.
     unsafe { pg_sys::CacheInvalidateRelcacheByRelid(relid) };
     catalog::invalidate(relid);
 }

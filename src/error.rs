@@ -9,6 +9,7 @@ pub const SERIALIZATION_FAILURE: SqlState = SqlState::ERRCODE_T_R_SERIALIZATION_
 pub const DATA_CORRUPTED: SqlState = SqlState::ERRCODE_DATA_CORRUPTED;
 pub const TRIGGERED_DATA_CHANGE_VIOLATION: SqlState = SqlState::ERRCODE_TRIGGERED_DATA_CHANGE_VIOLATION;
 pub const NOT_NULL_VIOLATION: SqlState = SqlState::ERRCODE_NOT_NULL_VIOLATION;
+pub const DATETIME_FIELD_OVERFLOW: SqlState = SqlState::ERRCODE_DATETIME_FIELD_OVERFLOW;
 
 #[track_caller]
 pub fn ts_error(code: SqlState, message: &str, hint: &str) -> ! {

@@ -115,12 +115,17 @@ pub unsafe fn add_time_bucket_hashagg(
 ) {
     unsafe {
         let parse = (*root).parse;
+        // PostgreSQL 16 and later plan from the group clause without redundant keys.
+        #[cfg(feature = "pg15")]
+        let group_clause = (*parse).groupClause;
+        #[cfg(not(feature = "pg15"))]
+        let group_clause = (*root).processed_groupClause;
         if extra.is_null()
-            || (*parse).groupClause.is_null()
+            || group_clause.is_null()
             || !(*parse).groupingSets.is_null()
             || (*input_rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL
             || (*input_rel).cheapest_total_path.is_null()
-            || !pg_sys::grouping_is_hashable((*parse).groupClause)
+            || !pg_sys::grouping_is_hashable(group_clause)
         {
             return;
         }
@@ -137,13 +142,13 @@ pub unsafe fn add_time_bucket_hashagg(
             }
         }
         let rte = *(*root).simple_rte_array.add((*input_rel).relid as usize);
-        if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || !crate::hooks::is_tsbucket_oid((*rte).relid) {
+        if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || (*rte).inh || !crate::hooks::is_tsbucket_oid((*rte).relid) {
             return;
         }
         let Some(config) = catalog::lookup((*rte).relid) else { return };
         let mut width = None;
         let mut others: *mut pg_sys::List = std::ptr::null_mut();
-        for sc in list_ptrs((*parse).groupClause) {
+        for sc in list_ptrs(group_clause) {
             let tle = pg_sys::get_sortgroupclause_tle(sc as *mut pg_sys::SortGroupClause, (*parse).targetList);
             let expr = (*tle).expr as *mut pg_sys::Node;
             match bucket_width(expr, (*input_rel).relid, config.time_attnum) {
@@ -172,7 +177,7 @@ pub unsafe fn add_time_bucket_hashagg(
             (*output_rel).reltarget,
             pg_sys::AggStrategy::AGG_HASHED,
             pg_sys::AggSplit::AGGSPLIT_SIMPLE,
-            (*parse).groupClause,
+            group_clause,
             (*extra).havingQual as *mut pg_sys::List,
             &costs,
             groups,

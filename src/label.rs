@@ -82,6 +82,8 @@ fn current_label(relid: pg_sys::Oid) -> Option<String> {
 /// ever writes what the catalog says.
 #[pg_extern]
 fn _sync_label(relid: pg_sys::Oid) {
+    // Callable by PUBLIC (the catalog functions and the DDL guard call it as their caller): owners only.
+    crate::privileges::require_owner(relid);
     let label = current_label(relid).map(|l| CString::new(l).expect("jsonb text has no NUL"));
     let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
     // SAFETY: a valid address, a static provider name and a NUL-terminated label or NULL.

@@ -331,6 +331,11 @@ unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelO
         if !by_time || (*ec).ec_has_volatile {
             return None;
         }
+        // Only the built-in order of timestamps (not ORDER BY ... USING another operator).
+        const DATETIME_BTREE_FAMILY: u32 = 434;
+        if (*pk).pk_opfamily != pg_sys::Oid::from(DATETIME_BTREE_FAMILY) {
+            return None;
+        }
         let descending = pathkey_descending(pk);
         // Starting costs one window of the table's history.
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
@@ -460,8 +465,10 @@ unsafe fn add_last_point_path(root: *mut pg_sys::PlannerInfo, input_rel: *mut pg
         }
         let rti = (*input_rel).relid;
         let rte = *(*root).simple_rte_array.add(rti as usize);
+        // (Not with inheritance children: their rows are not in this store.)
         if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
             || (*rte).relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
+            || (*rte).inh
             || !crate::hooks::is_tsbucket_oid((*rte).relid)
         {
             return;
@@ -818,7 +825,10 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
                 Target::Meta(meta) => {
                     let old = pg_sys::MemoryContextSwitchTo(query_cxt);
                     let values = if c.array {
-                        let array = pg_sys::pg_detoast_datum(value.cast_mut_ptr()) as *mut pg_sys::ArrayType;
+                        // A copy in the query context: the evaluated array lives in the
+                        // per-tuple context, which the executor resets row by row, and its
+                        // elements are read for as long as the scan runs.
+                        let array = pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr()) as *mut pg_sys::ArrayType;
                         let elem = (*array).elemtype;
                         let (mut len, mut byval, mut align) = (0i16, false, 0 as std::ffi::c_char);
                         pg_sys::get_typlenbyvalalign(elem, &mut len, &mut byval, &mut align);
@@ -968,9 +978,22 @@ unsafe extern "C-unwind" fn recheck(_ss: *mut pg_sys::ScanState, _slot: *mut pg_
     true
 }
 
-#[pg_guard]
+unsafe extern "C-unwind" {
+    /// executor/execScan.c, called directly rather than through pgrx's wrapper:
+    /// an error raised while evaluating the query's quals or projection (a
+    /// division by zero, a PL/pgSQL function's error with its CONTEXT) then
+    /// reaches the client with every field, as from a heap scan; pgrx's
+    /// wrapper re-raises it with only some of them.
+    #[link_name = "ExecScan"]
+    fn exec_scan(node: *mut pg_sys::ScanState, access: pg_sys::ExecScanAccessMtd, recheck: pg_sys::ExecScanRecheckMtd) -> *mut pg_sys::TupleTableSlot;
+}
+
+// No #[pg_guard]: this frame holds nothing to drop, so an error may pass
+// through it as it passes through Postgres's own executor nodes (`next`, the
+// Rust that runs inside, is guarded).
 unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_sys::TupleTableSlot {
-    unsafe { pg_sys::ExecScan(&mut (*node).ss, Some(next), Some(recheck)) }
+    // SAFETY: node is our CustomScanState, begun by `begin`.
+    unsafe { exec_scan(&mut (*node).ss, Some(next), Some(recheck)) }
 }
 
 #[pg_guard]

@@ -19,14 +19,6 @@ pub fn table_owner(relid: pg_sys::Oid) -> pg_sys::Oid {
         .unwrap_or_else(|| ts_error(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, &format!("relation {} does not exist", relid.to_u32()), ""))
 }
 
-/// A role's name, quoted for SQL.
-pub fn role_name(role: pg_sys::Oid) -> String {
-    Spi::get_one_with_args::<String>("SELECT quote_ident(rolname) FROM pg_catalog.pg_roles WHERE oid = $1", &[role.into()])
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| ts_error(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, &format!("role {} does not exist", role.to_u32()), ""))
-}
-
 fn current_user() -> pg_sys::Oid {
     // SAFETY: a plain read of the backend's user id.
     unsafe { pg_sys::GetUserId() }

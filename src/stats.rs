@@ -86,11 +86,11 @@ pub fn analyze(relid: pg_sys::Oid) {
     let run = |sql: &str| Spi::run(sql).unwrap_or_else(|e| error!("tsbucket ANALYZE: {e}"));
     // (No DROP IF EXISTS first: it would tell the client about a table it never
     // made. An earlier failure rolled the sample table back with its transaction.)
-    run(&format!("CREATE TEMP TABLE {} ({definition})", sample.trim_start_matches("pg_temp.")));
-    if user != owner && superuser {
-        // ANALYZE then runs the types' functions as the owner, as for the table itself.
-        run(&format!("ALTER TABLE {sample} OWNER TO {}", crate::privileges::role_name(owner)));
-    }
+    // Made as the table's owner, so that ANALYZE runs the column types'
+    // functions as that owner (in a security-restricted operation), as for the
+    // table itself, whoever calls. (CREATE TABLE runs no user code; a
+    // restricted operation could not make a temporary table.)
+    crate::pgutil::as_user(owner, false, || run(&format!("CREATE TEMP TABLE {} ({definition})", sample.trim_start_matches("pg_temp."))));
     let sample_oid = Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{sample}'::regclass::oid"))
         .ok()
         .flatten()

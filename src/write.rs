@@ -12,7 +12,7 @@
 
 use crate::catalog::{self, Config};
 use crate::datum;
-use crate::error::{ts_error, NOT_NULL_VIOLATION};
+use crate::error::{ts_error, DATETIME_FIELD_OVERFLOW, NOT_NULL_VIOLATION};
 use crate::gucs;
 use crate::shape::{Attr, TableShape};
 use crate::store::{self, BucketContent, CloseReason};
@@ -146,6 +146,14 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
             );
         }
         let time = values[time_idx].value() as i64;
+        if time == i64::MIN || time == i64::MAX {
+            let name = crate::shape::attr_name(rel, config.time_attnum);
+            ts_error(
+                DATETIME_FIELD_OVERFLOW,
+                &format!("time column \"{name}\" of time-series table \"{}\" cannot be infinity", catalog::relation_name(relid)),
+                "A row belongs to the window of its time; infinity has none. Use a finite time.",
+            );
+        }
         let window_start = pg_window_start(time, config.span_micros);
         let owner = Owner { subxid: current_subxid(), cid };
         let mut row_bytes = 0usize;

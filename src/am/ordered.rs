@@ -99,7 +99,19 @@ impl OrderedScan {
                 }
                 _ => None,
             };
-            let ranges: Vec<IndexRanges> = match series {
+            // Each key set must pin every meta column (ranges stops adding
+            // columns when an IN list would make too many key sets): only then
+            // is each walk one series, in window order.
+            let nmeta = config.meta_attnums.len();
+            let whole_series = |r: &IndexRanges| {
+                r.key_sets.iter().all(|set| {
+                    set.iter()
+                        .filter(|k| k.sk_strategy == pg_sys::BTEqualStrategyNumber as u16 && (k.sk_attno as usize) > store::COL_FIRST_META)
+                        .count()
+                        == nmeta
+                })
+            };
+            let ranges: Vec<IndexRanges> = match series.filter(whole_series) {
                 Some(r) => r.key_sets.into_iter().map(|keys| IndexRanges { index: r.index, key_sets: vec![keys] }).collect(),
                 None => vec![access::window_ranges(store, &config, time).unwrap_or_else(|| {
                     crate::error::ts_error(

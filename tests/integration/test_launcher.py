@@ -1,5 +1,6 @@
 """The launcher holds no database connection: the database `postgres` can be
-dropped, and a cluster without it is still served."""
+dropped, and a cluster without it is still served. A refused DROP DATABASE
+disturbs no worker."""
 
 import time
 
@@ -21,5 +22,39 @@ def test_cluster_without_the_postgres_database_is_served():
                 assert time.time() < deadline, "the worker did not compact the table"
                 time.sleep(0.25)
             assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 5
+    finally:
+        c.destroy()
+
+
+def test_refused_drop_database_disturbs_no_worker():
+    """A DROP DATABASE its caller may not run is refused by Postgres before
+    tsbucket stops anything: the worker busy in that database carries on."""
+    import psycopg
+    import pytest
+    from conftest import wait_for
+
+    c = Cluster(worker=True, extra_conf=["tsbucket.worker_interval = 1"])
+    try:
+        with c.connect() as conn:
+            conn.execute("CREATE ROLE intruder LOGIN")
+            conn.execute("CREATE TABLE t (time timestamptz NOT NULL, s text, v int) USING tsbucket")
+            conn.execute("SELECT tsbucket.create_timeseries('t', 'time', 's')")
+            for i in range(5):
+                conn.execute("INSERT INTO t VALUES ('2024-01-01'::timestamptz + %s * interval '1 s', 'a', %s)", (i, i))
+        # Hold the table so that the worker's next round waits in this database.
+        with c.connect(autocommit=False) as holder, c.connect(dbname="postgres") as admin:
+            holder.execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
+            worker = "SELECT pid FROM pg_stat_activity WHERE datname = 'test' AND backend_type = 'tsbucket worker'"
+            assert wait_for(lambda: admin.execute(worker).fetchone() is not None), "no worker came to the database"
+            pid = admin.execute(worker).fetchone()[0]
+            with psycopg.connect(host=c.dir, port=c.port, user="intruder", dbname="postgres", autocommit=True) as intruder:
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    intruder.execute("DROP DATABASE test")
+            time.sleep(1)
+            assert admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0] == 1
+            holder.rollback()
+        # The worker then finishes its round: the table is compacted.
+        with c.connect() as conn:
+            assert wait_for(lambda: conn.execute("SELECT count(*) FROM tsbucket.buckets('t')").fetchone()[0] == 1)
     finally:
         c.destroy()

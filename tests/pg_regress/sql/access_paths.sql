@@ -57,6 +57,16 @@ SELECT differs($$site IN ('a', 'b') AND unit IN (0, 1, 2) AND time > '2024-03-02
 SELECT differs($$site = 'c' AND unit = 2 AND time >= '2024-03-02 23:30'$$);
 SELECT differs($$site = 'c' AND unit = 2 AND time <= '2024-03-03 00:00'$$);
 SELECT differs($$site = 'a' AND unit = 0 AND time BETWEEN '2024-03-02 12:00' AND '2024-03-03 12:00'$$);
+-- IN lists computed when the scan starts (their values outlive the row that
+-- computed them), and under a generic plan.
+SET tsbucket_test.s1 = 'a';
+SET tsbucket_test.s2 = 'c';
+SELECT differs($$site IN (current_setting('tsbucket_test.s1'), current_setting('tsbucket_test.s2')) AND time < '2024-03-02'$$);
+PREPARE inl(text, text) AS SELECT count(*), sum(v) FROM r WHERE site IN ($1, $2) AND unit = 1;
+SET plan_cache_mode = force_generic_plan;
+EXECUTE inl('b', 'd');
+RESET plan_cache_mode;
+SELECT count(*), sum(v) FROM r_heap WHERE site IN ('b', 'd') AND unit = 1;
 -- The second meta column alone, or time alone: the window index.
 SELECT scan_lines($q$SELECT * FROM r WHERE unit = 2 AND time >= '2024-03-03 22:00'$q$);
 SELECT differs($$unit = 2 AND time >= '2024-03-03 22:00'$$);
@@ -96,6 +106,17 @@ FETCH FORWARD ALL FROM c;
 FETCH BACKWARD ALL FROM c;
 COMMIT;
 
+-- IN lists too long to give every combination a range of its own (over 1024):
+-- the ranges pin fewer meta columns; a time-ordered scan then walks the window
+-- index instead of one walk per series.
+SELECT differs($$site IN ('a','b','c','d','e','f','g','h','i','j','k','l','m','n','o','p','q','r','s','t','u','v','w','x','y','z','A','B','C','D','E','F','G','H','I','J','K','L','M','N')
+                 AND unit IN (0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29)$$);
+SELECT string_agg(v::text, ',') AS newest FROM (SELECT v FROM r WHERE site IN ('a','b','c','d','e','f','g','h','i','j','k','l','m','n','o','p','q','r','s','t','u','v','w','x','y','z','A','B','C','D','E','F','G','H','I','J','K','L','M','N')
+                 AND unit IN (0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29) ORDER BY time DESC, v LIMIT 6) x;
+SELECT string_agg(v::text, ',') AS newest FROM (SELECT v FROM r_heap WHERE site IN ('a','b','c','d') ORDER BY time DESC, v LIMIT 6) x;
+-- Infinite times have no window: refused.
+INSERT INTO r VALUES ('infinity', 'a', 1, 1);
+INSERT INTO r VALUES ('-infinity', 'a', 1, 1);
 -- Row-level changes and compaction keep the index answers right.
 DELETE FROM r WHERE site = 'a' AND v::int8 % 5 = 0;
 DELETE FROM r_heap WHERE site = 'a' AND v::int8 % 5 = 0;
@@ -230,6 +251,12 @@ DECLARE oc SCROLL CURSOR FOR SELECT time, v FROM lp ORDER BY time DESC;
 FETCH 2 FROM oc;
 FETCH PRIOR FROM oc;
 COMMIT;
+-- A table inheriting from it: DISTINCT ON over the parent reads the child too
+-- (no last-point scan, which knows only the parent's store).
+CREATE TABLE lp_child (extra int) INHERITS (lp);
+INSERT INTO lp_child VALUES ('2025-01-01', 'h1', 42, 1, 0);
+SELECT host, time, v FROM (SELECT DISTINCT ON (host) * FROM lp ORDER BY host, time DESC) x WHERE host = 'h1';
+DROP TABLE lp_child;
 DROP TABLE lp, lp_heap, r2;
 
 -- Joins on the meta column: a nested loop with a scan parameterized by the

@@ -39,6 +39,17 @@ SELECT estimate($$SELECT date_trunc('hour', time), host, avg(v) FROM st WHERE ti
 SELECT estimate($$SELECT date_trunc('day', time), avg(v) FROM st GROUP BY 1$$);
 SELECT estimate($$SELECT date_bin('90 minutes', time, '2024-01-01'), host, max(v) FROM st WHERE time >= '2024-01-05' AND time < '2024-01-06 12:00' GROUP BY 1, 2$$);
 EXPLAIN (COSTS OFF) SELECT date_trunc('hour', time) AS h, host, avg(v) FROM st WHERE time < '2024-01-02' GROUP BY 1, 2 ORDER BY 1, 2;
+-- A group key made redundant by the WHERE clause (PostgreSQL 16+ drops it).
+SELECT count(*) FROM (SELECT date_trunc('hour', time), host, avg(v) FROM st WHERE host = 'host_1' AND time < '2024-01-02' GROUP BY 1, 2) x;
+-- Aggregates with ORDER BY or DISTINCT are left to Postgres's own plan.
+SELECT count(*) FROM (SELECT date_trunc('hour', time), string_agg(host, ',' ORDER BY host), count(DISTINCT host) FROM st WHERE time < '2024-01-02' GROUP BY 1) x;
+-- A member of the owning role may analyze it (the sample table is the owner's).
+RESET ROLE;
+CREATE ROLE stats_member IN ROLE stats_owner;
+SET ROLE stats_member;
+ANALYZE st;
+RESET ROLE;
+DROP ROLE stats_member;
 -- Others may not analyze it (ANALYZE itself warns, in words that differ
 -- between versions, and skips it; so does tsbucket).
 RESET ROLE;
