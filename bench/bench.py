@@ -1,7 +1,7 @@
 """Loads the same data into tsbucket and into a heap table with an index on
 (meta, time), side by side in one run, and prints COPY rows/s, total bytes
 (every relation, index and TOAST table) and a full-table aggregate scan, with
-the ratios. TimescaleDB / Citus columnar are measured too when installed."""
+the ratios. (bench/tsbs.py adds TimescaleDB and Citus columnar when installed.)"""
 
 import argparse
 import os
@@ -43,12 +43,8 @@ def run(cluster, dataset, path, rows, granularity):
     columns, meta, aggregate = SCHEMAS[dataset]
     results = {}
     with cluster.connect() as c:
-        extensions = {r[0] for r in c.execute("SELECT name FROM pg_available_extensions").fetchall()}
+        # TimescaleDB and Citus columnar are measured side by side by bench/tsbs.py.
         contenders = [("heap + index", "heap"), ("tsbucket", "tsbucket")]
-        if "timescaledb" in extensions:
-            contenders.append(("TimescaleDB columnstore", "timescaledb"))
-        if "citus_columnar" in extensions or "citus" in extensions:
-            contenders.append(("Citus columnar", "columnar"))
         for label, kind in contenders:
             t = f"{dataset}_{kind}"
             c.execute(f"DROP TABLE IF EXISTS {t}")
