@@ -113,11 +113,21 @@ unsafe fn fill_sample(relid: pg_sys::Oid, config: &catalog::Config, sample_oid: 
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let snapshot = store::current_snapshot();
         let mut scan = store::StoreScan::begin(store, snapshot);
-        let mut buckets = 0usize;
-        while scan.next(true).is_some() {
+        let (mut buckets, mut total_rows) = (0usize, 0f64);
+        let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket analyze".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
+        while let Some(tuple) = scan.next(true) {
             buckets += 1;
+            let old = pg_sys::MemoryContextSwitchTo(cxt);
+            total_rows += store::read_header(store, tuple).rows as f64;
+            pg_sys::MemoryContextSwitchTo(old);
+            pg_sys::MemoryContextReset(cxt);
         }
         scan.rescan();
+        // The table's size for the planner, as ANALYZE records a heap table's:
+        // its rows now, against the store's pages now (the estimate scales by
+        // the store's pages later on; see relation_estimate_size).
+        let pages = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM);
+        record_size(rel, pages, total_rows);
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ u64::from(u32::from(relid)));
         let chosen = choose(&mut rng, buckets, MAX_SAMPLED_BUCKETS);
         let target_rows = 300 * pg_sys::default_statistics_target.max(1) as usize;
@@ -125,7 +135,6 @@ unsafe fn fill_sample(relid: pg_sys::Oid, config: &catalog::Config, sample_oid: 
         let sample = pg_sys::table_open(sample_oid, pg_sys::RowExclusiveLock as i32);
         let src = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, &pg_sys::TTSOpsVirtual);
         let dst = pg_sys::MakeSingleTupleTableSlot((*sample).rd_att, &pg_sys::TTSOpsVirtual);
-        let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket analyze".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
         let (mut index, mut next, mut rows) = (0usize, 0usize, 0usize);
         while next < chosen.len() {
             let Some(tuple) = scan.next(true) else { break };
@@ -159,6 +168,18 @@ unsafe fn fill_sample(relid: pg_sys::Oid, config: &catalog::Config, sample_oid: 
         pg_sys::table_close(store, pg_sys::NoLock as i32);
         pg_sys::table_close(rel, pg_sys::NoLock as i32);
         (rows, chosen.len())
+    }
+}
+
+/// Records the table's row count against the store's page count in its
+/// pg_class row (relpages, reltuples), in place, as ANALYZE does for a heap.
+unsafe fn record_size(rel: pg_sys::Relation, store_pages: pg_sys::BlockNumber, rows: f64) {
+    unsafe {
+        let (mut frozen, mut multi) = (false, false);
+        #[cfg(feature = "pg15")]
+        pg_sys::vac_update_relstats(rel, store_pages, rows, 0, false, pg_sys::InvalidTransactionId, pg_sys::TransactionId::from(0u32) /* InvalidMultiXactId */, &mut frozen, &mut multi, true);
+        #[cfg(not(feature = "pg15"))]
+        pg_sys::vac_update_relstats(rel, store_pages, rows, 0, 0, false, pg_sys::InvalidTransactionId, pg_sys::TransactionId::from(0u32) /* InvalidMultiXactId */, &mut frozen, &mut multi, true);
     }
 }
 

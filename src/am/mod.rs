@@ -588,9 +588,18 @@ unsafe extern "C-unwind" fn relation_estimate_size(
         *allvisfrac = 0.0;
         let Some(config) = catalog::lookup((*rel).rd_id) else { return };
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let (buckets, sampled_buckets, sampled_rows, nblocks) = crate::store::estimate(store);
-        *pages = nblocks;
-        *tuples = if sampled_buckets == 0 { 0.0 } else { buckets * sampled_rows / sampled_buckets as f64 };
+        // After ANALYZE (tsbucket's, src/stats.rs): its row count, scaled by how
+        // the store has grown since, as Postgres scales a heap's reltuples.
+        let (analyzed_pages, analyzed_rows) = ((*(*rel).rd_rel).relpages, (*(*rel).rd_rel).reltuples);
+        if analyzed_pages > 0 && analyzed_rows >= 0.0 {
+            let nblocks = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM);
+            *pages = nblocks;
+            *tuples = (analyzed_rows as f64 * nblocks as f64 / analyzed_pages as f64).round();
+        } else {
+            let (buckets, sampled_buckets, sampled_rows, nblocks) = crate::store::estimate(store);
+            *pages = nblocks;
+            *tuples = if sampled_buckets == 0 { 0.0 } else { buckets * sampled_rows / sampled_buckets as f64 };
+        }
         pg_sys::table_close(store, pg_sys::NoLock as i32);
     }
 }

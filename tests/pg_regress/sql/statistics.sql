@@ -26,6 +26,10 @@ SELECT count(*) FROM pg_stats WHERE tablename = 'st';
 ANALYZE st;
 SELECT attname, null_frac > 0.05 AS has_nulls, n_distinct, most_common_vals IS NOT NULL AS mcv, histogram_bounds IS NOT NULL AS histogram
   FROM pg_stats WHERE tablename = 'st' ORDER BY attname;
+-- The table's size, as ANALYZE records a heap table's (the planner scales it
+-- by the store's growth since).
+SELECT relpages > 0 AS has_pages, reltuples FROM pg_class WHERE oid = 'st'::regclass;
+SELECT estimate($$SELECT * FROM st$$);
 SELECT estimate($$SELECT * FROM st WHERE host = 'host_7'$$);
 SELECT estimate($$SELECT * FROM st WHERE host IN ('host_1', 'host_2', 'host_3')$$);
 SELECT estimate($$SELECT * FROM st WHERE v < 100$$);
