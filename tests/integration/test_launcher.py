@@ -7,16 +7,21 @@ import time
 from conftest import Cluster
 
 
+def make_trickled_table(conn):
+    """Table t with five one-row buckets, for the worker to compact into one."""
+    conn.execute("CREATE TABLE t (time timestamptz NOT NULL, s text, v int) USING tsbucket")
+    conn.execute("SELECT tsbucket.create_timeseries('t', 'time', 's')")
+    for i in range(5):
+        conn.execute("INSERT INTO t VALUES ('2024-01-01'::timestamptz + %s * interval '1 s', 'a', %s)", (i, i))
+
+
 def test_cluster_without_the_postgres_database_is_served():
     c = Cluster(worker=True, extra_conf=["tsbucket.worker_interval = 1"])
     try:
         with c.connect(dbname="template1") as conn:
             conn.execute("DROP DATABASE postgres")
         with c.connect() as conn:
-            conn.execute("CREATE TABLE t (time timestamptz NOT NULL, s text, v int) USING tsbucket")
-            conn.execute("SELECT tsbucket.create_timeseries('t', 'time', 's')")
-            for i in range(5):
-                conn.execute("INSERT INTO t VALUES ('2024-01-01'::timestamptz + %s * interval '1 s', 'a', %s)", (i, i))
+            make_trickled_table(conn)
             deadline = time.time() + 20
             while conn.execute("SELECT count(*) FROM tsbucket.buckets('t')").fetchone()[0] != 1:
                 assert time.time() < deadline, "the worker did not compact the table"
@@ -37,10 +42,7 @@ def test_refused_drop_database_disturbs_no_worker():
     try:
         with c.connect() as conn:
             conn.execute("CREATE ROLE intruder LOGIN")
-            conn.execute("CREATE TABLE t (time timestamptz NOT NULL, s text, v int) USING tsbucket")
-            conn.execute("SELECT tsbucket.create_timeseries('t', 'time', 's')")
-            for i in range(5):
-                conn.execute("INSERT INTO t VALUES ('2024-01-01'::timestamptz + %s * interval '1 s', 'a', %s)", (i, i))
+            make_trickled_table(conn)
         # Hold the table so that the worker's next round waits in this database.
         with c.connect(autocommit=False) as holder, c.connect(dbname="postgres") as admin:
             holder.execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
