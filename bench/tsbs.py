@@ -29,7 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
-from bench import SCHEMAS, timed  # noqa: E402
+from bench import SCHEMAS, best_of, timed  # noqa: E402
 from conftest import Cluster, pg_config  # noqa: E402
 from gen_data import METRICS  # noqa: E402
 
@@ -174,7 +174,7 @@ def measure(conn, tables, sqls, runs):
                 conn.execute(f"SET timescaledb.enable_skipscan = {'on' if label == 'timescaledb' else 'off'}")
             q = sql.replace("{t}", table)
             rows = conn.execute(q).fetchall()  # the warm-up run gives the answer
-            best[label].append(min(timed(conn, q) for _ in range(runs)))
+            best[label].append(best_of(conn, q, runs))
             if reference is None:
                 reference = rows
             else:

@@ -72,12 +72,7 @@ fn check_sql_version() {
     if SQL_VERSION_CHECKED.with(|c| c.get()) {
         return;
     }
-    // A read-only query: this runs while planning, on hot standbys too.
-    let installed = Spi::connect(|c| {
-        c.select("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'tsbucket'", Some(1), &[])?.first().get_one::<String>()
-    })
-    .ok()
-    .flatten();
+    let installed = installed_version();
     let library = env!("CARGO_PKG_VERSION");
     if let Some(v) = installed.filter(|v| v != library) {
         ts_error(
@@ -186,12 +181,17 @@ pub fn qualified_name(relid: pg_sys::Oid) -> String {
 /// Whether this database has the extension, at this library's version (else
 /// tsbucket leaves it alone outside its own functions).
 pub fn extension_installed() -> bool {
+    installed_version().is_some_and(|v| v == env!("CARGO_PKG_VERSION"))
+}
+
+/// The version of tsbucket's SQL in this database (None: not installed). A
+/// read-only query: it runs while planning, on hot standbys too.
+pub fn installed_version() -> Option<String> {
     Spi::connect(|c| {
         c.select("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'tsbucket'", Some(1), &[])?.first().get_one::<String>()
     })
     .ok()
     .flatten()
-    .is_some_and(|v| v == env!("CARGO_PKG_VERSION"))
 }
 
 /// Every time-series table of this database.

@@ -49,7 +49,7 @@ impl MetaTypes {
         (0..self.output.len())
             .map(|i| {
                 // SAFETY: the datum is of the column's type and valid while `b`'s tuple is.
-                b.meta_datum(i).map(|d| unsafe { datum_copy(d, self.byval[i].0, self.byval[i].1) })
+                b.meta_datum(i).map(|d| unsafe { crate::pgutil::copy_datum(d, self.byval[i].0, self.byval[i].1) })
             })
             .collect()
     }
@@ -87,25 +87,6 @@ impl MetaTypes {
             }
         }
         Ordering::Equal
-    }
-}
-
-/// A copy of a datum in the current memory context (varlenas detoasted).
-///
-/// # Safety
-/// `d` must be a valid datum of a type with these `byval` and `len`.
-unsafe fn datum_copy(d: pg_sys::Datum, byval: bool, len: i16) -> pg_sys::Datum {
-    unsafe {
-        match (byval, len) {
-            (true, _) => d,
-            (false, -1) => pg_sys::Datum::from(pg_sys::pg_detoast_datum_copy(d.cast_mut_ptr())),
-            (false, -2) => pg_sys::Datum::from(pg_sys::pstrdup(d.cast_mut_ptr())),
-            (false, n) => {
-                let p = pg_sys::palloc(n as usize);
-                std::ptr::copy_nonoverlapping(d.cast_mut_ptr::<u8>(), p as *mut u8, n as usize);
-                pg_sys::Datum::from(p)
-            }
-        }
     }
 }
 

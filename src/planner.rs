@@ -117,7 +117,7 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             paths.push(cpath);
             if (*seq).param_info.is_null() {
                 paths.extend(time_order_path(root, rel, cpath));
-                paths.extend(parameterized_paths(root, rel, cpath, (*rte).relid));
+                paths.extend(parameterized_paths(root, rel, cpath, (*rte).relid, reached));
             }
         }
         for cpath in paths {
@@ -154,6 +154,7 @@ unsafe fn parameterized_paths(
     rel: *mut pg_sys::RelOptInfo,
     unparameterized: *mut pg_sys::CustomPath,
     relid: pg_sys::Oid,
+    reached: f64,
 ) -> Vec<*mut pg_sys::CustomPath> {
     unsafe {
         let mut out = Vec::new();
@@ -190,7 +191,7 @@ unsafe fn parameterized_paths(
             (*cpath).path.rows = (*ppi).ppi_rows;
             (*cpath).path.pathkeys = std::ptr::null_mut();
             // Per loop: the index descent and the series' share of the buckets.
-            let full = (*unparameterized).path.total_cost / reached_fraction(root, rel, relid, true).clamp(1e-4, 1.0);
+            let full = (*unparameterized).path.total_cost / reached;
             (*cpath).path.total_cost = (*cpath).path.startup_cost + 2.0 * pg_sys::random_page_cost + full * fraction;
             out.push(cpath);
         }
@@ -927,22 +928,15 @@ unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
     unsafe {
         let st = exec_state(node);
         if let Some(lp) = st.last_point.take() {
-            st.totals.buckets_read += lp.counters.buckets_read;
-            st.totals.buckets_skipped += lp.counters.buckets_skipped;
-            st.totals.rows_filtered += lp.counters.rows_filtered;
+            st.totals += lp.counters;
             lp.end();
         }
         if let Some(o) = st.ordered.take() {
-            st.totals.buckets_read += o.counters.buckets_read;
-            st.totals.buckets_skipped += o.counters.buckets_skipped;
-            st.totals.rows_filtered += o.counters.rows_filtered;
+            st.totals += o.counters;
             o.end();
         }
         if !st.scan.is_null() {
-            let c = scan::counters(st.scan);
-            st.totals.buckets_read += c.buckets_read;
-            st.totals.buckets_skipped += c.buckets_skipped;
-            st.totals.rows_filtered += c.rows_filtered;
+            st.totals += scan::counters(st.scan);
             st.access = Some(scan::access_taken(st.scan));
             scan::end(st.scan);
             st.scan = std::ptr::null_mut();
@@ -1046,9 +1040,7 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
         } else if let Some(descending) = st.time_order {
             let config = catalog::require((*rel).rd_id);
             let walks = match planned_access(node, st) {
-                a @ Access::Series { .. } if matches!(&a, Access::Series { keys, .. } if keys.len() == config.meta_attnums.len()) => {
-                    describe_access(rel, &a) + " per series"
-                }
+                a if a.pins_every_series(&config) => describe_access(rel, &a) + " per series",
                 _ => "Window Index (window_start)".to_string(),
             };
             format!("{walks}, rows merged in time order{}", if descending { " DESC" } else { "" })

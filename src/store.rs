@@ -761,6 +761,38 @@ pub unsafe fn prune_moves(store: pg_sys::Relation, config: &Config) {
     }
 }
 
+/// The store's usable indexes: which index, over which store columns (1-based).
+///
+/// # Safety
+/// `store` must be an open bucket store.
+pub unsafe fn indexes(store: pg_sys::Relation) -> Vec<(pg_sys::Oid, Vec<i16>)> {
+    unsafe {
+        crate::pgutil::list_oids(pg_sys::RelationGetIndexList(store))
+            .into_iter()
+            .filter_map(|oid| {
+                let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
+                let form = (*index).rd_index;
+                let columns = (*form).indkey.values.as_slice((*form).indnatts as usize).to_vec();
+                // Only whole-column btree indexes over every row (a superuser may add others).
+                let usable = (*form).indisvalid
+                    && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+                    && !columns.contains(&0)
+                    && pg_sys::RelationGetIndexPredicate(index).is_null();
+                pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
+                usable.then_some((oid, columns))
+            })
+            .collect()
+    }
+}
+
+/// The store's index over exactly `columns` (1-based store column numbers).
+///
+/// # Safety
+/// As `indexes`.
+pub unsafe fn index_on(store: pg_sys::Relation, columns: &[i16]) -> Option<pg_sys::Oid> {
+    unsafe { indexes(store).into_iter().find(|(_, cols)| cols == columns).map(|(oid, _)| oid) }
+}
+
 /// Whether any bucket's newest row is older than `cutoff`, by the index on
 /// max_time (None: the store has no such index, made before 0.2.0).
 ///
@@ -769,13 +801,7 @@ pub unsafe fn prune_moves(store: pg_sys::Relation, config: &Config) {
 pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64) -> Option<bool> {
     unsafe {
         let time_type = (*crate::shape::tuple_desc_attr((*store).rd_att, COL_MAX_TIME)).atttypid;
-        let index_oid = crate::pgutil::list_oids(pg_sys::RelationGetIndexList(store)).into_iter().find(|&i| {
-            let index = pg_sys::index_open(i, pg_sys::AccessShareLock as i32);
-            let info = pg_sys::BuildIndexInfo(index);
-            let yes = (*info).ii_NumIndexAttrs == 1 && (*info).ii_IndexAttrNumbers[0] as usize == COL_MAX_TIME + 1;
-            pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
-            yes
-        })?;
+        let index_oid = index_on(store, &[(COL_MAX_TIME + 1) as i16])?;
         let proc = if time_type == pg_sys::TIMESTAMPTZOID { pg_sys::F_TIMESTAMPTZ_LT } else { pg_sys::F_TIMESTAMP_LT };
         let mut key = pg_sys::ScanKeyData::default();
         pg_sys::ScanKeyInit(&mut key, (COL_MAX_TIME + 1) as i16, pg_sys::BTLessStrategyNumber as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(cutoff));

@@ -330,9 +330,7 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
         g
     };
     let tables: Vec<(pg_sys::Oid, bool)> = BackgroundWorker::transaction(|| {
-        let installed = Spi::get_one::<String>("SELECT extversion FROM pg_extension WHERE extname = 'tsbucket'")
-            .ok()
-            .flatten();
+        let installed = crate::catalog::installed_version();
         let library = env!("CARGO_PKG_VERSION");
         if let Some(sql) = installed.as_deref().filter(|v| *v != library) {
             // The catalog may not be what this library reads: leave the database

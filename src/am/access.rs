@@ -41,6 +41,14 @@ pub enum Access {
     Window { index: pg_sys::Oid },
 }
 
+impl Access {
+    /// Whether the access names every meta column, so that each of its ranges
+    /// (one per combination of values) is one series, in window order.
+    pub fn pins_every_series(&self, config: &Config) -> bool {
+        matches!(self, Access::Series { keys, .. } if keys.len() == config.meta_attnums.len())
+    }
+}
+
 /// How one meta condition becomes an index key.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MetaKey {
@@ -54,39 +62,18 @@ pub struct MetaKey {
     pub value_eq: pg_sys::Oid,
 }
 
-/// The store indexes access can use: which index, over which store columns.
-unsafe fn store_indexes(store: pg_sys::Relation) -> Vec<(pg_sys::Oid, Vec<i16>)> {
-    unsafe {
-        crate::pgutil::list_oids(pg_sys::RelationGetIndexList(store))
-            .into_iter()
-            .filter_map(|oid| {
-                let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
-                let form = (*index).rd_index;
-                let columns = (*form).indkey.values.as_slice((*form).indnatts as usize).to_vec();
-                // Only whole-column btree indexes over every row (a superuser may add others).
-                let usable = (*form).indisvalid
-                    && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
-                    && !columns.contains(&0)
-                    && pg_sys::RelationGetIndexPredicate(index).is_null();
-                pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
-                usable.then_some((oid, columns))
-            })
-            .collect()
-    }
-}
-
-/// The index over (meta_1, ..., meta_n, window_start), for a table with n meta columns.
-fn find_series_index(indexes: &[(pg_sys::Oid, Vec<i16>)], nmeta: usize) -> Option<pg_sys::Oid> {
-    let series: Vec<i16> = (0..nmeta).map(|i| (store::COL_FIRST_META + 1 + i) as i16).chain([(store::COL_WINDOW_START + 1) as i16]).collect();
-    indexes.iter().find(|(_, cols)| nmeta > 0 && *cols == series).map(|(oid, _)| *oid)
-}
-
-/// The store's series index (meta..., window_start), if the table has meta columns.
+/// The store's series index (meta_1, ..., meta_n, window_start), if the table
+/// has meta columns.
 ///
 /// # Safety
 /// `store` must be `config`'s open bucket store.
 pub unsafe fn series_index(store: pg_sys::Relation, config: &Config) -> Option<pg_sys::Oid> {
-    unsafe { find_series_index(&store_indexes(store), config.meta_attnums.len()) }
+    let nmeta = config.meta_attnums.len();
+    if nmeta == 0 {
+        return None;
+    }
+    let columns: Vec<i16> = (0..nmeta).map(|i| (store::COL_FIRST_META + 1 + i) as i16).chain([(store::COL_WINDOW_START + 1) as i16]).collect();
+    unsafe { store::index_on(store, &columns) }
 }
 
 /// The whole window_start index, or the part of it `time` bounds: buckets in
@@ -96,8 +83,7 @@ pub unsafe fn series_index(store: pg_sys::Relation, config: &Config) -> Option<p
 /// `store` must be `config`'s open bucket store.
 pub unsafe fn window_ranges(store: pg_sys::Relation, config: &Config, time: Option<&BoundRange>) -> Option<IndexRanges> {
     unsafe {
-        let window = [(store::COL_WINDOW_START + 1) as i16];
-        let (index, _) = store_indexes(store).into_iter().find(|(_, cols)| *cols == window)?;
+        let index = store::index_on(store, &[(store::COL_WINDOW_START + 1) as i16])?;
         Some(IndexRanges { index, key_sets: vec![window_keys(store, config, time)] })
     }
 }
@@ -169,9 +155,8 @@ unsafe fn meta_key(index: pg_sys::Relation, column: usize, condition: usize, con
 /// `store` must be `config`'s open bucket store.
 pub unsafe fn choose(store: pg_sys::Relation, config: &Config, metas: &[MetaCondition], has_time: bool) -> Access {
     unsafe {
-        let indexes = store_indexes(store);
         let nmeta = config.meta_attnums.len();
-        if let Some(oid) = find_series_index(&indexes, nmeta) {
+        if let Some(oid) = series_index(store, config) {
             let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
             let mut keys = Vec::new();
             for column in 0..nmeta {
@@ -189,8 +174,8 @@ pub unsafe fn choose(store: pg_sys::Relation, config: &Config, metas: &[MetaCond
             }
         }
         if has_time {
-            if let Some((oid, _)) = indexes.iter().find(|(_, cols)| *cols == [(store::COL_WINDOW_START + 1) as i16]) {
-                return Access::Window { index: *oid };
+            if let Some(index) = store::index_on(store, &[(store::COL_WINDOW_START + 1) as i16]) {
+                return Access::Window { index };
             }
         }
         Access::Heap

@@ -19,7 +19,6 @@ use crate::shape::TableShape;
 use crate::store;
 use pgrx::pg_sys;
 use std::rc::Rc;
-use tsbucket_format::Values;
 
 pub struct LastPointScan {
     config: Rc<Config>,
@@ -277,10 +276,7 @@ impl LastPointScan {
         econtext: *mut pg_sys::ExprContext,
     ) -> Option<i64> {
         unsafe {
-            let time = match bucket.columns[self.config.time_attnum as usize - 1].as_ref().map(|c| &c.values) {
-                Some(Values::Int(v)) => v,
-                _ => read::corrupt(self.config.relid, bucket.bucket_id, &"the time column is missing"),
-            };
+            let time = read::time_values(&self.config, bucket);
             let mut order: Vec<usize> = (0..bucket.rows).collect();
             order.sort_by(|&a, &b| time[b].cmp(&time[a]));
             let slot = (*econtext).ecxt_scantuple;

@@ -15,12 +15,11 @@ use super::read::{self, LoadedBucket};
 use super::scan::{self, BoundRange, Prune, ScanCounters};
 use crate::catalog::{self, Config};
 use crate::shape::TableShape;
-use super::access::{self, Access};
+use super::access;
 use crate::store::{self, IndexRanges, StoredBucket};
 use pgrx::pg_sys;
 use std::collections::BinaryHeap;
 use std::rc::Rc;
-use tsbucket_format::Values;
 
 /// One index walk and how far it got.
 struct Walk {
@@ -94,9 +93,7 @@ impl OrderedScan {
             // window order; else the window_start index.
             let (metas, values) = scan::meta_conditions(&prune);
             let series = match access::choose(store, &config, &metas, time.is_some()) {
-                a @ Access::Series { .. } if matches!(&a, Access::Series { keys, .. } if keys.len() == config.meta_attnums.len()) => {
-                    access::ranges(store, &config, &a, &values, time)
-                }
+                a if a.pins_every_series(&config) => access::ranges(store, &config, &a, &values, time),
                 _ => None,
             };
             // Each key set must pin every meta column (ranges stops adding
@@ -228,10 +225,7 @@ impl OrderedScan {
             let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
             pg_sys::MemoryContextSwitchTo(old);
             self.counters.buckets_read += 1;
-            let time = match bucket.columns[self.config.time_attnum as usize - 1].as_ref().map(|c| &c.values) {
-                Some(Values::Int(v)) => v.clone(),
-                _ => read::corrupt(self.config.relid, bucket.bucket_id, &"the time column is missing"),
-            };
+            let time = read::time_values(&self.config, &bucket);
             let mut order: Vec<usize> = (0..bucket.rows).filter(|&r| scan::row_passes(&bucket, &self.row_filters, r)).collect();
             self.counters.rows_filtered += (bucket.rows - order.len()) as u64;
             if self.descending {
@@ -267,11 +261,7 @@ fn free_slot<T>(v: &mut Vec<Option<T>>) -> usize {
 
 impl OrderedScan {
     fn row_time(&self, i: usize, row: usize) -> i64 {
-        let l = self.loaded[i].as_ref().expect("loaded");
-        match l.bucket.columns[self.config.time_attnum as usize - 1].as_ref().map(|c| &c.values) {
-            Some(Values::Int(v)) => v[row],
-            _ => unreachable!("checked at load"),
-        }
+        read::time_values(&self.config, &self.loaded[i].as_ref().expect("loaded").bucket)[row]
     }
 
     /// Fills `slot` with the next row in time order; false at the end.

@@ -64,6 +64,15 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
     LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped }
 }
 
+/// The decoded time column of `bucket` (decoding always includes it for
+/// time-ordered and last-point scans); a bucket without it is corrupt.
+pub fn time_values<'a>(config: &Config, bucket: &'a LoadedBucket) -> &'a [i64] {
+    match bucket.columns[config.time_attnum as usize - 1].as_ref().map(|c| &c.values) {
+        Some(tsbucket_format::Values::Int(v)) => v,
+        _ => corrupt(config.relid, bucket.bucket_id, &"the time column is missing"),
+    }
+}
+
 /// The values of `attr` in `bucket`: decoded, or, for a column added after
 /// the bucket was written, the column's default once per row. The one place
 /// that reads an added column's default for whole buckets (DML, compaction).

@@ -114,6 +114,14 @@ pub struct ScanCounters {
     pub rows_filtered: u64,
 }
 
+impl std::ops::AddAssign for ScanCounters {
+    fn add_assign(&mut self, other: ScanCounters) {
+        self.buckets_read += other.buckets_read;
+        self.buckets_skipped += other.buckets_skipped;
+        self.rows_filtered += other.rows_filtered;
+    }
+}
+
 /// Postgres sees the `base` field; the rest is ours. The Rust state lives in
 /// `scan_cxt` (a child of the context the scan began in): an ERROR that skips
 /// `end` frees it with that context.
