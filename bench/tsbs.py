@@ -29,7 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
-from bench import SCHEMAS, best_of, timed  # noqa: E402
+from bench import SCHEMAS, best_of  # noqa: E402
 from conftest import Cluster, pg_config  # noqa: E402
 from gen_data import METRICS  # noqa: E402
 
