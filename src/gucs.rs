@@ -16,7 +16,19 @@ pub static WORKER_ENABLED: GucSetting<bool> = GucSetting::<bool>::new(true);
 /// Background workers running at once (besides the launcher).
 pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(2);
 
+/// Whether aggregates over tsbucket tables are computed inside the scan
+/// (`partial_agg`); off gives Postgres's row-by-row plan, for comparison.
+pub static VECTORIZED_AGGREGATION: GucSetting<bool> = GucSetting::<bool>::new(true);
+
 pub fn init() {
+    GucRegistry::define_bool_guc(
+        c"tsbucket.vectorized_aggregation",
+        c"Whether aggregates over tsbucket tables are computed inside the scan, bucket by bucket.",
+        c"Off plans every aggregate row by row, as over a heap table; answers are the same.",
+        &VECTORIZED_AGGREGATION,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     GucRegistry::define_int_guc(
         c"tsbucket.worker_interval",
         c"Time between runs of the background expiry and compaction.",

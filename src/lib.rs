@@ -20,6 +20,7 @@ mod hooks;
 mod label;
 mod meta_text;
 mod modify;
+mod partial_agg;
 mod pgutil;
 mod planner;
 mod privileges;

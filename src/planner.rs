@@ -6,6 +6,7 @@
 //! shows both, and with ANALYZE how many buckets were read and skipped.
 
 use crate::am::access::{self, Access, MetaCondition};
+use crate::am::aggscan::{self, AggCounters, AggregatingScan};
 use crate::am::lastpoint::LastPointScan;
 use crate::am::ordered::OrderedScan;
 use crate::am::scan::{self, Bound, BoundRange, Prune, ScanOptions};
@@ -14,6 +15,7 @@ use crate::catalog::{self, Config};
 use crate::pgutil::{list_ptrs, referenced_attnums};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 struct Methods {
@@ -54,6 +56,44 @@ fn methods() -> &'static Methods {
 
 static mut PREV_SET_REL_PATHLIST: pg_sys::set_rel_pathlist_hook_type = None;
 static mut PREV_CREATE_UPPER_PATHS: pg_sys::create_upper_paths_hook_type = None;
+static mut PREV_PLANNER: pg_sys::planner_hook_type = None;
+
+unsafe extern "C-unwind" {
+    /// optimizer/planner.c, called without pgrx's error trap so that planning
+    /// errors reach the client with every field (see hooks.rs).
+    #[link_name = "standard_planner"]
+    fn standard_planner_raw(
+        parse: *mut pg_sys::Query,
+        query_string: *const std::ffi::c_char,
+        cursor_options: i32,
+        bound_params: pg_sys::ParamListInfo,
+    ) -> *mut pg_sys::PlannedStmt;
+}
+
+// No #[pg_guard]: nothing here needs dropping when planning raises an error;
+// the Rust that runs after it is guarded.
+unsafe extern "C-unwind" fn planner(
+    parse: *mut pg_sys::Query,
+    query_string: *const std::ffi::c_char,
+    cursor_options: i32,
+    bound_params: pg_sys::ParamListInfo,
+) -> *mut pg_sys::PlannedStmt {
+    // SAFETY: the arguments are the planner's, passed on unchanged.
+    unsafe {
+        let stmt = match PREV_PLANNER {
+            Some(prev) => prev(parse, query_string, cursor_options, bound_params),
+            None => standard_planner_raw(parse, query_string, cursor_options, bound_params),
+        };
+        rewrite_plan(stmt);
+        stmt
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn rewrite_plan(stmt: *mut pg_sys::PlannedStmt) {
+    // SAFETY: a plan just made by the planner.
+    unsafe { crate::partial_agg::rewrite(stmt) }
+}
 
 /// What a TsBucketScan plan does (the first element of custom_private).
 const MODE_SCAN: i32 = 0;
@@ -61,6 +101,16 @@ const MODE_SCAN: i32 = 0;
 const MODE_LAST_POINT: i32 = 1;
 /// Rows in time order across buckets (the second element: 1 = descending).
 const MODE_TIME_ORDER: i32 = 2;
+/// Partial aggregates per bucket and group (`partial_agg`); the second
+/// element is the number of group keys leading custom_scan_tlist, the
+/// aggregates follow; the quals are in custom_exprs.
+pub const MODE_PARTIAL_AGG: i32 = 3;
+
+/// Whether `cscan` is a TsBucketScan.
+pub fn is_ours(cscan: *mut pg_sys::CustomScan) -> bool {
+    // SAFETY: the caller passes a CustomScan node.
+    unsafe { std::ptr::eq((*cscan).methods, &methods().plan) }
+}
 
 pub fn init() {
     unsafe {
@@ -69,6 +119,8 @@ pub fn init() {
         pg_sys::set_rel_pathlist_hook = Some(set_rel_pathlist);
         PREV_CREATE_UPPER_PATHS = pg_sys::create_upper_paths_hook;
         pg_sys::create_upper_paths_hook = Some(create_upper_paths);
+        PREV_PLANNER = pg_sys::planner_hook;
+        pg_sys::planner_hook = Some(planner);
     }
 }
 
@@ -112,7 +164,7 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             (*cpath).path.type_ = pg_sys::NodeTag::T_CustomPath;
             (*cpath).path.pathtype = pg_sys::NodeTag::T_CustomScan;
             (*cpath).path.total_cost = (*seq).startup_cost + ((*seq).total_cost - (*seq).startup_cost) * 0.5 * reached;
-            (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
+            (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_BACKWARD_SCAN | pg_sys::CUSTOMPATH_SUPPORT_PROJECTION;
             (*cpath).methods = &methods().path;
             paths.push(cpath);
             if (*seq).param_info.is_null() {
@@ -356,7 +408,7 @@ unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelO
         (*cpath).path.startup_cost = (*unordered).path.startup_cost + run / windows;
         (*cpath).path.total_cost = (*unordered).path.startup_cost + run + (*rel).rows * per_row;
         (*cpath).path.pathkeys = pg_sys::lappend(std::ptr::null_mut(), pk as *mut std::ffi::c_void);
-        (*cpath).flags = 0;
+        (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_PROJECTION;
         let mut private = pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeInteger(MODE_TIME_ORDER) as *mut std::ffi::c_void);
         private = pg_sys::lappend(private, pg_sys::makeInteger(descending as i32) as *mut std::ffi::c_void);
         (*cpath).custom_private = private;
@@ -559,7 +611,7 @@ unsafe fn add_last_point_path(root: *mut pg_sys::PlannerInfo, input_rel: *mut pg
         (*cpath).path.startup_cost = per_series;
         (*cpath).path.total_cost = per_series * series;
         (*cpath).path.pathkeys = (*root).sort_pathkeys;
-        (*cpath).flags = 0;
+        (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_PROJECTION;
         (*cpath).custom_private = pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeInteger(rti as i32) as *mut std::ffi::c_void);
         (*cpath).methods = &methods().last_point_path;
         pg_sys::add_path(output_rel, cpath as *mut pg_sys::Path);
@@ -633,6 +685,18 @@ struct ExecState {
     /// MODE_TIME_ORDER: Some(descending); rows from `ordered` (begun lazily).
     time_order: Option<bool>,
     ordered: Option<OrderedScan>,
+    /// MODE_PARTIAL_AGG: what to compute; partial rows from `aggregating`.
+    partial_agg: Option<PartialAggExec>,
+    aggregating: Option<AggregatingScan>,
+    agg_totals: AggCounters,
+}
+
+struct PartialAggExec {
+    keys: Rc<Vec<aggscan::Key>>,
+    aggs: Rc<Vec<crate::partial_agg::AggPlan>>,
+    quals: aggscan::Quals,
+    /// The quals, for EXPLAIN.
+    qual_list: *mut pg_sys::List,
 }
 
 #[pg_guard]
@@ -664,9 +728,8 @@ unsafe fn is_pseudo_constant(n: *mut pg_sys::Node) -> bool {
     unsafe { !pg_sys::contain_var_clause(n) && !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n) }
 }
 
-unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, scanrelid: u32) -> Vec<Candidate> {
+unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, scanrelid: u32, quals: *mut pg_sys::List) -> Vec<Candidate> {
     unsafe {
-        let plan = (*node).ss.ps.plan;
         let time_type = {
             let rel = (*node).ss.ss_currentRelation;
             (*crate::shape::tuple_desc_attr((*rel).rd_att, config.time_attnum as usize - 1)).atttypid
@@ -674,7 +737,7 @@ unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, s
         let rls_active = pg_sys::check_enable_rls((*(*node).ss.ss_currentRelation).rd_id, pg_sys::InvalidOid, true)
             == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32;
         let mut out = Vec::new();
-        for q in list_ptrs((*plan).qual) {
+        for q in list_ptrs(quals) {
             let clause = q as *mut pg_sys::Node;
             let (args, op, collation, array) = match (*clause).type_ {
                 pg_sys::NodeTag::T_OpExpr => {
@@ -786,8 +849,11 @@ unsafe fn column_target(
 }
 
 /// Evaluates the candidates' constant sides (parameters are known only now).
-unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate]) -> Vec<Prune> {
+/// The flag says whether every value was usable (not NULL, nor a NaN bound),
+/// so that pruning and the row filters decide their quals exactly.
+unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate]) -> (Vec<Prune>, bool) {
     unsafe {
+        let mut exact = true;
         let econtext = (*node).ss.ps.ps_ExprContext;
         let mut time = BoundRange::default();
         let mut out = Vec::new();
@@ -797,6 +863,7 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
             let mut isnull = false;
             let value = pg_sys::ExecEvalExprSwitchContext(c.value, econtext, &mut isnull);
             if isnull {
+                exact = false;
                 continue;
             }
             match c.target {
@@ -818,6 +885,7 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
                     };
                     // A NaN constant: leave it to the quals (NaN sorts above everything).
                     if matches!(v, Bound::Float(f) if f.is_nan()) {
+                        exact = false;
                         continue;
                     }
                     let strategy = if c.var_first { strategy } else { 6 - strategy };
@@ -852,7 +920,7 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
             out.push(Prune::Time(time));
         }
         out.extend(columns.into_iter().map(|(attnum, range)| Prune::Column { attnum, range }));
-        out
+        (out, exact)
     }
 }
 
@@ -878,7 +946,9 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             }
             Some(mask)
         };
-        let candidates = find_candidates(node, &config, (*cscan).scan.scanrelid);
+        let quals = if *mode == MODE_PARTIAL_AGG { (*cscan).custom_exprs } else { (*(*node).ss.ps.plan).qual };
+        let candidates = find_candidates(node, &config, (*cscan).scan.scanrelid, quals);
+        let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| partial_agg_exec(node, &config, cscan, *arg as usize, &candidates));
         let state = ExecState {
             needed,
             candidates,
@@ -889,8 +959,45 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             last_point: None,
             time_order,
             ordered: None,
+            partial_agg,
+            aggregating: None,
+            agg_totals: AggCounters::default(),
         };
         (*(node as *mut TsBucketScanState)).state = crate::pgutil::own_in_context(pg_sys::CurrentMemoryContext, state);
+    }
+}
+
+/// What the in-scan aggregation computes, from the plan `partial_agg` rewrote.
+unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, cscan: *mut pg_sys::CustomScan, nkeys: usize, candidates: &[Candidate]) -> PartialAggExec {
+    unsafe {
+        let rel = (*node).ss.ss_currentRelation;
+        let scanrelid = (*cscan).scan.scanrelid;
+        let ps = &mut (*node).ss.ps as *mut pg_sys::PlanState;
+        let mut keys = Vec::new();
+        let mut aggs = Vec::new();
+        for (i, te) in list_ptrs((*cscan).custom_scan_tlist).into_iter().enumerate() {
+            let e = (*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node;
+            let broken = || -> ! { panic!("TsBucketScan: a partial aggregation plan this build cannot run (column {})", i + 1) };
+            if i < nkeys {
+                let plan = crate::partial_agg::classify_key(e, config, scanrelid).unwrap_or_else(|| broken());
+                let expr = if plan == crate::partial_agg::KeyPlan::TimeBucket { pg_sys::ExecInitExpr(e as *mut pg_sys::Expr, ps) } else { std::ptr::null_mut() };
+                keys.push(aggscan::Key { plan, expr });
+            } else {
+                let aggref = e as *mut pg_sys::Aggref;
+                let arg = list_ptrs((*aggref).args).first().map(|te| strip((*(*te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node));
+                aggs.push(crate::partial_agg::classify_aggref(aggref, arg, config, rel, scanrelid).unwrap_or_else(|| broken()));
+            }
+        }
+        // Quals the candidates decide (when their values are known) need no row-by-row check.
+        let qual_list = (*cscan).custom_exprs;
+        let mut residual: *mut pg_sys::List = std::ptr::null_mut();
+        for q in list_ptrs(qual_list) {
+            if !candidates.iter().any(|c| std::ptr::eq(c.clause as *mut std::ffi::c_void, q)) {
+                residual = pg_sys::lappend(residual, q);
+            }
+        }
+        let quals = aggscan::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: pg_sys::ExecInitQual(residual, ps) };
+        PartialAggExec { keys: Rc::new(keys), aggs: Rc::new(aggs), quals, qual_list }
     }
 }
 
@@ -898,8 +1005,14 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
     unsafe {
         let st = exec_state(node);
         let rel = (*node).ss.ss_currentRelation;
-        let prune = evaluate(node, &st.candidates);
+        let (prune, exact) = evaluate(node, &st.candidates);
         let estate = (*node).ss.ps.state;
+        if let Some(pa) = &st.partial_agg {
+            let options = ScanOptions { needed: st.needed.clone(), prune };
+            let econtext = (*node).ss.ps.ps_ExprContext;
+            st.aggregating = Some(AggregatingScan::begin(rel, (*estate).es_snapshot, options, pa.keys.clone(), pa.aggs.clone(), &pa.quals, exact, econtext));
+            return;
+        }
         if st.last_point_mode {
             let config = catalog::require((*rel).rd_id);
             let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
@@ -935,6 +1048,14 @@ unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
             st.totals += o.counters;
             o.end();
         }
+        if let Some(a) = st.aggregating.take() {
+            st.access = Some(a.access_taken());
+            let (scan, agg) = a.end();
+            st.totals += scan;
+            st.agg_totals.rows_aggregated += agg.rows_aggregated;
+            st.agg_totals.partial_rows += agg.partial_rows;
+            st.agg_totals.rows_removed_by_filter += agg.rows_removed_by_filter;
+        }
         if !st.scan.is_null() {
             st.totals += scan::counters(st.scan);
             st.access = Some(scan::access_taken(st.scan));
@@ -949,10 +1070,14 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
     unsafe {
         let node = ss as *mut pg_sys::CustomScanState;
         let st = exec_state(node);
-        if st.scan.is_null() && st.last_point.is_none() && st.ordered.is_none() {
+        if st.scan.is_null() && st.last_point.is_none() && st.ordered.is_none() && st.aggregating.is_none() {
             start_scan(node);
         }
         let slot = (*ss).ss_ScanTupleSlot;
+        if let Some(a) = exec_state(node).aggregating.as_mut() {
+            a.next(slot);
+            return slot;
+        }
         if let Some(o) = exec_state(node).ordered.as_mut() {
             o.next(slot);
             return slot;
@@ -1009,6 +1134,17 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
     unsafe {
         let st = exec_state(node);
         let rel = (*node).ss.ss_currentRelation;
+        if let Some(pa) = &st.partial_agg {
+            if !pa.qual_list.is_null() {
+                let context = pg_sys::set_deparse_context_plan((*es).deparse_cxt, (*node).ss.ps.plan, ancestors);
+                // As Postgres shows a scan's Filter: column names qualified only in VERBOSE.
+                let text = pg_sys::deparse_expression(pg_sys::make_ands_explicit(pa.qual_list) as *mut pg_sys::Node, context, (*es).verbose, false);
+                pg_sys::ExplainPropertyText(c"Filter".as_ptr(), text, es);
+            }
+            let what = format!("partial, per bucket and group ({} aggregate{}, {} group key{})", pa.aggs.len(), if pa.aggs.len() == 1 { "" } else { "s" }, pa.keys.len(), if pa.keys.len() == 1 { "" } else { "s" });
+            let what = std::ffi::CString::new(what).expect("no NUL");
+            pg_sys::ExplainPropertyText(c"Vectorized Aggregation".as_ptr(), what.as_ptr(), es);
+        }
         let columns = match &st.needed {
             None => "all".to_string(),
             Some(mask) => {
@@ -1057,6 +1193,11 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
             pg_sys::ExplainPropertyInteger(c"Buckets Read".as_ptr(), std::ptr::null(), st.totals.buckets_read as i64, es);
             pg_sys::ExplainPropertyInteger(c"Buckets Skipped".as_ptr(), std::ptr::null(), st.totals.buckets_skipped as i64, es);
             pg_sys::ExplainPropertyInteger(c"Rows Removed by Bucket Filter".as_ptr(), std::ptr::null(), st.totals.rows_filtered as i64, es);
+            if st.partial_agg.is_some() {
+                pg_sys::ExplainPropertyInteger(c"Rows Removed by Filter".as_ptr(), std::ptr::null(), st.agg_totals.rows_removed_by_filter as i64, es);
+                pg_sys::ExplainPropertyInteger(c"Rows Aggregated".as_ptr(), std::ptr::null(), st.agg_totals.rows_aggregated as i64, es);
+                pg_sys::ExplainPropertyInteger(c"Partial Rows".as_ptr(), std::ptr::null(), st.agg_totals.partial_rows as i64, es);
+            }
         }
     }
 }

@@ -26,7 +26,7 @@ integration() {
     TSBUCKET_PG="$ver" "$TSBUCKET_VENV/bin/python" -m pytest -q tests/integration
 }
 
-step "format and timecalc: unit, property and corrupt-input tests" cargo test -q -p tsbucket-format -p tsbucket-timecalc --release
+step "format, timecalc and kernels: unit, property and corrupt-input tests" cargo test -q -p tsbucket-format -p tsbucket-timecalc -p tsbucket-kernels --release
 for ver in $PG_VERSIONS; do
     step "$ver: #[pg_test]" pgrx_test "$ver"
     # Debug builds: overflow checks catch what release builds would wrap.

@@ -302,7 +302,7 @@ impl LastPointScan {
 }
 
 /// ExecQual: a NULL result is false; no qual is true.
-unsafe fn qual_passes(qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext) -> bool {
+pub(crate) unsafe fn qual_passes(qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext) -> bool {
     if qual.is_null() {
         return true;
     }

@@ -3,6 +3,7 @@
 //! differences (15 vs 18) stay in this file behind `cfg` seams.
 
 pub mod access;
+pub mod aggscan;
 pub mod lastpoint;
 pub mod ordered;
 pub mod read;

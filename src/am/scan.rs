@@ -352,6 +352,43 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
     }
 }
 
+/// One bucket for a consumer of whole buckets (the in-scan aggregation): its
+/// decoded columns, prepared datums and the rows that pass the row filters.
+pub struct BucketRows<'a> {
+    pub bucket: &'a LoadedBucket,
+    pub prepared: &'a read::Prepared,
+    pub shape: &'a TableShape,
+    /// Rows passing every row filter, ascending.
+    pub selected: Vec<u32>,
+    /// Whether the row filters decided the rows exactly: false when a filtered
+    /// column predates the bucket (its default is then left to the quals).
+    pub exact: bool,
+}
+
+/// The next bucket past pruning, forward, or None at the end. The previous
+/// bucket's rows and datums are freed.
+///
+/// # Safety
+/// `scan` must come from `begin_with` and be read only through this function.
+pub unsafe fn next_bucket<'a>(scan: pg_sys::TableScanDesc) -> Option<BucketRows<'a>> {
+    unsafe {
+        let st = state(scan);
+        st.config.as_ref()?;
+        if !advance_bucket(st, true) {
+            return None;
+        }
+        let bucket = st.current.as_ref().expect("advance_bucket set it");
+        let exact = st.row_filters.iter().all(|(i, _)| bucket.columns[*i].is_some());
+        let selected: Vec<u32> = if st.row_filters.is_empty() {
+            (0..bucket.rows as u32).collect()
+        } else {
+            (0..bucket.rows).filter(|&r| row_passes(bucket, &st.row_filters, r)).map(|r| r as u32).collect()
+        };
+        st.counters.rows_filtered += (bucket.rows - selected.len()) as u64;
+        Some(BucketRows { bucket, prepared: &st.prepared, shape: st.shape.as_ref().expect("configured"), selected, exact })
+    }
+}
+
 /// The comparison functions of the meta conditions, by position in `prune`.
 ///
 /// # Safety

@@ -1,0 +1,280 @@
+//! The scan side of in-scan aggregation (see `partial_agg` for the plan):
+//! bucket by bucket, the rows that pass the filters are split into groups
+//! (the bucket's meta values, and runs of one time bucket), each aggregate's
+//! partial state is computed over the decoded arrays, and one row per group
+//! and bucket goes up to the Finalize Aggregate. No row becomes a tuple,
+//! except to evaluate conditions the range filters do not decide.
+
+use super::read;
+use super::scan::{self, ScanCounters, ScanOptions};
+use crate::catalog::Config;
+use crate::error::{ts_error, SqlState};
+use crate::partial_agg::{AggPlan, ArgSource, KeyPlan};
+use pgrx::pg_sys;
+use pgrx::IntoDatum;
+use std::rc::Rc;
+use tsbucket_kernels::{accumulate, initial, runs, AggKind, Input, State};
+
+/// A group key as the executor computes it.
+pub struct Key {
+    pub plan: KeyPlan,
+    /// For a time bucket: its expression, evaluated on a row holding only the time.
+    pub expr: *mut pg_sys::ExprState,
+}
+
+/// The quals of the scan, split by who decides them.
+pub struct Quals {
+    /// Every qual (when the range filters cannot decide a bucket exactly).
+    pub all: *mut pg_sys::ExprState,
+    /// The quals the range filters and bucket pruning do not decide.
+    pub residual: *mut pg_sys::ExprState,
+}
+
+struct PartialRow {
+    keys: Vec<(pg_sys::Datum, bool)>,
+    states: Vec<State>,
+}
+
+#[derive(Default, Clone, Copy)]
+pub struct AggCounters {
+    pub rows_aggregated: u64,
+    /// Rows the quals evaluated row by row removed.
+    pub rows_removed_by_filter: u64,
+    pub partial_rows: u64,
+}
+
+pub struct AggregatingScan {
+    rel: pg_sys::Relation,
+    config: Rc<Config>,
+    scan: pg_sys::TableScanDesc,
+    keys: Rc<Vec<Key>>,
+    aggs: Rc<Vec<AggPlan>>,
+    /// The qual rows must pass beyond the range filters (NULL: none).
+    residual: *mut pg_sys::ExprState,
+    all_quals: *mut pg_sys::ExprState,
+    econtext: *mut pg_sys::ExprContext,
+    /// A slot of the table's own row type, for quals and time-bucket keys.
+    row_slot: *mut pg_sys::TupleTableSlot,
+    pending: Vec<PartialRow>,
+    next: usize,
+    pub counters: AggCounters,
+}
+
+impl AggregatingScan {
+    /// # Safety
+    /// `rel` open; `econtext` the node's; `exact` whether every pruning value
+    /// was known (not NULL or NaN), so that the range filters decide their quals.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn begin(
+        rel: pg_sys::Relation,
+        snapshot: pg_sys::Snapshot,
+        options: ScanOptions,
+        keys: Rc<Vec<Key>>,
+        aggs: Rc<Vec<AggPlan>>,
+        quals: &Quals,
+        exact: bool,
+        econtext: *mut pg_sys::ExprContext,
+    ) -> AggregatingScan {
+        unsafe {
+            let config = crate::catalog::require((*rel).rd_id);
+            let scan = scan::begin_with(rel, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
+            let row_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, &pg_sys::TTSOpsVirtual);
+            let residual = if exact { quals.residual } else { quals.all };
+            AggregatingScan { rel, config, scan, keys, aggs, residual, all_quals: quals.all, econtext, row_slot, pending: Vec::new(), next: 0, counters: AggCounters::default() }
+        }
+    }
+
+    /// # Safety
+    /// Ends the scan begun by `begin`.
+    pub unsafe fn end(self) -> (ScanCounters, AggCounters) {
+        unsafe {
+            let counters = scan::counters(self.scan);
+            scan::end(self.scan);
+            pg_sys::ExecDropSingleTupleTableSlot(self.row_slot);
+            (counters, self.counters)
+        }
+    }
+
+    /// # Safety
+    /// The scan must be running.
+    pub unsafe fn access_taken(&self) -> super::access::Access {
+        unsafe { scan::access_taken(self.scan) }
+    }
+
+    /// Fills `slot` (of the scan's output: keys, then partial states) with the
+    /// next partial row, or clears it at the end.
+    ///
+    /// # Safety
+    /// `slot` must be the node's scan slot.
+    pub unsafe fn next(&mut self, slot: *mut pg_sys::TupleTableSlot) {
+        unsafe {
+            while self.next >= self.pending.len() {
+                self.pending.clear();
+                self.next = 0;
+                if !self.aggregate_bucket() {
+                    pg_sys::ExecClearTuple(slot);
+                    return;
+                }
+            }
+            let row = &self.pending[self.next];
+            self.next += 1;
+            pg_sys::ExecClearTuple(slot);
+            let values = (*slot).tts_values;
+            let nulls = (*slot).tts_isnull;
+            for (i, &(d, null)) in row.keys.iter().enumerate() {
+                *values.add(i) = d;
+                *nulls.add(i) = null;
+            }
+            let nkeys = row.keys.len();
+            // Arrays (avg's states) live in the per-tuple context: ExecScan resets it
+            // before fetching the next row, after the Finalize Aggregate read this one.
+            let old = pg_sys::MemoryContextSwitchTo((*self.econtext).ecxt_per_tuple_memory);
+            for (j, (state, agg)) in row.states.iter().zip(self.aggs.iter()).enumerate() {
+                let (d, null) = state_datum(state, agg);
+                *values.add(nkeys + j) = d;
+                *nulls.add(nkeys + j) = null;
+            }
+            pg_sys::MemoryContextSwitchTo(old);
+            pg_sys::ExecStoreVirtualTuple(slot);
+            self.counters.partial_rows += 1;
+        }
+    }
+
+    /// Aggregates the next bucket into `pending`; false at the end.
+    unsafe fn aggregate_bucket(&mut self) -> bool {
+        unsafe {
+            loop {
+                let Some(rows) = scan::next_bucket(self.scan) else { return false };
+                let mut selected = rows.selected;
+                let qual = if rows.exact { self.residual } else { self.all_quals };
+                if !qual.is_null() && !selected.is_empty() {
+                    let before = selected.len();
+                    let per_row = (*self.econtext).ecxt_per_tuple_memory;
+                    selected.retain(|&r| {
+                        pg_sys::MemoryContextReset(per_row);
+                        let old = pg_sys::MemoryContextSwitchTo(per_row);
+                        read::fill_slot(self.rel, rows.shape, rows.bucket, Some(rows.prepared), r as usize, self.row_slot);
+                        pg_sys::MemoryContextSwitchTo(old);
+                        (*self.econtext).ecxt_scantuple = self.row_slot;
+                        super::lastpoint::qual_passes(qual, self.econtext)
+                    });
+                    self.counters.rows_removed_by_filter += (before - selected.len()) as u64;
+                }
+                if selected.is_empty() {
+                    continue;
+                }
+                self.counters.rows_aggregated += selected.len() as u64;
+                let bucket = rows.bucket;
+                // Group runs: all rows, or runs of one time key over the rows in time order.
+                let time_key = self.keys.iter().position(|k| !matches!(k.plan, KeyPlan::Meta(_)));
+                let groups: Vec<(std::ops::Range<usize>, (pg_sys::Datum, bool))> = match time_key {
+                    None => vec![(0..selected.len(), (pg_sys::Datum::from(0), true))],
+                    Some(k) => {
+                        let times = read::time_values(&self.config, bucket);
+                        if !selected.windows(2).all(|w| times[w[0] as usize] <= times[w[1] as usize]) {
+                            selected.sort_by_key(|&r| times[r as usize]);
+                        }
+                        let ordered: Vec<i64> = selected.iter().map(|&r| times[r as usize]).collect();
+                        let key = &self.keys[k];
+                        let found = runs(&ordered, |t| -> Result<(usize, bool), ()> {
+                            Ok(match key.plan {
+                                KeyPlan::TimeBucket => {
+                                    let (d, null) = self.time_bucket(key.expr, t);
+                                    (d.value(), null)
+                                }
+                                _ => (t as usize, false),
+                            })
+                        })
+                        .expect("infallible");
+                        found.into_iter().map(|(s, e, (d, null))| (s..e, (pg_sys::Datum::from(d), null))).collect()
+                    }
+                };
+                let tupdesc = (*self.rel).rd_att;
+                for (range, time_value) in groups {
+                    let group_rows = &selected[range];
+                    let keys = self
+                        .keys
+                        .iter()
+                        .map(|k| match k.plan {
+                            KeyPlan::Meta(m) => match rows.prepared.meta[m] {
+                                Some(d) => (d, false),
+                                None => (pg_sys::Datum::from(0), true),
+                            },
+                            _ => time_value,
+                        })
+                        .collect();
+                    let mut states = Vec::with_capacity(self.aggs.len());
+                    for agg in self.aggs.iter() {
+                        let float4 = agg.arg_type == pg_sys::FLOAT4OID;
+                        let float = float4 || agg.arg_type == pg_sys::FLOAT8OID;
+                        let mut state = initial(agg.kind, float4, float);
+                        let result = match agg.arg {
+                            ArgSource::Rows => accumulate(agg.kind, &Input::Rows, group_rows, &mut state),
+                            ArgSource::Meta(m) => accumulate(agg.kind, &Input::Constant { present: bucket.meta[m].is_some() }, group_rows, &mut state),
+                            ArgSource::Column(i) => {
+                                let attr = &rows.shape.attrs[i];
+                                let column = read::column_or_default(tupdesc, attr, bucket);
+                                accumulate(agg.kind, &Input::Column(&column), group_rows, &mut state)
+                            }
+                        };
+                        if result.is_err() {
+                            ts_error(SqlState::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow", "");
+                        }
+                        states.push(state);
+                    }
+                    self.pending.push(PartialRow { keys, states });
+                }
+                return true;
+            }
+        }
+    }
+
+    /// The time bucket of time `t` (microseconds), computed by Postgres.
+    unsafe fn time_bucket(&self, expr: *mut pg_sys::ExprState, t: i64) -> (pg_sys::Datum, bool) {
+        unsafe {
+            let slot = self.row_slot;
+            pg_sys::ExecClearTuple(slot);
+            let natts = (*(*self.rel).rd_att).natts as usize;
+            std::slice::from_raw_parts_mut((*slot).tts_isnull, natts).fill(true);
+            let time = self.config.time_attnum as usize - 1;
+            *(*slot).tts_values.add(time) = pg_sys::Datum::from(t);
+            *(*slot).tts_isnull.add(time) = false;
+            pg_sys::ExecStoreVirtualTuple(slot);
+            (*self.econtext).ecxt_scantuple = slot;
+            let mut isnull = false;
+            let d = pg_sys::ExecEvalExprSwitchContext(expr, self.econtext, &mut isnull);
+            (d, isnull)
+        }
+    }
+}
+
+/// A partial state as the Datum of the aggregate's transition type.
+unsafe fn state_datum(state: &State, agg: &AggPlan) -> (pg_sys::Datum, bool) {
+    unsafe {
+        let some = |d: Option<pg_sys::Datum>| match d {
+            Some(d) => (d, false),
+            None => (pg_sys::Datum::from(0), true),
+        };
+        match *state {
+            State::Count(c) => some(c.into_datum()),
+            State::Float8(v) => some(v.and_then(|x| x.into_datum())),
+            State::Float4(v) => some(v.and_then(|x| x.into_datum())),
+            State::Int(v) => some(v.and_then(|x| match (agg.kind, agg.arg_type) {
+                (AggKind::SumInt, _) => x.into_datum(),
+                (_, pg_sys::INT2OID) => (x as i16).into_datum(),
+                (_, pg_sys::INT4OID | pg_sys::DATEOID) => (x as i32).into_datum(),
+                _ => x.into_datum(),
+            })),
+            State::Accum { n, sx, sxx } => {
+                let mut elems = [n.into_datum().unwrap(), sx.into_datum().unwrap(), sxx.into_datum().unwrap()];
+                let a = pg_sys::construct_array(elems.as_mut_ptr(), 3, pg_sys::FLOAT8OID, 8, true, b'd' as std::ffi::c_char);
+                (pg_sys::Datum::from(a), false)
+            }
+            State::AvgInt { count, sum } => {
+                let mut elems = [count.into_datum().unwrap(), sum.into_datum().unwrap()];
+                let a = pg_sys::construct_array(elems.as_mut_ptr(), 2, pg_sys::INT8OID, 8, true, b'd' as std::ffi::c_char);
+                (pg_sys::Datum::from(a), false)
+            }
+        }
+    }
+}

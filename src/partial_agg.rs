@@ -1,0 +1,542 @@
+//! In-scan aggregation, planned by a plan rewrite after `standard_planner`.
+//!
+//! Postgres plans Partial/Finalize aggregation only for parallel and
+//! partitionwise plans, so an aggregate over a tsbucket table is planned as
+//! `Agg -> TsBucketScan`, every row passing through the executor as a tuple.
+//! The rewrite (`rewrite`, called from planner_hook) turns
+//!
+//! ```text
+//!   Agg (simple)                      Finalize Agg
+//!     [Sort]                   =>        [Sort]
+//!       TsBucketScan                       TsBucketScan (partial aggregation)
+//! ```
+//!
+//! The scan then computes, per bucket and group, the partial (transition)
+//! state of each aggregate over the decoded column arrays (`am::aggscan`,
+//! kernels in the `tsbucket-kernels` crate) and returns one row per bucket
+//! and group; Postgres combines and finalises them as it does the partial
+//! aggregates of parallel workers, HAVING and the select list included.
+//!
+//! The rewrite happens only when every piece is understood:
+//! - the Agg is a plain, sorted or hashed one without grouping sets, over a
+//!   TsBucketScan in its plain mode (directly or through a Sort);
+//! - every aggregate is a built-in one the kernels compute (count; sum of
+//!   int2/int4/float8; avg of int2/int4/float4/float8; min and max of integer-like, float and
+//!   timestamp types, variance and stddev of floats) over a column of the
+//!   table, without FILTER, DISTINCT or ORDER BY;
+//! - every group key is a meta column, the time column, or a recognised time
+//!   bucket of the time column (`monotone_in_time`) with a by-value result.
+//!
+//! Anything else keeps Postgres's plan and gives the same answers row by row.
+
+use crate::catalog::{self, Config};
+use crate::pgutil::list_ptrs;
+use crate::planner::strip;
+use pgrx::pg_sys;
+use tsbucket_kernels::AggKind;
+
+/// What an aggregate reads.
+#[derive(Clone, Copy, Debug)]
+pub enum ArgSource {
+    /// count(*).
+    Rows,
+    /// A decoded column, by attnum - 1.
+    Column(usize),
+    /// A meta column (count only), by position among the meta columns.
+    Meta(usize),
+}
+
+/// An aggregate the scan computes, as found in an Aggref.
+#[derive(Clone, Copy, Debug)]
+pub struct AggPlan {
+    pub kind: AggKind,
+    pub arg: ArgSource,
+    /// The argument's type (min/max return it); InvalidOid for count(*).
+    pub arg_type: pg_sys::Oid,
+}
+
+/// A group key the scan computes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KeyPlan {
+    Meta(usize),
+    /// The time column itself.
+    Time,
+    /// A time bucket: an expression of the time column alone, never decreasing as time grows.
+    TimeBucket,
+}
+
+const ANUM_AGGTRANSFN: i16 = 4;
+const ANUM_AGGCOMBINEFN: i16 = 6;
+/// OIDs below this are built into Postgres (FirstGenbkiObjectId).
+const FIRST_NON_BUILTIN_OID: u32 = 10_000;
+
+/// The aggregate `aggref` computes, if the kernels can compute its partial
+/// state; `arg` is its argument as an expression over the scan's relation.
+///
+/// # Safety
+/// `aggref` must be a valid Aggref; `rel` the open table of `config`.
+pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, arg: Option<*mut pg_sys::Node>, config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
+    unsafe {
+        let a = &*aggref;
+        if !a.aggfilter.is_null()
+            || !a.aggdistinct.is_null()
+            || !a.aggorder.is_null()
+            || a.aggkind != b'n' as std::ffi::c_char
+            || a.agglevelsup != 0
+            || a.aggvariadic
+        {
+            return None;
+        }
+        let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::AGGFNOID as i32, pg_sys::Datum::from(a.aggfnoid));
+        if tuple.is_null() {
+            return None;
+        }
+        let mut isnull = false;
+        let transfn = pg_sys::Oid::from(
+            pg_sys::SysCacheGetAttr(pg_sys::SysCacheIdentifier::AGGFNOID as i32, tuple, ANUM_AGGTRANSFN, &mut isnull).value() as u32,
+        );
+        let combinefn = pg_sys::SysCacheGetAttr(pg_sys::SysCacheIdentifier::AGGFNOID as i32, tuple, ANUM_AGGCOMBINEFN, &mut isnull).value() as u32;
+        pg_sys::ReleaseSysCache(tuple);
+        if combinefn == 0 || u32::from(transfn) >= FIRST_NON_BUILTIN_OID {
+            return None;
+        }
+        let name = pg_sys::get_func_name(transfn);
+        if name.is_null() {
+            return None;
+        }
+        let kind = AggKind::from_transition(&std::ffi::CStr::from_ptr(name).to_string_lossy())?;
+        let Some(arg) = arg else {
+            return (kind == AggKind::CountRows && a.aggstar).then_some(AggPlan { kind, arg: ArgSource::Rows, arg_type: pg_sys::InvalidOid });
+        };
+        let e = arg;
+        if (*e).type_ != pg_sys::NodeTag::T_Var {
+            return None;
+        }
+        let v = e as *mut pg_sys::Var;
+        if (*v).varno as u32 != scanrelid || (*v).varlevelsup != 0 || (*v).varattno <= 0 {
+            return None;
+        }
+        let attnum = (*v).varattno;
+        let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
+        if att.attisdropped {
+            return None;
+        }
+        if let Some(m) = config.meta_attnums.iter().position(|&x| x == attnum) {
+            return (kind == AggKind::CountValues).then_some(AggPlan { kind, arg: ArgSource::Meta(m), arg_type: att.atttypid });
+        }
+        if kind.reads_values() {
+            // The kernels read integers and floats as stored: the argument must be
+            // the column itself, of a type stored that way.
+            let stored = crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval);
+            use tsbucket_format::ColumnKind as K;
+            let fits = match kind {
+                AggKind::SumFloat8 | AggKind::AccumFloat => matches!(stored, K::Float64 | K::Float32),
+                AggKind::SumInt | AggKind::AvgInt => stored == K::Int,
+                _ => matches!(stored, K::Int | K::Timestamp | K::Float64 | K::Float32),
+            };
+            if !fits || pg_sys::exprType(e) != att.atttypid {
+                return None;
+            }
+        }
+        Some(AggPlan { kind, arg: ArgSource::Column(attnum as usize - 1), arg_type: att.atttypid })
+    }
+}
+
+/// The group key `e` (an expression over the scan's relation) is.
+///
+/// # Safety
+/// `e` must be a valid expression.
+pub unsafe fn classify_key(e: *mut pg_sys::Node, config: &Config, scanrelid: u32) -> Option<KeyPlan> {
+    unsafe {
+        let s = strip(e);
+        if (*s).type_ == pg_sys::NodeTag::T_Var {
+            let v = s as *mut pg_sys::Var;
+            if (*v).varno as u32 != scanrelid || (*v).varlevelsup != 0 {
+                return None;
+            }
+            if (*v).varattno == config.time_attnum {
+                return Some(KeyPlan::Time);
+            }
+            return config.meta_attnums.iter().position(|&m| m == (*v).varattno).map(KeyPlan::Meta);
+        }
+        let (mut len, mut byval) = (0i16, false);
+        pg_sys::get_typlenbyval(pg_sys::exprType(e), &mut len, &mut byval);
+        (byval && !pg_sys::contain_volatile_functions(e) && monotone_in_time(e, scanrelid, config.time_attnum)).then_some(KeyPlan::TimeBucket)
+    }
+}
+
+unsafe fn is_time_var(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> bool {
+    unsafe {
+        (*e).type_ == pg_sys::NodeTag::T_Var && {
+            let v = e as *mut pg_sys::Var;
+            (*v).varno as u32 == relid && (*v).varlevelsup == 0 && (*v).varattno == time_attnum
+        }
+    }
+}
+
+unsafe fn is_free_constant(n: *mut pg_sys::Node) -> bool {
+    unsafe { !pg_sys::contain_var_clause(n) && !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n) }
+}
+
+/// A constant whose value is a positive number (float8 or numeric).
+unsafe fn positive_constant(n: *mut pg_sys::Node) -> bool {
+    unsafe {
+        let n = strip(n);
+        if (*n).type_ != pg_sys::NodeTag::T_Const {
+            return false;
+        }
+        let c = n as *mut pg_sys::Const;
+        if (*c).constisnull {
+            return false;
+        }
+        let value = match (*c).consttype {
+            pg_sys::FLOAT8OID => f64::from_bits((*c).constvalue.value() as u64),
+            pg_sys::INT4OID => (*c).constvalue.value() as i32 as f64,
+            pg_sys::INT8OID => (*c).constvalue.value() as i64 as f64,
+            pg_sys::NUMERICOID => {
+                let d = pg_sys::OidFunctionCall1Coll(pg_sys::Oid::from(pg_sys::F_NUMERIC_FLOAT8), pg_sys::InvalidOid, (*c).constvalue);
+                f64::from_bits(d.value() as u64)
+            }
+            _ => return false,
+        };
+        value > 0.0
+    }
+}
+
+/// Whether `e` is a function of the time column alone that never decreases
+/// as time grows. Recognised: the time column; date_trunc(unit, time[,
+/// zone]); date_bin(stride, time, origin); tsbucket.date_trunc(unit, time
+/// ...); and Grafana's `$__timeGroup` form to_timestamp(floor(extract(epoch
+/// from time) / N) * N), built of extract/date_part of 'epoch', division and
+/// multiplication by a positive constant, floor, numeric <-> float8 casts and
+/// to_timestamp. tsbucket.date_trunc only in time zone 'UTC'. Other
+/// arguments must be constants free of volatility.
+pub unsafe fn monotone_in_time(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> bool {
+    unsafe {
+        let e = strip(e);
+        if e.is_null() {
+            return false;
+        }
+        if is_time_var(e, relid, time_attnum) {
+            return true;
+        }
+        let (funcid, args) = match (*e).type_ {
+            pg_sys::NodeTag::T_FuncExpr => {
+                let f = e as *mut pg_sys::FuncExpr;
+                ((*f).funcid, list_ptrs((*f).args))
+            }
+            pg_sys::NodeTag::T_OpExpr => {
+                let o = e as *mut pg_sys::OpExpr;
+                ((*o).opfuncid, list_ptrs((*o).args))
+            }
+            _ => return false,
+        };
+        let args: Vec<*mut pg_sys::Node> = args.into_iter().map(|a| a as *mut pg_sys::Node).collect();
+        let time_arg = match u32::from(funcid) {
+            pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMP | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT => 1,
+            pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ | pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP => 1,
+            pg_sys::F_EXTRACT_TEXT_TIMESTAMPTZ | pg_sys::F_EXTRACT_TEXT_TIMESTAMP | pg_sys::F_DATE_PART_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_PART_TEXT_TIMESTAMP => {
+                if !is_epoch(args[0]) {
+                    return false;
+                }
+                1
+            }
+            pg_sys::F_FLOOR_FLOAT8 | pg_sys::F_FLOOR_NUMERIC | pg_sys::F_FLOAT8_NUMERIC | pg_sys::F_NUMERIC_FLOAT8 | pg_sys::F_TO_TIMESTAMP_FLOAT8 => 0,
+            pg_sys::F_NUMERIC_DIV | pg_sys::F_FLOAT8DIV | pg_sys::F_NUMERIC_MUL | pg_sys::F_FLOAT8MUL => {
+                if !positive_constant(args[1]) {
+                    return false;
+                }
+                0
+            }
+            // MongoDB's rules resolve local times around DST changes in ways that
+            // are not proven monotone; in UTC there are none.
+            _ if is_tsbucket_date_trunc(funcid) && args.get(3).is_some_and(|z| is_text_constant(*z, "utc")) => 1,
+            _ => return false,
+        };
+        args.iter().enumerate().all(|(i, &a)| if i == time_arg { monotone_in_time(a, relid, time_attnum) } else { is_free_constant(a) })
+    }
+}
+
+unsafe fn is_epoch(n: *mut pg_sys::Node) -> bool {
+    unsafe { is_text_constant(n, "epoch") }
+}
+
+/// A text constant equal to `word`, ignoring case.
+unsafe fn is_text_constant(n: *mut pg_sys::Node, word: &str) -> bool {
+    unsafe {
+        let n = strip(n);
+        if (*n).type_ != pg_sys::NodeTag::T_Const || (*(n as *mut pg_sys::Const)).constisnull || (*(n as *mut pg_sys::Const)).consttype != pg_sys::TEXTOID {
+            return false;
+        }
+        let text = pgrx::text_to_rust_str_unchecked((*(n as *mut pg_sys::Const)).constvalue.cast_mut_ptr());
+        text.eq_ignore_ascii_case(word)
+    }
+}
+
+/// tsbucket.date_trunc(unit, time, ...): MongoDB's $dateTrunc, monotone in time.
+unsafe fn is_tsbucket_date_trunc(funcid: pg_sys::Oid) -> bool {
+    unsafe {
+        let name = pg_sys::get_func_name(funcid);
+        if name.is_null() || std::ffi::CStr::from_ptr(name).to_bytes() != b"date_trunc" {
+            return false;
+        }
+        let namespace = pg_sys::get_func_namespace(funcid);
+        let ns = pg_sys::get_namespace_name(namespace);
+        !ns.is_null() && std::ffi::CStr::from_ptr(ns).to_bytes() == b"tsbucket"
+    }
+}
+
+const MODE_SCAN: i32 = 0;
+
+/// Rewrites every Agg over a TsBucketScan in `stmt` that the scan can aggregate.
+///
+/// # Safety
+/// `stmt` must be a freshly planned statement.
+pub unsafe fn rewrite(stmt: *mut pg_sys::PlannedStmt) {
+    unsafe {
+        if !crate::gucs::VECTORIZED_AGGREGATION.get() {
+            return;
+        }
+        walk((*stmt).planTree, stmt);
+        for p in list_ptrs((*stmt).subplans) {
+            walk(p as *mut pg_sys::Plan, stmt);
+        }
+    }
+}
+
+unsafe fn walk(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStmt) {
+    unsafe {
+        if plan.is_null() {
+            return;
+        }
+        match (*plan).type_ {
+            pg_sys::NodeTag::T_Agg => try_rewrite(plan as *mut pg_sys::Agg, stmt),
+            pg_sys::NodeTag::T_Append => list_ptrs((*(plan as *mut pg_sys::Append)).appendplans).into_iter().for_each(|p| walk(p as _, stmt)),
+            pg_sys::NodeTag::T_MergeAppend => list_ptrs((*(plan as *mut pg_sys::MergeAppend)).mergeplans).into_iter().for_each(|p| walk(p as _, stmt)),
+            pg_sys::NodeTag::T_SubqueryScan => walk((*(plan as *mut pg_sys::SubqueryScan)).subplan, stmt),
+            pg_sys::NodeTag::T_CustomScan => list_ptrs((*(plan as *mut pg_sys::CustomScan)).custom_plans).into_iter().for_each(|p| walk(p as _, stmt)),
+            _ => {}
+        }
+        walk((*plan).lefttree, stmt);
+        walk((*plan).righttree, stmt);
+    }
+}
+
+unsafe fn is_plain_tsbucket_scan(plan: *mut pg_sys::Plan) -> bool {
+    unsafe {
+        if plan.is_null() || (*plan).type_ != pg_sys::NodeTag::T_CustomScan {
+            return false;
+        }
+        let cscan = plan as *mut pg_sys::CustomScan;
+        if !crate::planner::is_ours(cscan) || !(*cscan).custom_scan_tlist.is_null() {
+            return false;
+        }
+        let private = list_ptrs((*cscan).custom_private);
+        !private.is_empty() && (*(private[0] as *mut pg_sys::Integer)).ival == MODE_SCAN
+    }
+}
+
+unsafe fn tle_expr(tlist: *mut pg_sys::List, resno: i16) -> Option<*mut pg_sys::Node> {
+    unsafe {
+        let entries = list_ptrs(tlist);
+        let te = *entries.get((resno as usize).checked_sub(1)?)? as *mut pg_sys::TargetEntry;
+        Some((*te).expr as *mut pg_sys::Node)
+    }
+}
+
+/// The special Var `e` references (OUTER_VAR), by attribute number.
+unsafe fn outer_attno(e: *mut pg_sys::Node) -> Option<i16> {
+    unsafe {
+        ((*e).type_ == pg_sys::NodeTag::T_Var && (*(e as *mut pg_sys::Var)).varno == pg_sys::OUTER_VAR).then(|| (*(e as *mut pg_sys::Var)).varattno)
+    }
+}
+
+unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
+    unsafe {
+        let a = &mut *agg;
+        if a.aggsplit != pg_sys::AggSplit::AGGSPLIT_SIMPLE
+            || !a.groupingSets.is_null()
+            || !a.chain.is_null()
+            || !matches!(a.aggstrategy, pg_sys::AggStrategy::AGG_PLAIN | pg_sys::AggStrategy::AGG_SORTED | pg_sys::AggStrategy::AGG_HASHED)
+        {
+            return;
+        }
+        let child = a.plan.lefttree;
+        let (sort, scan) = if is_plain_tsbucket_scan(child) {
+            (None, child as *mut pg_sys::CustomScan)
+        } else if !child.is_null() && (*child).type_ == pg_sys::NodeTag::T_Sort && is_plain_tsbucket_scan((*child).lefttree) {
+            (Some(child as *mut pg_sys::Sort), (*child).lefttree as *mut pg_sys::CustomScan)
+        } else {
+            return;
+        };
+        let scanrelid = (*scan).scan.scanrelid;
+        let rte = pg_sys::rt_fetch(scanrelid, (*stmt).rtable);
+        let Some(config) = catalog::lookup((*rte).relid) else { return };
+        let scan_tlist = (*scan).scan.plan.targetlist;
+        // Agg input column -> scan output column (through the Sort, which passes columns on).
+        let to_scan_column = |k: i16| -> Option<i16> {
+            match sort {
+                None => Some(k),
+                Some(s) => outer_attno(tle_expr((*s).plan.targetlist, k)?),
+            }
+        };
+
+        // Group keys.
+        let ncols = a.numCols as usize;
+        let group_cols: Vec<i16> = (0..ncols).map(|i| *a.grpColIdx.add(i) as i16).collect();
+        let mut key_exprs = Vec::with_capacity(ncols);
+        let mut time_keys = 0;
+        for &k in &group_cols {
+            let Some(sc) = to_scan_column(k) else { return };
+            let Some(e) = tle_expr(scan_tlist, sc) else { return };
+            match classify_key(e, &config, scanrelid) {
+                Some(KeyPlan::Meta(_)) => {}
+                Some(_) => time_keys += 1,
+                None => return,
+            }
+            key_exprs.push(e);
+        }
+        if time_keys > 1 {
+            return;
+        }
+        let new_position_of = |k: i16| group_cols.iter().position(|&g| g == k).map(|i| (i + 1) as i16);
+
+        // Aggregates, and plain Vars (which must be group columns).
+        let mut found = pg_sys::pull_var_clause(
+            a.plan.targetlist as *mut pg_sys::Node,
+            (pg_sys::PVC_INCLUDE_AGGREGATES | pg_sys::PVC_RECURSE_WINDOWFUNCS | pg_sys::PVC_RECURSE_PLACEHOLDERS) as i32,
+        );
+        found = pg_sys::list_concat(
+            found,
+            pg_sys::pull_var_clause(
+                a.plan.qual as *mut pg_sys::Node,
+                (pg_sys::PVC_INCLUDE_AGGREGATES | pg_sys::PVC_RECURSE_WINDOWFUNCS | pg_sys::PVC_RECURSE_PLACEHOLDERS) as i32,
+            ),
+        );
+        let rel = pg_sys::RelationIdGetRelation((*rte).relid);
+        if rel.is_null() {
+            return;
+        }
+        let mut vars: Vec<(*mut pg_sys::Var, i16)> = Vec::new();
+        // Distinct aggregates (equal Aggrefs share a partial column) and their uses.
+        let mut distinct: Vec<(*mut pg_sys::Aggref, *mut pg_sys::Node)> = Vec::new();
+        let mut uses: Vec<(*mut pg_sys::Aggref, usize)> = Vec::new();
+        let mut ok = true;
+        for n in list_ptrs(found) {
+            let n = n as *mut pg_sys::Node;
+            match (*n).type_ {
+                pg_sys::NodeTag::T_Var => match outer_attno(n).and_then(new_position_of) {
+                    Some(pos) => vars.push((n as *mut pg_sys::Var, pos)),
+                    None => ok = false,
+                },
+                pg_sys::NodeTag::T_Aggref => {
+                    let aggref = n as *mut pg_sys::Aggref;
+                    if let Some(i) = distinct.iter().position(|(d, _)| pg_sys::equal(*d as *const _, aggref as *const _)) {
+                        uses.push((aggref, i));
+                        continue;
+                    }
+                    let args = list_ptrs((*aggref).args);
+                    let arg = match args.as_slice() {
+                        [] => None,
+                        [te] => {
+                            let e = (*(*te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node;
+                            match outer_attno(e).and_then(to_scan_column).and_then(|sc| tle_expr(scan_tlist, sc)) {
+                                Some(scan_expr) => Some(strip(scan_expr)),
+                                None => {
+                                    ok = false;
+                                    break;
+                                }
+                            }
+                        }
+                        _ => {
+                            ok = false;
+                            break;
+                        }
+                    };
+                    if classify_aggref(aggref, arg, &config, rel, scanrelid).is_none() {
+                        ok = false;
+                        break;
+                    }
+                    uses.push((aggref, distinct.len()));
+                    distinct.push((aggref, arg.unwrap_or(std::ptr::null_mut())));
+                }
+                _ => ok = false,
+            }
+            if !ok {
+                break;
+            }
+        }
+        pg_sys::RelationClose(rel);
+        // A Sort must order by group columns only (it is there for the grouping).
+        let sort_cols: Option<Vec<i16>> = match sort {
+            None => Some(Vec::new()),
+            Some(s) => (0..(*s).numCols as usize).map(|i| new_position_of(*(*s).sortColIdx.add(i) as i16)).collect(),
+        };
+        let Some(sort_cols) = sort_cols else { return };
+        if !ok || distinct.is_empty() && ncols == 0 {
+            return;
+        }
+
+        // Everything is understood: rewrite. The scan's output: keys, then partial states.
+        let mut scan_out: *mut pg_sys::List = std::ptr::null_mut();
+        let mut resno: i16 = 1;
+        for &e in &key_exprs {
+            scan_out = pg_sys::lappend(scan_out, pg_sys::makeTargetEntry(pg_sys::copyObjectImpl(e as *const _) as *mut pg_sys::Expr, resno, std::ptr::null_mut(), false) as *mut _);
+            resno += 1;
+        }
+        for &(aggref, arg) in &distinct {
+            let partial = pg_sys::copyObjectImpl(aggref as *const _) as *mut pg_sys::Aggref;
+            (*partial).aggsplit = pg_sys::AggSplit::AGGSPLIT_INITIAL_SERIAL;
+            (*partial).aggtype = (*partial).aggtranstype;
+            (*partial).args = if arg.is_null() {
+                std::ptr::null_mut()
+            } else {
+                let te = pg_sys::makeTargetEntry(pg_sys::copyObjectImpl(arg as *const _) as *mut pg_sys::Expr, 1, std::ptr::null_mut(), false);
+                pg_sys::lappend(std::ptr::null_mut(), te as *mut _)
+            };
+            scan_out = pg_sys::lappend(scan_out, pg_sys::makeTargetEntry(partial as *mut pg_sys::Expr, resno, std::ptr::null_mut(), false) as *mut _);
+            resno += 1;
+        }
+        let nkeys = key_exprs.len() as i32;
+        // The scan's own tlist references its scan tuple (INDEX_VAR), column by column.
+        let references = |varno: i32| -> *mut pg_sys::List {
+            let mut out: *mut pg_sys::List = std::ptr::null_mut();
+            for (i, te) in list_ptrs(scan_out).into_iter().enumerate() {
+                let e = (*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node;
+                let var = pg_sys::makeVar(varno, (i + 1) as i16, pg_sys::exprType(e), pg_sys::exprTypmod(e), pg_sys::exprCollation(e), 0);
+                out = pg_sys::lappend(out, pg_sys::makeTargetEntry(var as *mut pg_sys::Expr, (i + 1) as i16, std::ptr::null_mut(), false) as *mut _);
+            }
+            out
+        };
+        (*scan).custom_scan_tlist = scan_out;
+        (*scan).scan.plan.targetlist = references(pg_sys::INDEX_VAR);
+        (*scan).custom_exprs = (*scan).scan.plan.qual;
+        // Partial rows only go forward.
+        (*scan).flags &= !pg_sys::CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
+        (*scan).scan.plan.qual = std::ptr::null_mut();
+        let private = list_ptrs((*scan).custom_private);
+        (*(private[0] as *mut pg_sys::Integer)).ival = crate::planner::MODE_PARTIAL_AGG;
+        (*(private[1] as *mut pg_sys::Integer)).ival = nkeys;
+        (*scan).scan.plan.plan_rows = (*scan).scan.plan.plan_rows.min(a.plan.plan_rows.max(1.0) * 4.0);
+        if let Some(s) = sort {
+            (*s).plan.targetlist = references(pg_sys::OUTER_VAR);
+            for (i, &c) in sort_cols.iter().enumerate() {
+                *(*s).sortColIdx.add(i) = c as pg_sys::AttrNumber;
+            }
+            (*s).plan.plan_rows = (*scan).scan.plan.plan_rows;
+        }
+        for (i, _) in group_cols.iter().enumerate() {
+            *a.grpColIdx.add(i) = (i + 1) as pg_sys::AttrNumber;
+        }
+        for (var, pos) in vars {
+            (*var).varattno = pos;
+        }
+        for (aggref, i) in uses {
+            (*aggref).aggsplit = pg_sys::AggSplit::AGGSPLIT_FINAL_DESERIAL;
+            let state = pg_sys::makeVar(pg_sys::OUTER_VAR, (nkeys as usize + i + 1) as i16, (*aggref).aggtranstype, -1, pg_sys::InvalidOid, 0);
+            let te = pg_sys::makeTargetEntry(state as *mut pg_sys::Expr, 1, std::ptr::null_mut(), false);
+            (*aggref).args = pg_sys::lappend(std::ptr::null_mut(), te as *mut _);
+        }
+        a.aggsplit = pg_sys::AggSplit::AGGSPLIT_FINAL_DESERIAL;
+    }
+}

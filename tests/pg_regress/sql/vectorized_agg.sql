@@ -1,0 +1,146 @@
+-- Aggregates computed inside TsBucketScan (partial states per bucket and
+-- group, combined by a Finalize Aggregate). Every answer is compared with a
+-- heap copy of the same rows, and with the row-by-row plan
+-- (tsbucket.vectorized_aggregation = off).
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
+\set SHOW_CONTEXT never
+SET timezone = 'UTC';
+CREATE TABLE va (time timestamptz NOT NULL, host text, zone text, f8 float8, f4 float4,
+                 i4 int4, i2 int2, i8 int8, ts timestamp) USING tsbucket;
+SELECT tsbucket.create_timeseries('va', 'time', meta_columns => ARRAY['host', 'zone'], granularity => 'minutes');
+-- Five series over 3 days at 20 s, with NULLs, NaN, infinities and signed zeros.
+INSERT INTO va SELECT '2024-05-01'::timestamptz + i * interval '20 s', 'h' || (i % 5),
+       CASE WHEN i % 5 = 4 THEN NULL ELSE 'z' || (i % 5 % 2) END,
+       CASE WHEN i % 13 = 0 THEN NULL WHEN i % 401 = 0 THEN 'NaN' WHEN i = 777 THEN '-Infinity'
+            WHEN i % 97 = 0 THEN '-0' ELSE ((i * 7919) % 10007) / 17.0 - 200 END,
+       CASE WHEN i % 17 = 0 THEN NULL ELSE ((i * 31) % 1000) / 8.0 END,
+       CASE WHEN i % 19 = 0 THEN NULL ELSE (i * 7) % 100000 - 50000 END,
+       (i % 600 - 300)::int2, i::int8 * 1000003,
+       '2024-01-01'::timestamp + i * interval '1 min'
+  FROM generate_series(0, 12959) i;
+-- Late rows into old windows: buckets whose rows are not in time order.
+INSERT INTO va SELECT '2024-05-01 06:00'::timestamptz + i * interval '7 s', 'h1', 'z1', i, i, i, i, i, NULL
+  FROM generate_series(0, 199) i;
+-- A series written newest first: its buckets hold rows in descending time order.
+INSERT INTO va SELECT '2024-05-02'::timestamptz + i * interval '13 s', 'h9', 'z9', i, i, i, i, i, NULL
+  FROM generate_series(0, 1499) i ORDER BY i DESC;
+CREATE TABLE va_heap AS SELECT * FROM va;
+
+-- Rows of the query on va that va_heap's answer lacks, and the other way round.
+CREATE FUNCTION differs(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE a bigint; b bigint; n bigint;
+BEGIN
+  EXECUTE format('SELECT count(*) FROM (%s EXCEPT ALL %s) x', replace(q, '$t', 'va'), replace(q, '$t', 'va_heap')) INTO a;
+  EXECUTE format('SELECT count(*) FROM (%s EXCEPT ALL %s) x', replace(q, '$t', 'va_heap'), replace(q, '$t', 'va')) INTO b;
+  EXECUTE format('SELECT count(*) FROM (%s) x', replace(q, '$t', 'va')) INTO n;
+  RETURN format('%s groups, %s extra, %s missing', n, a, b);
+END $$;
+-- Whether the plan aggregates in the scan, and the scan's own lines.
+CREATE FUNCTION plan_shape(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || replace(q, '$t', 'va') LOOP
+    IF line ~ 'Aggregate|Custom Scan|Vectorized|Filter' THEN
+      RETURN NEXT regexp_replace(regexp_replace(line, '(Finalize )?(Hash|Group|Mixed)?Aggregate', '\1Aggregate'), '^\s*(->\s*)?', '');
+    END IF;
+  END LOOP;
+END $$;
+
+-- Counts, sums, averages, min/max of every supported type, and float
+-- variance; floats compared to 12 significant digits (order of addition).
+SELECT plan_shape($$SELECT count(*) FROM $t$$);
+SELECT differs($$SELECT count(*), count(zone), count(f8), count(i4), sum(i4), sum(i2), avg(i4)::numeric(20,6), avg(i2)::numeric(20,6),
+  min(i4), max(i4), min(i2), max(i2), min(i8), max(i8), min(time), max(time), min(ts), max(ts),
+  min(f8), max(f8), min(f4), max(f4), round(sum(f8)::numeric, 6), round(avg(f8)::numeric, 9),
+  round(avg(f4)::numeric, 9), round(stddev(f4)::numeric, 6), round(variance(f4)::numeric, 3) FROM $t WHERE f8 <> '-Infinity'$$);
+SELECT differs($$SELECT min(f8), max(f8), sum(f8), avg(f8) FROM $t$$);
+-- Grouped by meta columns (NULL zone included), by time buckets, by both.
+SELECT plan_shape($$SELECT host, zone, count(*), max(f8) FROM $t GROUP BY host, zone$$);
+SELECT differs($$SELECT host, zone, count(*), max(f8), min(i2), sum(i4) FROM $t GROUP BY host, zone$$);
+SELECT differs($$SELECT date_trunc('hour', time), host, count(*), max(f4), sum(i4), round(avg(f8)::numeric, 9) FROM $t GROUP BY 1, 2$$);
+SELECT differs($$SELECT date_bin('15 minutes', time, '2024-05-01 00:07'), count(*), min(f8) FROM $t GROUP BY 1$$);
+SELECT differs($$SELECT to_timestamp(floor(extract(epoch from time) / 300) * 300), count(*), max(i8) FROM $t GROUP BY 1$$);
+SELECT differs($$SELECT to_timestamp(floor(date_part('epoch', time) / 3600) * 3600), zone, count(*) FROM $t GROUP BY 1, 2$$);
+SELECT differs($$SELECT date_trunc('day', time, 'Asia/Kolkata'), count(*), sum(i2) FROM $t GROUP BY 1$$);
+SELECT differs($$SELECT tsbucket.date_trunc('hour', time, 2), count(*), sum(i2) FROM $t GROUP BY 1$$);
+SELECT differs($$SELECT time, count(*), max(i4) FROM $t WHERE time < '2024-05-01 08:00' GROUP BY time$$);
+-- Filters: ranges decided on the arrays, other conditions row by row, RLS-style ORs.
+SELECT plan_shape($$SELECT host, count(*) FROM $t WHERE time >= '2024-05-02' AND f8 > 100 AND i4 % 3 = 0 GROUP BY host$$);
+SELECT differs($$SELECT host, count(*), sum(i4) FROM $t WHERE time >= '2024-05-02' AND f8 > 100 AND i4 % 3 = 0 GROUP BY host$$);
+SELECT differs($$SELECT count(*), max(f8) FROM $t WHERE f8 >= 'NaN'$$);
+SELECT differs($$SELECT count(*), max(f8) FROM $t WHERE f8 < 'NaN'$$);
+SELECT differs($$SELECT count(*) FROM $t WHERE f8 = 0$$);
+SELECT differs($$SELECT count(*) FROM $t WHERE i4 > NULL::int4$$);
+SELECT differs($$SELECT zone, count(*), min(time) FROM $t WHERE f8 IS NULL OR i2 = 7 GROUP BY zone$$);
+SELECT differs($$SELECT host, count(*) FROM $t WHERE host IN ('h1', 'h3') AND zone IS NOT NULL GROUP BY host$$);
+-- HAVING, expressions over aggregates, ORDER BY an aggregate, LIMIT.
+SELECT differs($$SELECT host, max(i4) - min(i4), count(*) FROM $t GROUP BY host HAVING count(*) > 2600 AND max(i2) > 0$$);
+SELECT host, count(*), max(i2) FROM va GROUP BY host HAVING sum(i2) > -1000000 ORDER BY count(*) DESC, host LIMIT 3;
+-- The same aggregate twice shares one partial column.
+SELECT max(i4), max(i4) + 1, count(*) FROM va;
+-- Not computed in the scan (same answers, row by row): FILTER, DISTINCT,
+-- expressions as arguments, sum/avg of int8 (numeric) and sum of float4,
+-- grouping by a measurement column.
+SELECT plan_shape($$SELECT count(*) FILTER (WHERE i2 > 0) FROM $t$$);
+SELECT plan_shape($$SELECT count(DISTINCT host) FROM $t$$);
+SELECT plan_shape($$SELECT max(f8 * 2) FROM $t$$);
+SELECT plan_shape($$SELECT sum(i8) FROM $t$$);
+SELECT plan_shape($$SELECT sum(f4) FROM $t$$);
+SELECT plan_shape($$SELECT i2, count(*) FROM $t GROUP BY i2$$);
+SELECT plan_shape($$SELECT tsbucket.date_trunc('day', time, 1, 'Europe/Paris'), count(*) FROM $t GROUP BY 1$$);
+SELECT differs($$SELECT count(*) FILTER (WHERE i2 > 0), sum(i8), count(DISTINCT host), max(f8 * 2), sum(f4) FROM $t$$);
+SET tsbucket.vectorized_aggregation = off;
+SELECT plan_shape($$SELECT count(*) FROM $t$$);
+RESET tsbucket.vectorized_aggregation;
+-- Float sums: per-bucket partial sums are added in another order than row
+-- by row, so they may differ in the last bits, never more.
+SELECT abs(a.s - b.s) <= 1e-12 * abs(b.s) AS sums_within_ulps
+  FROM (SELECT sum(f8) s FROM va WHERE f8 <> '-Infinity') a, (SELECT sum(f8) s FROM va_heap WHERE f8 <> '-Infinity') b;
+-- Overflow is the same error as row by row.
+CREATE TABLE big (time timestamptz NOT NULL, v float8) USING tsbucket;
+SELECT tsbucket.create_timeseries('big', 'time');
+INSERT INTO big VALUES ('2024-01-01', 1e308), ('2024-01-01 00:00:01', 1e308);
+SELECT sum(v) FROM big;
+SELECT avg(v) FROM big;
+SET tsbucket.vectorized_aggregation = off;
+SELECT sum(v) FROM big;
+RESET tsbucket.vectorized_aggregation;
+-- EXPLAIN ANALYZE counts rows aggregated and partial rows.
+CREATE FUNCTION scan_counts(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    IF line ~ 'Rows Aggregated|Partial Rows|Rows Removed by|Buckets' THEN
+      RETURN NEXT regexp_replace(line, '^\s*', '');
+    END IF;
+  END LOOP;
+END $$;
+SELECT scan_counts($$SELECT host, count(*) FROM va WHERE time < '2024-05-01 12:00' AND i2 > 0 GROUP BY host$$);
+-- Parameters (generic plans), rescans under a nested loop, a cursor read backwards.
+PREPARE byhost(text, timestamptz) AS SELECT count(*), max(i4), sum(i2) FROM va WHERE host = $1 AND time >= $2;
+SET plan_cache_mode = force_generic_plan;
+EXECUTE byhost('h2', '2024-05-02');
+SELECT count(*), max(i4), sum(i2) FROM va_heap WHERE host = 'h2' AND time >= '2024-05-02';
+RESET plan_cache_mode;
+SELECT g.h, s.* FROM (VALUES ('h0'), ('h4'), ('none')) g(h),
+  LATERAL (SELECT count(*), min(f8), max(i2) FROM va WHERE host = g.h AND i4 > 0) s ORDER BY 1;
+SELECT g.h, s.* FROM (VALUES ('h0'), ('h4'), ('none')) g(h),
+  LATERAL (SELECT count(*), min(f8), max(i2) FROM va_heap WHERE host = g.h AND i4 > 0) s ORDER BY 1;
+BEGIN;
+DECLARE c SCROLL CURSOR FOR SELECT host, count(*) FROM va GROUP BY host ORDER BY host;
+FETCH 2 FROM c;
+FETCH BACKWARD 1 FROM c;
+COMMIT;
+-- Row-level security: policies' conditions run before any row is aggregated.
+CREATE ROLE va_reader;
+GRANT SELECT ON va, va_heap TO va_reader;
+ALTER TABLE va ENABLE ROW LEVEL SECURITY;
+ALTER TABLE va_heap ENABLE ROW LEVEL SECURITY;
+CREATE POLICY p ON va USING (host <> 'h1' AND i2 % 2 = 0);
+CREATE POLICY p ON va_heap USING (host <> 'h1' AND i2 % 2 = 0);
+SET ROLE va_reader;
+SELECT differs($$SELECT host, count(*), sum(i4), max(f8) FROM $t GROUP BY host$$);
+RESET ROLE;
+DROP TABLE va, va_heap, big;
+DROP ROLE va_reader;
