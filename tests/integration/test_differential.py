@@ -46,6 +46,15 @@ QUERIES = [
     "SELECT date_trunc('minute', time) m, count(*), max(cnt) FROM {t} WHERE time < '2024-03-03' GROUP BY m ORDER BY m DESC LIMIT 7",
     "SELECT v.d, count(x.*), sum(x.cnt) FROM (VALUES ('d1'), ('d2'), ('zz')) v(d) LEFT JOIN {t} x ON x.device = v.d "
     "GROUP BY v.d ORDER BY v.d",
+    # Aggregated inside the scan (partial states per bucket and group).
+    "SELECT device, site, count(*), count(temp), sum(temp), avg(temp), min(temp), max(temp), avg(hum), min(hum), "
+    "max(small), sum(small), avg(small), min(time), max(time), min(day), max(day) FROM {t} "
+    # avg's running sum of squares overflows on 1e300, an error or not depending on
+    # whether an infinity came earlier in the order of addition (README, Limits).
+    "WHERE temp IS NULL OR temp < 1e100 GROUP BY device, site ORDER BY device NULLS FIRST, site NULLS FIRST",
+    "SELECT date_trunc('hour', time) h, device, count(*), max(temp), min(cnt) FROM {t} WHERE temp > 0 AND small < 50 "
+    "GROUP BY h, device ORDER BY h, device NULLS FIRST",
+    "SELECT date_bin('7 minutes', time, '2024-03-01'), count(*), avg(small) FROM {t} WHERE cnt % 3 = 0 GROUP BY 1 ORDER BY 1",
 ]
 
 
