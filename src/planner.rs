@@ -105,6 +105,8 @@ const MODE_TIME_ORDER: i32 = 2;
 /// element is the number of group keys leading custom_scan_tlist, the
 /// aggregates follow; the quals are in custom_exprs.
 pub const MODE_PARTIAL_AGG: i32 = 3;
+/// Rows in (meta..., time) order (the second element: 1 = all descending).
+const MODE_SERIES_ORDER: i32 = 4;
 
 /// Whether `cscan` is a TsBucketScan.
 pub fn is_ours(cscan: *mut pg_sys::CustomScan) -> bool {
@@ -169,6 +171,7 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             paths.push(cpath);
             if (*seq).param_info.is_null() {
                 paths.extend(time_order_path(root, rel, cpath));
+                paths.extend(series_order_paths(root, rel, cpath));
                 paths.extend(parameterized_paths(root, rel, cpath, (*rte).relid, reached));
             }
         }
@@ -413,6 +416,69 @@ unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelO
         private = pg_sys::lappend(private, pg_sys::makeInteger(descending as i32) as *mut std::ffi::c_void);
         (*cpath).custom_private = private;
         Some(cpath)
+    }
+}
+
+/// Paths that yield rows in (meta..., time) order, ascending and descending,
+/// for merge joins on the meta columns and `ORDER BY meta..., time`: a walk
+/// of the series index merging each series' buckets in time order
+/// (`OrderedScan::begin_series_order`). Their pathkeys are the longest
+/// prefix of (meta..., time) the query has a use for; meta columns a
+/// condition pins to a constant add nothing to the order and are left out.
+unsafe fn series_order_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, unordered: *mut pg_sys::CustomPath) -> Vec<*mut pg_sys::CustomPath> {
+    unsafe {
+        let rte = *(*root).simple_rte_array.add((*rel).relid as usize);
+        let Some(config) = catalog::lookup((*rte).relid) else { return Vec::new() };
+        if config.meta_attnums.is_empty() || (*rte).inh {
+            return Vec::new();
+        }
+        let tupdesc = {
+            let r = pg_sys::RelationIdGetRelation((*rte).relid);
+            let d = pg_sys::CreateTupleDescCopy((*r).rd_att);
+            pg_sys::RelationClose(r);
+            d
+        };
+        let mut out = Vec::new();
+        for descending in [false, true] {
+            let mut pathkeys: *mut pg_sys::List = std::ptr::null_mut();
+            let columns = config.meta_attnums.iter().copied().chain(std::iter::once(config.time_attnum));
+            for attnum in columns {
+                let att = &*crate::shape::tuple_desc_attr(tupdesc, attnum as usize - 1);
+                let cache = pg_sys::lookup_type_cache(att.atttypid, (pg_sys::TYPECACHE_LT_OPR | pg_sys::TYPECACHE_GT_OPR) as i32);
+                let opno = if descending { (*cache).gt_opr } else { (*cache).lt_opr };
+                if opno == pg_sys::InvalidOid {
+                    break;
+                }
+                let var = pg_sys::makeVar((*rel).relid as i32, attnum, att.atttypid, att.atttypmod, att.attcollation, 0);
+                #[cfg(feature = "pg15")]
+                let pk = pg_sys::build_expression_pathkey(root, var as *mut pg_sys::Expr, std::ptr::null_mut(), opno, (*rel).relids, false);
+                #[cfg(not(feature = "pg15"))]
+                let pk = pg_sys::build_expression_pathkey(root, var as *mut pg_sys::Expr, opno, (*rel).relids, false);
+                // No use for this column's order: the prefix so far is what counts.
+                let Some(&pk) = list_ptrs(pk).first() else { break };
+                if (*(*(pk as *mut pg_sys::PathKey)).pk_eclass).ec_has_const {
+                    continue;
+                }
+                pathkeys = pg_sys::lappend(pathkeys, pk);
+            }
+            if pathkeys.is_null() {
+                continue;
+            }
+            let cpath = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
+            *cpath = *unordered;
+            // Every header of the store is read; each row costs a heap step among
+            // the few open buckets of its series.
+            let per_row = 2.0 * pg_sys::cpu_tuple_cost + 4.0 * pg_sys::cpu_operator_cost;
+            (*cpath).path.total_cost = (*unordered).path.total_cost + (*rel).rows * per_row;
+            (*cpath).path.pathkeys = pathkeys;
+            (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_PROJECTION;
+            let mut private = pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeInteger(MODE_SERIES_ORDER) as *mut std::ffi::c_void);
+            private = pg_sys::lappend(private, pg_sys::makeInteger(descending as i32) as *mut std::ffi::c_void);
+            (*cpath).custom_private = private;
+            out.push(cpath);
+        }
+        pg_sys::FreeTupleDesc(tupdesc);
+        out
     }
 }
 
@@ -684,6 +750,8 @@ struct ExecState {
     last_point: Option<LastPointScan>,
     /// MODE_TIME_ORDER: Some(descending); rows from `ordered` (begun lazily).
     time_order: Option<bool>,
+    /// MODE_SERIES_ORDER: Some(descending); rows from `ordered` too.
+    series_order: Option<bool>,
     ordered: Option<OrderedScan>,
     /// MODE_PARTIAL_AGG: what to compute; partial rows from `aggregating`.
     partial_agg: Option<PartialAggExec>,
@@ -935,12 +1003,13 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
         let [mode, arg, attnums @ ..] = private.as_slice() else { panic!("custom_private starts with the mode and its argument") };
         let last_point_mode = *mode == MODE_LAST_POINT;
         let time_order = (*mode == MODE_TIME_ORDER).then_some(*arg == 1);
+        let series_order = (*mode == MODE_SERIES_ORDER).then_some(*arg == 1);
         let needed = if attnums.contains(&-1) {
             None
         } else {
             let mut mask = vec![false; natts];
             attnums.iter().filter(|&&a| a >= 1 && (a as usize) <= natts).for_each(|&a| mask[a as usize - 1] = true);
-            if last_point_mode || time_order.is_some() {
+            if last_point_mode || time_order.is_some() || series_order.is_some() {
                 // Rows are ranked by time even when the query does not read it.
                 mask[config.time_attnum as usize - 1] = true;
             }
@@ -958,6 +1027,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             last_point_mode,
             last_point: None,
             time_order,
+            series_order,
             ordered: None,
             partial_agg,
             aggregating: None,
@@ -1030,6 +1100,10 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
         }
         if let Some(descending) = st.time_order {
             st.ordered = Some(OrderedScan::begin(rel, (*estate).es_snapshot, descending, st.needed.clone(), prune));
+            return;
+        }
+        if let Some(descending) = st.series_order {
+            st.ordered = Some(OrderedScan::begin_series_order(rel, (*estate).es_snapshot, descending, st.needed.clone(), prune));
             return;
         }
         let options = ScanOptions { needed: st.needed.clone(), prune };
@@ -1173,6 +1247,11 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
         }
         let access = if st.last_point_mode {
             "Last Point per Series (Series Index skip scan)".to_string()
+        } else if let Some(descending) = st.series_order {
+            let config = catalog::require((*rel).rd_id);
+            let mut columns: Vec<String> = config.meta_attnums.iter().map(|&a| crate::shape::attr_name(rel, a)).collect();
+            columns.push("window_start".to_string());
+            format!("Series Index ({}), rows merged in series and time order{}", columns.join(", "), if descending { " DESC" } else { "" })
         } else if let Some(descending) = st.time_order {
             let config = catalog::require((*rel).rd_id);
             let walks = match planned_access(node, st) {

@@ -4,6 +4,11 @@
 //! rows are merged, so the first rows arrive after reading only the newest
 //! (or oldest) windows.
 //!
+//! Or rows in (meta..., time) order, both ascending or both descending, for
+//! merge joins and `ORDER BY meta, time`: one walk of the series index
+//! (meta..., window_start), forward or backward, whose entries come series
+//! by series, each in window order; the merge key is then (series rank, time).
+//!
 //! When a row may be returned: buckets come in window_start order, and a
 //! bucket's rows lie in `[window_start, window_start + span)` (the table's
 //! span only grows, so the current span bounds every bucket's). Descending,
@@ -20,6 +25,43 @@ use crate::store::{self, IndexRanges, StoredBucket};
 use pgrx::pg_sys;
 use std::collections::BinaryHeap;
 use std::rc::Rc;
+
+/// A merge key: (series rank, time key); larger comes out first.
+type Key = (i64, i64);
+
+/// Numbers the series of a series-index walk as they come: headers of one
+/// series (equal meta values by the index's equality) are adjacent.
+struct SeriesTracker {
+    eq: Vec<(pg_sys::FmgrInfo, pg_sys::Oid)>,
+    /// The current series' meta values (copied into the scan's context).
+    current: Option<Vec<Option<pg_sys::Datum>>>,
+    byval_len: Vec<(bool, i16)>,
+    rank: i64,
+}
+
+impl SeriesTracker {
+    /// The rank of the series `stored` belongs to (a new one when its meta differs).
+    unsafe fn rank_of(&mut self, stored: &StoredBucket, cxt: pg_sys::MemoryContext) -> i64 {
+        unsafe {
+            let metas: Vec<Option<pg_sys::Datum>> = (0..self.eq.len()).map(|i| stored.meta_datum(i)).collect();
+            let same = self.current.as_ref().is_some_and(|cur| {
+                cur.iter().zip(&metas).zip(self.eq.iter_mut()).all(|((a, b), (finfo, collation))| match (a, b) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => pg_sys::FunctionCall2Coll(finfo, *collation, *a, *b).value() != 0,
+                    _ => false,
+                })
+            });
+            if !same {
+                self.rank += 1;
+                let old = pg_sys::MemoryContextSwitchTo(cxt);
+                let copies = metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pgutil::copy_datum(d, byval, len))).collect();
+                pg_sys::MemoryContextSwitchTo(old);
+                self.current = Some(copies);
+            }
+            self.rank
+        }
+    }
+}
 
 /// One index walk and how far it got.
 struct Walk {
@@ -38,6 +80,8 @@ struct Loaded {
     order: Vec<usize>,
     next: usize,
     cxt: pg_sys::MemoryContext,
+    /// The series rank of the bucket (0 in time order).
+    rank: i64,
 }
 
 pub struct OrderedScan {
@@ -56,12 +100,14 @@ pub struct OrderedScan {
     /// Buckets whose headers were read but not their payloads, each in its own
     /// context, and their best possible keys (from max_time, or min_time
     /// ascending): one is loaded when it may hold the next row.
-    unloaded: Vec<Option<(StoredBucket, pg_sys::MemoryContext)>>,
-    deferred: BinaryHeap<(i64, usize)>,
+    unloaded: Vec<Option<(StoredBucket, pg_sys::MemoryContext, i64)>>,
+    deferred: BinaryHeap<(Key, usize)>,
 
     loaded: Vec<Option<Loaded>>,
     /// (sort key of the bucket's next row, index in `loaded`): the max is next out.
-    heads: BinaryHeap<(i64, usize)>,
+    heads: BinaryHeap<(Key, usize)>,
+    /// In (meta, time) order: which series the walk is in.
+    series: Option<SeriesTracker>,
 
     /// A bucket whose last row is in the caller's slot: freed on the next call.
     retiring: Option<usize>,
@@ -118,6 +164,65 @@ impl OrderedScan {
                     )
                 })],
             };
+            Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, None)
+        }
+    }
+
+    /// Rows in (meta..., time) order: ascending, or (`descending`) both descending,
+    /// NULL meta values last ascending and first descending, as the series index has them.
+    ///
+    /// # Safety
+    /// `rel` is an open tsbucket table with meta columns.
+    pub unsafe fn begin_series_order(
+        rel: pg_sys::Relation,
+        snapshot: pg_sys::Snapshot,
+        descending: bool,
+        needed: Option<Vec<bool>>,
+        prune: Vec<Prune>,
+    ) -> OrderedScan {
+        unsafe {
+            scan::write_buffered_rows(rel, snapshot);
+            let config = catalog::require((*rel).rd_id);
+            let shape = TableShape::new((*rel).rd_att, &config);
+            let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+            let index = access::series_index(store, &config).unwrap_or_else(|| {
+                crate::error::ts_error(
+                    crate::error::DATA_CORRUPTED,
+                    &format!("the bucket store of table \"{}\" has lost its series index", catalog::relation_name((*rel).rd_id)),
+                    "Run SELECT * FROM tsbucket.verify(...) on the table; re-create the table from a dump if the index is gone.",
+                )
+            });
+            let tupdesc = (*rel).rd_att;
+            let mut eq = Vec::new();
+            let mut byval_len = Vec::new();
+            for &attnum in &config.meta_attnums {
+                let att = &*crate::shape::tuple_desc_attr(tupdesc, attnum as usize - 1);
+                let cache = pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_EQ_OPR_FINFO as i32);
+                let mut finfo = pg_sys::FmgrInfo::default();
+                pg_sys::fmgr_info_copy(&mut finfo, &mut (*cache).eq_opr_finfo, pg_sys::CurrentMemoryContext);
+                eq.push((finfo, att.attcollation));
+                byval_len.push((att.attbyval, att.attlen));
+            }
+            let series = SeriesTracker { eq, current: None, byval_len, rank: 0 };
+            let ranges = vec![IndexRanges { index, key_sets: vec![Vec::new()] }];
+            Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, Some(series))
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn assemble(
+        rel: pg_sys::Relation,
+        snapshot: pg_sys::Snapshot,
+        config: Rc<Config>,
+        shape: TableShape,
+        store: pg_sys::Relation,
+        ranges: Vec<IndexRanges>,
+        descending: bool,
+        needed: Option<Vec<bool>>,
+        prune: Vec<Prune>,
+        series: Option<SeriesTracker>,
+    ) -> OrderedScan {
+        unsafe {
             let walks = ranges
                 .into_iter()
                 .map(|r| Walk { scan: store::StoreScan::begin_index(store, snapshot, r), last_window: None, done: false })
@@ -141,6 +246,7 @@ impl OrderedScan {
                 loaded: Vec::new(),
                 heads: BinaryHeap::new(),
                 retiring: None,
+                series,
                 scan_cxt,
                 counters: ScanCounters::default(),
             }
@@ -160,28 +266,34 @@ impl OrderedScan {
         }
     }
 
-    /// The sort key of time `t`: larger comes out first.
-    fn key(&self, t: i64) -> i64 {
-        if self.descending { t } else { !t }
+    /// The sort key of time `t` in series `rank`: larger comes out first.
+    fn key(&self, rank: i64, t: i64) -> Key {
+        (-rank, if self.descending { t } else { !t })
+    }
+
+    fn current_rank(&self) -> i64 {
+        self.series.as_ref().map_or(0, |s| s.rank)
     }
 
     /// The best key an unread bucket of walk `w` may hold: its rows lie in
     /// [window_start, window_start + span), and the walk goes in window order,
     /// so the last header it returned bounds the rest. None when it is done;
     /// i64::MAX before its first header.
-    fn frontier(&self, w: &Walk) -> Option<i64> {
+    /// In series order, later headers belong to this series or later ones.
+    fn frontier(&self, w: &Walk) -> Option<Key> {
         if w.done {
             return None;
         }
+        let rank = self.current_rank();
         Some(match w.last_window {
-            None => i64::MAX,
-            Some(ws) if self.descending => self.key(ws.saturating_add(self.config.span_micros - 1)),
-            Some(ws) => self.key(ws),
+            None => (i64::MAX, i64::MAX),
+            Some(ws) if self.descending => self.key(rank, ws.saturating_add(self.config.span_micros - 1)),
+            Some(ws) => self.key(rank, ws),
         })
     }
 
     /// The walk whose unread buckets may hold the best row, and that key.
-    fn best_walk(&self) -> Option<(usize, i64)> {
+    fn best_walk(&self) -> Option<(usize, Key)> {
         self.walks.iter().enumerate().filter_map(|(i, w)| self.frontier(w).map(|f| (i, f))).max_by_key(|&(_, f)| f)
     }
 
@@ -199,17 +311,22 @@ impl OrderedScan {
                 let stored = store::read_header(self.store, tuple);
                 pg_sys::MemoryContextSwitchTo(old);
                 self.walks[w].last_window = Some(stored.window_start);
+                let scan_cxt = self.scan_cxt;
+                let rank = match self.series.as_mut() {
+                    Some(s) => s.rank_of(&stored, scan_cxt),
+                    None => 0,
+                };
                 if !scan::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) {
                     self.counters.buckets_skipped += 1;
                     pg_sys::MemoryContextDelete(cxt);
                     continue;
                 }
-                let key = if self.descending { self.key(stored.max_time) } else { self.key(stored.min_time) };
+                let key = if self.descending { self.key(rank, stored.max_time) } else { self.key(rank, stored.min_time) };
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
                 let stored = stored.detached(self.store);
                 pg_sys::MemoryContextSwitchTo(old);
                 let i = free_slot(&mut self.unloaded);
-                self.unloaded[i] = Some((stored, cxt));
+                self.unloaded[i] = Some((stored, cxt, rank));
                 self.deferred.push((key, i));
                 return;
             }
@@ -219,7 +336,7 @@ impl OrderedScan {
     /// Decodes unloaded bucket `i` and adds its rows to the merge.
     unsafe fn load(&mut self, i: usize) {
         unsafe {
-            let (mut stored, cxt) = self.unloaded[i].take().expect("an unloaded bucket");
+            let (mut stored, cxt, rank) = self.unloaded[i].take().expect("an unloaded bucket");
             let old = pg_sys::MemoryContextSwitchTo(cxt);
             stored.load_payload();
             let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
@@ -237,12 +354,12 @@ impl OrderedScan {
                 pg_sys::MemoryContextDelete(cxt);
                 return;
             }
-            let first = self.key(time[order[0]]);
+            let first = self.key(rank, time[order[0]]);
             let old = pg_sys::MemoryContextSwitchTo(cxt);
             let prepared = read::prepare(&self.shape, &bucket);
             pg_sys::MemoryContextSwitchTo(old);
             let slot = free_slot(&mut self.loaded);
-            self.loaded[slot] = Some(Loaded { bucket, prepared, order, next: 0, cxt });
+            self.loaded[slot] = Some(Loaded { bucket, prepared, order, next: 0, cxt, rank });
             self.heads.push((first, slot));
         }
     }
@@ -305,8 +422,9 @@ impl OrderedScan {
                 if done {
                     self.retiring = Some(i);
                 } else {
-                    let next_row = self.loaded[i].as_ref().expect("loaded").order[self.loaded[i].as_ref().expect("loaded").next];
-                    let key = self.key(self.row_time(i, next_row));
+                    let l = self.loaded[i].as_ref().expect("loaded");
+                    let (next_row, rank) = (l.order[l.next], l.rank);
+                    let key = self.key(rank, self.row_time(i, next_row));
                     self.heads.push((key, i));
                 }
                 let old = pg_sys::MemoryContextSwitchTo(cxt);

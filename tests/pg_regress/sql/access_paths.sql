@@ -190,7 +190,7 @@ SELECT lp_differs($$host > 'h3' OR host IS NULL$$);
 PREPARE lpq(int) AS SELECT DISTINCT ON (host) host, time, w FROM lp WHERE w = $1 ORDER BY host, time DESC;
 EXECUTE lpq(42);
 SELECT DISTINCT ON (host) host, time, w FROM lp_heap WHERE w = 42 ORDER BY host, time DESC;
--- Other shapes keep the ordinary plan.
+-- Other shapes do not take the last-point skip scan (a series-order walk, or a sort).
 EXPLAIN (COSTS OFF) SELECT DISTINCT ON (host) * FROM lp ORDER BY host, time;
 EXPLAIN (COSTS OFF) SELECT DISTINCT ON (host) * FROM lp ORDER BY host DESC, time DESC;
 EXPLAIN (COSTS OFF) SELECT DISTINCT ON (host COLLATE "C") * FROM lp ORDER BY host COLLATE "C", time DESC;
@@ -290,3 +290,46 @@ SELECT h.name, count(j.v) FROM hosts h LEFT JOIN j_heap j ON j.host = h.name AND
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 DROP TABLE j, j_heap, hosts;
+
+-- Rows in (meta..., time) order, both directions: one walk of the series
+-- index merging each series' buckets in time order, for ORDER BY and merge
+-- joins. Late rows and a grown span make a series' buckets overlap in time.
+CREATE TABLE so (time timestamptz NOT NULL, site text, unit int4, v int8) USING tsbucket;
+SELECT tsbucket.create_timeseries('so', 'time', meta_columns => ARRAY['site', 'unit']);
+INSERT INTO so SELECT '2024-07-01'::timestamptz + i * interval '41 s', chr(97 + i % 3), CASE WHEN i % 7 = 0 THEN NULL ELSE i % 2 END, i
+  FROM generate_series(0, 2999) i;
+SELECT tsbucket.alter_timeseries('so', granularity => 'minutes');
+INSERT INTO so SELECT '2024-07-01 00:30'::timestamptz + i * interval '13 s', 'b', 1, 100000 + i FROM generate_series(0, 299) i;
+INSERT INTO so VALUES ('2024-07-01 00:31', NULL, 1, -1), ('2024-07-01 00:29', NULL, NULL, -2);
+CREATE TABLE so_heap AS SELECT * FROM so;
+CREATE FUNCTION access_line(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+    IF line ~ 'Bucket Access|Join|Sort' THEN
+      RETURN NEXT regexp_replace(line, '^\s*(->\s*)?', '');
+    END IF;
+  END LOOP;
+END $$;
+SELECT access_line($$SELECT * FROM so ORDER BY site, unit, time LIMIT 10$$);
+SELECT access_line($$SELECT * FROM so ORDER BY site DESC, unit DESC, time DESC LIMIT 10$$);
+SELECT access_line($$SELECT * FROM so WHERE unit = 1 ORDER BY site, time LIMIT 10$$);
+-- Same rows in the same order as the heap copy (ties on time broken by v there).
+SELECT (SELECT array_agg(x::text) FROM (SELECT site, unit, time FROM so ORDER BY site, unit, time) x)
+     = (SELECT array_agg(x::text) FROM (SELECT site, unit, time FROM so_heap ORDER BY site, unit, time) x) AS ascending_same;
+SELECT (SELECT array_agg(x::text) FROM (SELECT site, unit, time FROM so ORDER BY site DESC, unit DESC, time DESC) x)
+     = (SELECT array_agg(x::text) FROM (SELECT site, unit, time FROM so_heap ORDER BY site DESC, unit DESC, time DESC) x) AS descending_same;
+SELECT (SELECT array_agg(x::text) FROM (SELECT site, time FROM so WHERE unit = 1 AND v % 5 = 0 ORDER BY site, time) x)
+     = (SELECT array_agg(x::text) FROM (SELECT site, time FROM so_heap WHERE unit = 1 AND v % 5 = 0 ORDER BY site, time) x) AS filtered_same;
+SELECT site, unit, time, v FROM so ORDER BY site, unit, time LIMIT 4;
+SELECT site, unit, time, v FROM so ORDER BY site DESC, unit DESC, time DESC LIMIT 4;
+-- A merge join on the meta column reads the table in series order, unsorted.
+CREATE TABLE sites AS SELECT chr(96 + i) AS site, i AS n FROM generate_series(1, 4) i;
+SET enable_hashjoin = off;
+SET enable_nestloop = off;
+SELECT access_line($$SELECT s.n, so.time FROM so JOIN sites s USING (site) WHERE so.time < '2024-07-01 01:00'$$);
+SELECT count(*), sum(n), sum(v) FROM so JOIN sites USING (site) WHERE so.time < '2024-07-01 03:00';
+SELECT count(*), sum(n), sum(v) FROM so_heap JOIN sites USING (site) WHERE so_heap.time < '2024-07-01 03:00';
+RESET enable_hashjoin;
+RESET enable_nestloop;
+DROP TABLE so, so_heap, sites;

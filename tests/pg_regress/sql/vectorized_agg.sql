@@ -28,7 +28,7 @@ INSERT INTO va SELECT '2024-05-02'::timestamptz + i * interval '13 s', 'h9', 'z9
 CREATE TABLE va_heap AS SELECT * FROM va;
 
 -- Rows of the query on va that va_heap's answer lacks, and the other way round.
-CREATE FUNCTION differs(q text) RETURNS text LANGUAGE plpgsql AS $$
+CREATE FUNCTION agg_differs(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE a bigint; b bigint; n bigint;
 BEGIN
   EXECUTE format('SELECT count(*) FROM (%s EXCEPT ALL %s) x', replace(q, '$t', 'va'), replace(q, '$t', 'va_heap')) INTO a;
@@ -50,32 +50,32 @@ END $$;
 -- Counts, sums, averages, min/max of every supported type, and float
 -- variance; floats compared to 12 significant digits (order of addition).
 SELECT plan_shape($$SELECT count(*) FROM $t$$);
-SELECT differs($$SELECT count(*), count(zone), count(f8), count(i4), sum(i4), sum(i2), avg(i4)::numeric(20,6), avg(i2)::numeric(20,6),
+SELECT agg_differs($$SELECT count(*), count(zone), count(f8), count(i4), sum(i4), sum(i2), avg(i4)::numeric(20,6), avg(i2)::numeric(20,6),
   min(i4), max(i4), min(i2), max(i2), min(i8), max(i8), min(time), max(time), min(ts), max(ts),
   min(f8), max(f8), min(f4), max(f4), round(sum(f8)::numeric, 6), round(avg(f8)::numeric, 9),
   round(avg(f4)::numeric, 9), round(stddev(f4)::numeric, 6), round(variance(f4)::numeric, 3) FROM $t WHERE f8 <> '-Infinity'$$);
-SELECT differs($$SELECT min(f8), max(f8), sum(f8), avg(f8) FROM $t$$);
+SELECT agg_differs($$SELECT min(f8), max(f8), sum(f8), avg(f8) FROM $t$$);
 -- Grouped by meta columns (NULL zone included), by time buckets, by both.
 SELECT plan_shape($$SELECT host, zone, count(*), max(f8) FROM $t GROUP BY host, zone$$);
-SELECT differs($$SELECT host, zone, count(*), max(f8), min(i2), sum(i4) FROM $t GROUP BY host, zone$$);
-SELECT differs($$SELECT date_trunc('hour', time), host, count(*), max(f4), sum(i4), round(avg(f8)::numeric, 9) FROM $t GROUP BY 1, 2$$);
-SELECT differs($$SELECT date_bin('15 minutes', time, '2024-05-01 00:07'), count(*), min(f8) FROM $t GROUP BY 1$$);
-SELECT differs($$SELECT to_timestamp(floor(extract(epoch from time) / 300) * 300), count(*), max(i8) FROM $t GROUP BY 1$$);
-SELECT differs($$SELECT to_timestamp(floor(date_part('epoch', time) / 3600) * 3600), zone, count(*) FROM $t GROUP BY 1, 2$$);
-SELECT differs($$SELECT date_trunc('day', time, 'Asia/Kolkata'), count(*), sum(i2) FROM $t GROUP BY 1$$);
-SELECT differs($$SELECT tsbucket.date_trunc('hour', time, 2), count(*), sum(i2) FROM $t GROUP BY 1$$);
-SELECT differs($$SELECT time, count(*), max(i4) FROM $t WHERE time < '2024-05-01 08:00' GROUP BY time$$);
+SELECT agg_differs($$SELECT host, zone, count(*), max(f8), min(i2), sum(i4) FROM $t GROUP BY host, zone$$);
+SELECT agg_differs($$SELECT date_trunc('hour', time), host, count(*), max(f4), sum(i4), round(avg(f8)::numeric, 9) FROM $t GROUP BY 1, 2$$);
+SELECT agg_differs($$SELECT date_bin('15 minutes', time, '2024-05-01 00:07'), count(*), min(f8) FROM $t GROUP BY 1$$);
+SELECT agg_differs($$SELECT to_timestamp(floor(extract(epoch from time) / 300) * 300), count(*), max(i8) FROM $t GROUP BY 1$$);
+SELECT agg_differs($$SELECT to_timestamp(floor(date_part('epoch', time) / 3600) * 3600), zone, count(*) FROM $t GROUP BY 1, 2$$);
+SELECT agg_differs($$SELECT date_trunc('day', time, 'Asia/Kolkata'), count(*), sum(i2) FROM $t GROUP BY 1$$);
+SELECT agg_differs($$SELECT tsbucket.date_trunc('hour', time, 2), count(*), sum(i2) FROM $t GROUP BY 1$$);
+SELECT agg_differs($$SELECT time, count(*), max(i4) FROM $t WHERE time < '2024-05-01 08:00' GROUP BY time$$);
 -- Filters: ranges decided on the arrays, other conditions row by row, RLS-style ORs.
 SELECT plan_shape($$SELECT host, count(*) FROM $t WHERE time >= '2024-05-02' AND f8 > 100 AND i4 % 3 = 0 GROUP BY host$$);
-SELECT differs($$SELECT host, count(*), sum(i4) FROM $t WHERE time >= '2024-05-02' AND f8 > 100 AND i4 % 3 = 0 GROUP BY host$$);
-SELECT differs($$SELECT count(*), max(f8) FROM $t WHERE f8 >= 'NaN'$$);
-SELECT differs($$SELECT count(*), max(f8) FROM $t WHERE f8 < 'NaN'$$);
-SELECT differs($$SELECT count(*) FROM $t WHERE f8 = 0$$);
-SELECT differs($$SELECT count(*) FROM $t WHERE i4 > NULL::int4$$);
-SELECT differs($$SELECT zone, count(*), min(time) FROM $t WHERE f8 IS NULL OR i2 = 7 GROUP BY zone$$);
-SELECT differs($$SELECT host, count(*) FROM $t WHERE host IN ('h1', 'h3') AND zone IS NOT NULL GROUP BY host$$);
+SELECT agg_differs($$SELECT host, count(*), sum(i4) FROM $t WHERE time >= '2024-05-02' AND f8 > 100 AND i4 % 3 = 0 GROUP BY host$$);
+SELECT agg_differs($$SELECT count(*), max(f8) FROM $t WHERE f8 >= 'NaN'$$);
+SELECT agg_differs($$SELECT count(*), max(f8) FROM $t WHERE f8 < 'NaN'$$);
+SELECT agg_differs($$SELECT count(*) FROM $t WHERE f8 = 0$$);
+SELECT agg_differs($$SELECT count(*) FROM $t WHERE i4 > NULL::int4$$);
+SELECT agg_differs($$SELECT zone, count(*), min(time) FROM $t WHERE f8 IS NULL OR i2 = 7 GROUP BY zone$$);
+SELECT agg_differs($$SELECT host, count(*) FROM $t WHERE host IN ('h1', 'h3') AND zone IS NOT NULL GROUP BY host$$);
 -- HAVING, expressions over aggregates, ORDER BY an aggregate, LIMIT.
-SELECT differs($$SELECT host, max(i4) - min(i4), count(*) FROM $t GROUP BY host HAVING count(*) > 2600 AND max(i2) > 0$$);
+SELECT agg_differs($$SELECT host, max(i4) - min(i4), count(*) FROM $t GROUP BY host HAVING count(*) > 2600 AND max(i2) > 0$$);
 SELECT host, count(*), max(i2) FROM va GROUP BY host HAVING sum(i2) > -1000000 ORDER BY count(*) DESC, host LIMIT 3;
 -- The same aggregate twice shares one partial column.
 SELECT max(i4), max(i4) + 1, count(*) FROM va;
@@ -89,7 +89,7 @@ SELECT plan_shape($$SELECT sum(i8) FROM $t$$);
 SELECT plan_shape($$SELECT sum(f4) FROM $t$$);
 SELECT plan_shape($$SELECT i2, count(*) FROM $t GROUP BY i2$$);
 SELECT plan_shape($$SELECT tsbucket.date_trunc('day', time, 1, 'Europe/Paris'), count(*) FROM $t GROUP BY 1$$);
-SELECT differs($$SELECT count(*) FILTER (WHERE i2 > 0), sum(i8), count(DISTINCT host), max(f8 * 2), sum(f4) FROM $t$$);
+SELECT agg_differs($$SELECT count(*) FILTER (WHERE i2 > 0), sum(i8), count(DISTINCT host), max(f8 * 2), sum(f4) FROM $t$$);
 SET tsbucket.vectorized_aggregation = off;
 SELECT plan_shape($$SELECT count(*) FROM $t$$);
 RESET tsbucket.vectorized_aggregation;
@@ -140,7 +140,7 @@ ALTER TABLE va_heap ENABLE ROW LEVEL SECURITY;
 CREATE POLICY p ON va USING (host <> 'h1' AND i2 % 2 = 0);
 CREATE POLICY p ON va_heap USING (host <> 'h1' AND i2 % 2 = 0);
 SET ROLE va_reader;
-SELECT differs($$SELECT host, count(*), sum(i4), max(f8) FROM $t GROUP BY host$$);
+SELECT agg_differs($$SELECT host, count(*), sum(i4), max(f8) FROM $t GROUP BY host$$);
 RESET ROLE;
 DROP TABLE va, va_heap, big;
 DROP ROLE va_reader;
