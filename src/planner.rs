@@ -1276,6 +1276,7 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
                 pg_sys::ExplainPropertyInteger(c"Rows Removed by Filter".as_ptr(), std::ptr::null(), st.agg_totals.rows_removed_by_filter as i64, es);
                 pg_sys::ExplainPropertyInteger(c"Rows Aggregated".as_ptr(), std::ptr::null(), st.agg_totals.rows_aggregated as i64, es);
                 pg_sys::ExplainPropertyInteger(c"Partial Rows".as_ptr(), std::ptr::null(), st.agg_totals.partial_rows as i64, es);
+                pg_sys::ExplainPropertyInteger(c"Buckets Answered from Headers".as_ptr(), std::ptr::null(), st.totals.buckets_from_headers as i64, es);
             }
         }
     }

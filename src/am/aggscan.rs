@@ -6,7 +6,7 @@
 //! except to evaluate conditions the range filters do not decide.
 
 use super::read;
-use super::scan::{self, ScanCounters, ScanOptions};
+use super::scan::{self, BoundRange, NextBucket, Prune, ScanCounters, ScanOptions};
 use crate::catalog::Config;
 use crate::error::{ts_error, SqlState};
 use crate::partial_agg::{AggPlan, ArgSource, KeyPlan};
@@ -58,6 +58,9 @@ pub struct AggregatingScan {
     pending: Vec<PartialRow>,
     next: usize,
     pub counters: AggCounters,
+    /// When buckets may be answered from their headers alone: the time range
+    /// a bucket must lie in (None: any).
+    from_headers: Option<Option<BoundRange>>,
 }
 
 impl AggregatingScan {
@@ -77,10 +80,26 @@ impl AggregatingScan {
     ) -> AggregatingScan {
         unsafe {
             let config = crate::catalog::require((*rel).rd_id);
+            let options_prune_summary = PruneSummary::of(&options.prune);
             let scan = scan::begin_with(rel, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
             let row_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, &pg_sys::TTSOpsVirtual);
             let residual = if exact { quals.residual } else { quals.all };
-            AggregatingScan { rel, config, scan, keys, aggs, residual, all_quals: quals.all, econtext, row_slot, pending: Vec::new(), next: 0, counters: AggCounters::default() }
+            let from_headers = headers_may_answer(rel, &config, &options_prune_summary, &aggs, residual);
+            AggregatingScan {
+                rel,
+                config,
+                scan,
+                keys,
+                aggs,
+                residual,
+                all_quals: quals.all,
+                econtext,
+                row_slot,
+                pending: Vec::new(),
+                next: 0,
+                counters: AggCounters::default(),
+                from_headers,
+            }
         }
     }
 
@@ -140,11 +159,90 @@ impl AggregatingScan {
         }
     }
 
+    /// The partial row of a bucket whose header answers every aggregate: it
+    /// lies wholly in the query's time range, in one time bucket, and every
+    /// aggregate is count(*) or min/max of a column whose header keeps them.
+    unsafe fn header_answer(&self, b: &crate::store::StoredBucket) -> Option<PartialRow> {
+        unsafe {
+            let range = self.from_headers.as_ref()?;
+            if range.as_ref().is_some_and(|r| !r.contains(b.min_time, b.max_time)) {
+                return None;
+            }
+            let mut time_value = (pg_sys::Datum::from(0), true);
+            for key in self.keys.iter() {
+                match key.plan {
+                    KeyPlan::Meta(_) => {}
+                    KeyPlan::Time if b.min_time == b.max_time => time_value = (pg_sys::Datum::from(b.min_time), false),
+                    KeyPlan::Time => return None,
+                    KeyPlan::TimeBucket => {
+                        let first = self.time_bucket(key.expr, b.min_time);
+                        let last = self.time_bucket(key.expr, b.max_time);
+                        if first.0.value() != last.0.value() || first.1 != last.1 {
+                            return None;
+                        }
+                        time_value = first;
+                    }
+                }
+            }
+            let stats = if self.aggs.iter().any(|a| matches!(a.arg, ArgSource::Column(i) if i + 1 != self.config.time_attnum as usize)) {
+                tsbucket_format::stats::decode_stats(b.stats()).ok()?
+            } else {
+                Vec::new()
+            };
+            let mut states = Vec::with_capacity(self.aggs.len());
+            for agg in self.aggs.iter() {
+                use tsbucket_format::stats::Range;
+                let max = agg.kind == AggKind::Max;
+                states.push(match (agg.kind, agg.arg) {
+                    (AggKind::CountRows, _) => State::Count(b.rows as i64),
+                    (_, ArgSource::Column(i)) if i + 1 == self.config.time_attnum as usize => State::Int(Some(if max { b.max_time } else { b.min_time })),
+                    (_, ArgSource::Column(i)) => match stats.iter().find(|s| s.attnum as usize == i + 1)?.range {
+                        Range::Int { min, max: hi } => State::Int(Some(if max { hi } else { min })),
+                        Range::Float { min, max: hi, has_nan } => {
+                            // A zero's sign depends on which equal value came last: read the rows.
+                            if min == 0.0 || hi == 0.0 {
+                                return None;
+                            }
+                            let v = if max && has_nan { f64::NAN } else if max { hi } else { min };
+                            if agg.arg_type == pg_sys::FLOAT4OID { State::Float4(Some(v as f32)) } else { State::Float8(Some(v)) }
+                        }
+                    },
+                    _ => return None,
+                });
+            }
+            let keys = self
+                .keys
+                .iter()
+                .map(|k| match k.plan {
+                    KeyPlan::Meta(m) => match b.meta_datum(m) {
+                        Some(d) => (d, false),
+                        None => (pg_sys::Datum::from(0), true),
+                    },
+                    _ => time_value,
+                })
+                .collect();
+            Some(PartialRow { keys, states })
+        }
+    }
+
     /// Aggregates the next bucket into `pending`; false at the end.
     unsafe fn aggregate_bucket(&mut self) -> bool {
         unsafe {
             loop {
-                let Some(rows) = scan::next_bucket(self.scan) else { return false };
+                let scan = self.scan;
+                let mut answer = None;
+                let next = scan::next_bucket_or_header(scan, &mut |b| {
+                    answer = self.header_answer(b);
+                    answer.is_some()
+                });
+                let rows = match next {
+                    None => return false,
+                    Some(NextBucket::Header) => {
+                        self.pending.push(answer.expect("answered"));
+                        return true;
+                    }
+                    Some(NextBucket::Rows(rows)) => rows,
+                };
                 let mut selected = rows.selected;
                 let qual = if rows.exact { self.residual } else { self.all_quals };
                 if !qual.is_null() && !selected.is_empty() {
@@ -276,5 +374,59 @@ unsafe fn state_datum(state: &State, agg: &AggPlan) -> (pg_sys::Datum, bool) {
                 (pg_sys::Datum::from(a), false)
             }
         }
+    }
+}
+
+/// What the pruning conditions are, for deciding whether headers may answer.
+struct PruneSummary {
+    time: Option<BoundRange>,
+    column_filters: bool,
+}
+
+impl PruneSummary {
+    fn of(prune: &[Prune]) -> PruneSummary {
+        PruneSummary {
+            time: prune.iter().find_map(|p| match p {
+                Prune::Time(r) => Some(*r),
+                _ => None,
+            }),
+            column_filters: prune.iter().any(|p| matches!(p, Prune::Column { .. })),
+        }
+    }
+}
+
+/// Whether some buckets may be answered from their headers: no condition is
+/// left to check row by row, none on measurement columns (their NULLs are not
+/// counted in headers), no row-level security, and every aggregate is
+/// count(*) or min/max of a column headers keep them for (integer-like,
+/// timestamp and float kinds). Some(the time range a bucket must lie in).
+unsafe fn headers_may_answer(
+    rel: pg_sys::Relation,
+    config: &Config,
+    prune: &PruneSummary,
+    aggs: &[AggPlan],
+    residual: *mut pg_sys::ExprState,
+) -> Option<Option<BoundRange>> {
+    unsafe {
+        if !residual.is_null() || prune.column_filters {
+            return None;
+        }
+        if pg_sys::check_enable_rls((*rel).rd_id, pg_sys::InvalidOid, true) == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32 {
+            return None;
+        }
+        let tupdesc = (*rel).rd_att;
+        let answerable = aggs.iter().all(|a| match (a.kind, a.arg) {
+            (AggKind::CountRows, _) => true,
+            (AggKind::Min | AggKind::Max, ArgSource::Column(i)) => {
+                let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
+                i + 1 == config.time_attnum as usize
+                    || matches!(
+                        crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval),
+                        tsbucket_format::ColumnKind::Int | tsbucket_format::ColumnKind::Timestamp | tsbucket_format::ColumnKind::Float64 | tsbucket_format::ColumnKind::Float32
+                    )
+            }
+            _ => false,
+        });
+        answerable.then_some(prune.time)
     }
 }

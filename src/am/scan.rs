@@ -84,6 +84,19 @@ impl BoundRange {
         }
     }
 
+    /// Whether every value in [min, max] lies in the range (integer-like bounds).
+    pub fn contains(&self, min: i64, max: i64) -> bool {
+        let lo_ok = self.lo.is_none_or(|(b, inclusive)| match b {
+            Bound::Int(v) => min > v || (inclusive && min == v),
+            Bound::Float(_) => false,
+        });
+        let hi_ok = self.hi.is_none_or(|(b, inclusive)| match b {
+            Bound::Int(v) => max < v || (inclusive && max == v),
+            Bound::Float(_) => false,
+        });
+        lo_ok && hi_ok
+    }
+
     /// Whether values spanning [min, max] (plus NaN where `has_nan`; Postgres
     /// sorts NaN above every number) may include one in the range.
     pub fn admits(&self, min: Bound, max: Bound, has_nan: bool) -> bool {
@@ -112,6 +125,8 @@ pub struct ScanCounters {
     pub buckets_skipped: u64,
     /// Rows of read buckets dropped by `row_filters` before a tuple was formed.
     pub rows_filtered: u64,
+    /// Buckets whose header answered the query (in-scan aggregation), payload unread.
+    pub buckets_from_headers: u64,
 }
 
 impl std::ops::AddAssign for ScanCounters {
@@ -119,6 +134,7 @@ impl std::ops::AddAssign for ScanCounters {
         self.buckets_read += other.buckets_read;
         self.buckets_skipped += other.buckets_skipped;
         self.rows_filtered += other.rows_filtered;
+        self.buckets_from_headers += other.buckets_from_headers;
     }
 }
 
@@ -141,6 +157,8 @@ struct ScanState {
     /// Holds the current bucket's by-reference values; reset per bucket.
     bucket_cxt: pg_sys::MemoryContext,
     current: Option<LoadedBucket>,
+    /// A bucket whose header alone answered (`next_bucket_or_header`).
+    header: Option<store::StoredBucket>,
     prepared: read::Prepared,
     varying: Vec<usize>,
     /// The slot that holds a row of `current` (written by fill_slot): moving
@@ -223,6 +241,7 @@ pub unsafe fn begin_with(
             store_scan,
             bucket_cxt,
             current: None,
+            header: None,
             prepared: read::Prepared::default(),
             varying: Vec::new(),
             filled_slot: std::ptr::null_mut(),
@@ -278,13 +297,26 @@ pub unsafe fn rescan(scan: pg_sys::TableScanDesc) {
 
 /// Moves to the next (or previous) bucket; false at either end.
 unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
+    unsafe { advance_bucket_or_header(st, forward, None) == Advanced::Rows }
+}
+
+#[derive(PartialEq)]
+enum Advanced {
+    Rows,
+    /// `answerable` said the header answers: it is in `st.header`, the payload unread.
+    Header,
+    End,
+}
+
+unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answerable: Option<&mut dyn FnMut(&store::StoredBucket) -> bool>) -> Advanced {
     unsafe {
+        st.header = None;
         let config = st.config.as_ref().expect("configured");
         let shape = st.shape.as_ref().expect("configured");
         loop {
             let Some(tuple) = st.store_scan.as_mut().expect("configured").next(forward) else {
                 st.current = None;
-                return false;
+                return Advanced::End;
             };
             pg_sys::MemoryContextReset(st.bucket_cxt);
             let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
@@ -293,6 +325,13 @@ unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
                 pg_sys::MemoryContextSwitchTo(old);
                 st.counters.buckets_skipped += 1;
                 continue;
+            }
+            if stored.rows > 0 && answerable.as_mut().is_some_and(|f| f(&stored)) {
+                pg_sys::MemoryContextSwitchTo(old);
+                st.counters.buckets_from_headers += 1;
+                st.current = None;
+                st.header = Some(stored);
+                return Advanced::Header;
             }
             st.counters.buckets_read += 1;
             stored.load_payload();
@@ -306,7 +345,7 @@ unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
             }
             st.pos = if forward { -1 } else { loaded.rows as isize };
             st.current = Some(loaded);
-            return true;
+            return Advanced::Rows;
         }
     }
 }
@@ -365,17 +404,28 @@ pub struct BucketRows<'a> {
     pub exact: bool,
 }
 
-/// The next bucket past pruning, forward, or None at the end. The previous
+/// A bucket for a consumer of whole buckets: decoded, or only its header
+/// when that answers the consumer.
+pub enum NextBucket<'a> {
+    Rows(BucketRows<'a>),
+    /// The header answered (`answerable` returned true for it).
+    Header,
+}
+
+/// The next bucket past pruning, forward, or None at the end: its header
+/// alone when `answerable` says it answers, else decoded. The previous
 /// bucket's rows and datums are freed.
 ///
 /// # Safety
 /// `scan` must come from `begin_with` and be read only through this function.
-pub unsafe fn next_bucket<'a>(scan: pg_sys::TableScanDesc) -> Option<BucketRows<'a>> {
+pub unsafe fn next_bucket_or_header<'a>(scan: pg_sys::TableScanDesc, answerable: &mut dyn FnMut(&store::StoredBucket) -> bool) -> Option<NextBucket<'a>> {
     unsafe {
         let st = state(scan);
         st.config.as_ref()?;
-        if !advance_bucket(st, true) {
-            return None;
+        match advance_bucket_or_header(st, true, Some(answerable)) {
+            Advanced::End => return None,
+            Advanced::Header => return Some(NextBucket::Header),
+            Advanced::Rows => {}
         }
         let bucket = st.current.as_ref().expect("advance_bucket set it");
         let exact = st.row_filters.iter().all(|(i, _)| bucket.columns[*i].is_some());
@@ -385,7 +435,7 @@ pub unsafe fn next_bucket<'a>(scan: pg_sys::TableScanDesc) -> Option<BucketRows<
             (0..bucket.rows).filter(|&r| row_passes(bucket, &st.row_filters, r)).map(|r| r as u32).collect()
         };
         st.counters.rows_filtered += (bucket.rows - selected.len()) as u64;
-        Some(BucketRows { bucket, prepared: &st.prepared, shape: st.shape.as_ref().expect("configured"), selected, exact })
+        Some(NextBucket::Rows(BucketRows { bucket, prepared: &st.prepared, shape: st.shape.as_ref().expect("configured"), selected, exact }))
     }
 }
 

@@ -200,8 +200,9 @@ SELECT tsbucket.create_timeseries('r2', 'time', meta_columns => ARRAY['site', 'u
 INSERT INTO r2 SELECT '2024-03-01'::timestamptz + i * interval '30 s', CASE WHEN i % 5 = 0 THEN NULL ELSE chr(97 + i % 4) END,
     CASE WHEN i % 7 = 0 THEN NULL ELSE i % 3 END, i
   FROM generate_series(0, 9999) i;
--- (Small: without enable_sort = off the planner would rather sort it.)
+-- (Small: with sorts allowed the planner would rather sort it.)
 SET enable_sort = off;
+SET enable_incremental_sort = off;
 EXPLAIN (COSTS OFF) SELECT DISTINCT ON (site, unit) * FROM r2 ORDER BY site, unit, time DESC;
 SELECT DISTINCT ON (site, unit) * FROM r2 ORDER BY site, unit, time DESC;
 SELECT DISTINCT ON (site, unit) * FROM (SELECT * FROM r2 OFFSET 0) x ORDER BY site, unit, time DESC;
@@ -213,6 +214,7 @@ FETCH BACKWARD 1 FROM lc;
 FETCH LAST FROM lc;
 COMMIT;
 RESET enable_sort;
+RESET enable_incremental_sort;
 EXPLAIN (COSTS OFF) SELECT DISTINCT ON (site) * FROM r2 ORDER BY site, time DESC;
 -- A finished index walk stays finished: FETCH past the end, then back.
 BEGIN;

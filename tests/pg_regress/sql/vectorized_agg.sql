@@ -117,6 +117,14 @@ BEGIN
   END LOOP;
 END $$;
 SELECT scan_counts($$SELECT host, count(*) FROM va WHERE time < '2024-05-01 12:00' AND i2 > 0 GROUP BY host$$);
+-- Buckets wholly inside the time range and in one time bucket answer
+-- count(*), min and max from their headers, their payloads unread; not when
+-- another condition remains (the row's columns are needed) or under RLS.
+SELECT scan_counts($$SELECT date_trunc('day', time), host, count(*), min(i4), max(f8), min(f4), max(time), min(ts) FROM va WHERE time >= '2024-05-01 12:00' GROUP BY 1, 2$$);
+SELECT agg_differs($$SELECT date_trunc('day', time), host, count(*), min(i4), max(f8), min(f8), min(f4), max(time), min(ts) FROM $t WHERE time >= '2024-05-01 12:00' GROUP BY 1, 2$$);
+SELECT agg_differs($$SELECT host, zone, count(*), min(i2), max(i8), max(f8), min(time) FROM $t GROUP BY host, zone$$);
+SELECT agg_differs($$SELECT count(*), min(f4), max(f4), max(i2) FROM $t WHERE host = 'h2'$$);
+SELECT scan_counts($$SELECT host, count(*) FROM va WHERE i2 > 0 GROUP BY host$$);
 -- Parameters (generic plans), rescans under a nested loop, a cursor read backwards.
 PREPARE byhost(text, timestamptz) AS SELECT count(*), max(i4), sum(i2) FROM va WHERE host = $1 AND time >= $2;
 SET plan_cache_mode = force_generic_plan;
