@@ -726,8 +726,9 @@ enum Target {
     /// The time column, with the operator's btree strategy.
     Time { strategy: i32 },
     Meta(usize),
-    /// A measurement column with per-bucket min/max: attnum, storage kind,
-    /// btree strategy (1 <, 2 <=, 3 =, 4 >=, 5 >) and the column's typlen.
+    /// A measurement column with per-bucket min/max: attnum, the compared
+    /// value's storage kind, btree strategy (1 <, 2 <=, 3 =, 4 >=, 5 >) and
+    /// the value's typlen.
     Column { attnum: u16, kind: ColumnKind, strategy: i32, typlen: i16 },
 }
 
@@ -757,6 +758,10 @@ struct ExecState {
     partial_agg: Option<PartialAggExec>,
     aggregating: Option<AggregatingScan>,
     agg_totals: AggCounters,
+    /// Plain and ordered scans of a read-only statement: the quals pruning and
+    /// the row filters do not decide (`residual`), run by ExecScan instead of
+    /// every qual (`all`) when every pruning value is known.
+    scan_quals: Option<aggscan::Quals>,
 }
 
 struct PartialAggExec {
@@ -864,7 +869,7 @@ unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, s
                     continue;
                 }
                 Target::Meta(m)
-            } else if let Some(target) = column_target(node, attnum, op, value_type, array) {
+            } else if let Some(target) = column_target(node, attnum, op, value_type, array, var_first) {
                 target
             } else {
                 continue;
@@ -885,6 +890,7 @@ unsafe fn column_target(
     op: pg_sys::Oid,
     value_type: pg_sys::Oid,
     array: bool,
+    var_first: bool,
 ) -> Option<Target> {
     unsafe {
         if array || attnum <= 0 {
@@ -892,7 +898,6 @@ unsafe fn column_target(
         }
         let rel = (*node).ss.ss_currentRelation;
         let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
-        let kind = crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval);
         // Types whose order is that of their stored signed integer or float:
         // not oid, "char" or pg_lsn, which compare unsigned.
         const SIGNED_ORDER: [pg_sys::Oid; 9] = [
@@ -904,15 +909,25 @@ unsafe fn column_target(
         }
         let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
         pg_sys::op_input_types(op, &mut left, &mut right);
-        if left != att.atttypid || right != att.atttypid || value_type != att.atttypid {
+        let (column_side, value_side) = if var_first { (left, right) } else { (right, left) };
+        // The value of the column's own type, or another width of integer or
+        // float (`int2_col > 5`, `float4_col > 0.5`): those compare as the
+        // stored i64 / f64 do.
+        const INTS: [pg_sys::Oid; 3] = [pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID];
+        const FLOATS: [pg_sys::Oid; 2] = [pg_sys::FLOAT4OID, pg_sys::FLOAT8OID];
+        let same_family = |a: pg_sys::Oid, b: pg_sys::Oid| a == b || (INTS.contains(&a) && INTS.contains(&b)) || (FLOATS.contains(&a) && FLOATS.contains(&b));
+        if column_side != att.atttypid || value_side != value_type || !same_family(att.atttypid, value_type) {
             return None;
         }
+        let (mut value_len, mut value_byval) = (0i16, false);
+        pg_sys::get_typlenbyval(value_type, &mut value_len, &mut value_byval);
+        let value_kind = crate::shape::kind_for_type(value_type, value_len, value_byval);
         let opclass = pg_sys::GetDefaultOpClass(att.atttypid, pg_sys::BTREE_AM_OID);
         if opclass == pg_sys::InvalidOid {
             return None;
         }
         let strategy = pg_sys::get_op_opfamily_strategy(op, pg_sys::get_opclass_family(opclass));
-        (1..=5).contains(&strategy).then_some(Target::Column { attnum: attnum as u16, kind, strategy, typlen: att.attlen })
+        (1..=5).contains(&strategy).then_some(Target::Column { attnum: attnum as u16, kind: value_kind, strategy, typlen: value_len })
     }
 }
 
@@ -941,16 +956,7 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
                     time.narrow(strategy, Bound::Int(value.value() as i64));
                 }
                 Target::Column { attnum, kind, strategy, typlen } => {
-                    let v = match kind {
-                        ColumnKind::Float64 => Bound::Float(f64::from_bits(value.value() as u64)),
-                        ColumnKind::Float32 => Bound::Float(f32::from_bits(value.value() as u32) as f64),
-                        _ => Bound::Int(match typlen {
-                            1 => value.value() as u8 as i8 as i64,
-                            2 => value.value() as u16 as i16 as i64,
-                            4 => value.value() as u32 as i32 as i64,
-                            _ => value.value() as i64,
-                        }),
-                    };
+                    let v = scan::datum_bound(value, kind, typlen);
                     // A NaN constant: leave it to the quals (NaN sorts above everything).
                     if matches!(v, Bound::Float(f) if f.is_nan()) {
                         exact = false;
@@ -1018,6 +1024,12 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
         let quals = if *mode == MODE_PARTIAL_AGG { (*cscan).custom_exprs } else { (*(*node).ss.ps.plan).qual };
         let candidates = find_candidates(node, &config, (*cscan).scan.scanrelid, quals);
         let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| partial_agg_exec(node, &config, cscan, *arg as usize, &candidates));
+        // Not where a row may be rechecked after a concurrent update (EvalPlanQual
+        // re-runs the quals on the new version, which pruning never saw).
+        let command = (*(*(*node).ss.ps.state).es_plannedstmt).commandType;
+        let read_only = matches!(command, pg_sys::CmdType::CMD_SELECT | pg_sys::CmdType::CMD_INSERT);
+        let scan_quals = (read_only && matches!(*mode, MODE_SCAN | MODE_TIME_ORDER | MODE_SERIES_ORDER) && !candidates.is_empty())
+            .then(|| aggscan::Quals { all: (*node).ss.ps.qual, residual: residual_qual(node, quals, &candidates) });
         let state = ExecState {
             needed,
             candidates,
@@ -1032,6 +1044,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             partial_agg,
             aggregating: None,
             agg_totals: AggCounters::default(),
+            scan_quals,
         };
         (*(node as *mut TsBucketScanState)).state = crate::pgutil::own_in_context(pg_sys::CurrentMemoryContext, state);
     }
@@ -1058,16 +1071,23 @@ unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, 
                 aggs.push(crate::partial_agg::classify_aggref(aggref, arg, config, rel, scanrelid).unwrap_or_else(|| broken()));
             }
         }
-        // Quals the candidates decide (when their values are known) need no row-by-row check.
         let qual_list = (*cscan).custom_exprs;
+        let quals = aggscan::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: residual_qual(node, qual_list, candidates) };
+        PartialAggExec { keys: Rc::new(keys), aggs: Rc::new(aggs), quals, qual_list }
+    }
+}
+
+/// The quals the candidates do not decide (those they decide, when their
+/// values are known, need no row-by-row check), ready to run.
+unsafe fn residual_qual(node: *mut pg_sys::CustomScanState, quals: *mut pg_sys::List, candidates: &[Candidate]) -> *mut pg_sys::ExprState {
+    unsafe {
         let mut residual: *mut pg_sys::List = std::ptr::null_mut();
-        for q in list_ptrs(qual_list) {
+        for q in list_ptrs(quals) {
             if !candidates.iter().any(|c| std::ptr::eq(c.clause as *mut std::ffi::c_void, q)) {
                 residual = pg_sys::lappend(residual, q);
             }
         }
-        let quals = aggscan::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: pg_sys::ExecInitQual(residual, ps) };
-        PartialAggExec { keys: Rc::new(keys), aggs: Rc::new(aggs), quals, qual_list }
+        pg_sys::ExecInitQual(residual, &mut (*node).ss.ps)
     }
 }
 
@@ -1077,6 +1097,9 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
         let rel = (*node).ss.ss_currentRelation;
         let (prune, exact) = evaluate(node, &st.candidates);
         let estate = (*node).ss.ps.state;
+        if let Some(q) = &st.scan_quals {
+            (*node).ss.ps.qual = if exact { q.residual } else { q.all };
+        }
         if let Some(pa) = &st.partial_agg {
             let options = ScanOptions { needed: st.needed.clone(), prune };
             let econtext = (*node).ss.ps.ps_ExprContext;
@@ -1114,6 +1137,11 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
 unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
     unsafe {
         let st = exec_state(node);
+        // ExecScan reads the qual before fetching the first row of a new scan,
+        // which is when the residual one may replace it again (start_scan).
+        if let Some(q) = &st.scan_quals {
+            (*node).ss.ps.qual = q.all;
+        }
         if let Some(lp) = st.last_point.take() {
             st.totals += lp.counters;
             lp.end();

@@ -24,7 +24,7 @@ pub struct Key {
 
 /// The quals of the scan, split by who decides them.
 pub struct Quals {
-    /// Every qual (when the range filters cannot decide a bucket exactly).
+    /// Every qual (when a pruning value is NULL or NaN, so that the range filters do not decide).
     pub all: *mut pg_sys::ExprState,
     /// The quals the range filters and bucket pruning do not decide.
     pub residual: *mut pg_sys::ExprState,
@@ -51,7 +51,6 @@ pub struct AggregatingScan {
     aggs: Rc<Vec<AggPlan>>,
     /// The qual rows must pass beyond the range filters (NULL: none).
     residual: *mut pg_sys::ExprState,
-    all_quals: *mut pg_sys::ExprState,
     econtext: *mut pg_sys::ExprContext,
     /// A slot of the table's own row type, for quals and time-bucket keys.
     row_slot: *mut pg_sys::TupleTableSlot,
@@ -92,7 +91,6 @@ impl AggregatingScan {
                 keys,
                 aggs,
                 residual,
-                all_quals: quals.all,
                 econtext,
                 row_slot,
                 pending: Vec::new(),
@@ -244,7 +242,7 @@ impl AggregatingScan {
                     Some(NextBucket::Rows(rows)) => rows,
                 };
                 let mut selected = rows.selected;
-                let qual = if rows.exact { self.residual } else { self.all_quals };
+                let qual = self.residual;
                 if !qual.is_null() && !selected.is_empty() {
                     let before = selected.len();
                     let per_row = (*self.econtext).ecxt_per_tuple_memory;

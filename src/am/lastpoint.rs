@@ -30,7 +30,7 @@ pub struct LastPointScan {
     needed: Option<Vec<bool>>,
     prune: Vec<Prune>,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
-    row_filters: Vec<(usize, scan::BoundRange)>,
+    row_filters: Vec<scan::RowFilter>,
     /// Per meta column: the index's `>` support, and how to copy its values.
     greater: Vec<(pg_sys::RegProcedure, pg_sys::Oid)>,
     equal: Vec<(pg_sys::RegProcedure, pg_sys::Oid)>,
@@ -81,7 +81,7 @@ impl LastPointScan {
                 })
                 .collect();
             let meta_fns = scan::meta_functions(&prune);
-            let row_filters = scan::row_filters(&config, &prune);
+            let row_filters = scan::row_filters(&config, &prune, (*rel).rd_att);
             let cxt = pg_sys::CurrentMemoryContext;
             let series_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point series".as_ptr(), 0, 1024, 8 * 1024);
             let bucket_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);

@@ -17,7 +17,7 @@
 //! loaded row is returned once no unloaded bucket can beat it.
 
 use super::read::{self, LoadedBucket};
-use super::scan::{self, BoundRange, Prune, ScanCounters};
+use super::scan::{self, Prune, ScanCounters};
 use crate::catalog::{self, Config};
 use crate::shape::TableShape;
 use super::access;
@@ -96,7 +96,7 @@ pub struct OrderedScan {
     needed: Option<Vec<bool>>,
     prune: Vec<Prune>,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
-    row_filters: Vec<(usize, BoundRange)>,
+    row_filters: Vec<scan::RowFilter>,
     /// Buckets whose headers were read but not their payloads, each in its own
     /// context, and their best possible keys (from max_time, or min_time
     /// ascending): one is loaded when it may hold the next row.
@@ -228,7 +228,7 @@ impl OrderedScan {
                 .map(|r| Walk { scan: store::StoreScan::begin_index(store, snapshot, r), last_window: None, done: false })
                 .collect();
             let meta_fns = scan::meta_functions(&prune);
-            let row_filters = scan::row_filters(&config, &prune);
+            let row_filters = scan::row_filters(&config, &prune, (*rel).rd_att);
             let scan_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket ordered scan".as_ptr(), 0, 1024, 8 * 1024);
             OrderedScan {
                 config,

@@ -173,7 +173,7 @@ struct ScanState {
     /// Range conditions on decoded columns (by attnum - 1), checked per row
     /// before a tuple is formed. They come from the plan's quals, ANDed, so a
     /// row failing one fails the quals too; the quals still run on the rest.
-    row_filters: Vec<(usize, BoundRange)>,
+    row_filters: Vec<RowFilter>,
 }
 
 /// Rows earlier commands of this transaction buffered for the table (an outer
@@ -215,7 +215,7 @@ pub unsafe fn begin_with(
         let config = catalog::lookup((*rel).rd_id);
         let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));
         let mut access_taken = Access::Heap;
-        let row_filters = config.as_ref().map(|c| row_filters(c, &options.prune)).unwrap_or_default();
+        let row_filters = config.as_ref().map(|c| row_filters(c, &options.prune, (*rel).rd_att)).unwrap_or_default();
         let (store, store_scan) = match &config {
             Some(c) => {
                 let store = pg_sys::table_open(c.store_relid, pg_sys::AccessShareLock as i32);
@@ -399,9 +399,6 @@ pub struct BucketRows<'a> {
     pub shape: &'a TableShape,
     /// Rows passing every row filter, ascending.
     pub selected: Vec<u32>,
-    /// Whether the row filters decided the rows exactly: false when a filtered
-    /// column predates the bucket (its default is then left to the quals).
-    pub exact: bool,
 }
 
 /// A bucket for a consumer of whole buckets: decoded, or only its header
@@ -428,14 +425,13 @@ pub unsafe fn next_bucket_or_header<'a>(scan: pg_sys::TableScanDesc, answerable:
             Advanced::Rows => {}
         }
         let bucket = st.current.as_ref().expect("advance_bucket set it");
-        let exact = st.row_filters.iter().all(|(i, _)| bucket.columns[*i].is_some());
         let selected: Vec<u32> = if st.row_filters.is_empty() {
             (0..bucket.rows as u32).collect()
         } else {
             (0..bucket.rows).filter(|&r| row_passes(bucket, &st.row_filters, r)).map(|r| r as u32).collect()
         };
         st.counters.rows_filtered += (bucket.rows - selected.len()) as u64;
-        Some(NextBucket::Rows(BucketRows { bucket, prepared: &st.prepared, shape: st.shape.as_ref().expect("configured"), selected, exact }))
+        Some(NextBucket::Rows(BucketRows { bucket, prepared: &st.prepared, shape: st.shape.as_ref().expect("configured"), selected }))
     }
 }
 
@@ -458,8 +454,39 @@ pub unsafe fn meta_functions(prune: &[Prune]) -> Vec<Option<pg_sys::FmgrInfo>> {
         .collect()
 }
 
-/// The range conditions to check per row, by attribute (attnum - 1).
-pub fn row_filters(config: &Config, prune: &[Prune]) -> Vec<(usize, BoundRange)> {
+/// A range condition checked per row on a decoded column.
+#[derive(Clone, Copy)]
+pub struct RowFilter {
+    /// attnum - 1.
+    pub attr: usize,
+    pub range: BoundRange,
+    /// Whether the column's value in buckets written before it was added (its
+    /// default, or NULL) passes: such buckets hold no array for it.
+    pub missing_passes: bool,
+}
+
+/// The value of a by-value datum of a column stored as `kind`, `typlen` bytes long.
+pub fn datum_bound(value: pg_sys::Datum, kind: tsbucket_format::ColumnKind, typlen: i16) -> Bound {
+    use tsbucket_format::ColumnKind;
+    match kind {
+        ColumnKind::Float64 => Bound::Float(f64::from_bits(value.value() as u64)),
+        ColumnKind::Float32 => Bound::Float(f32::from_bits(value.value() as u32) as f64),
+        _ => Bound::Int(match typlen {
+            1 => value.value() as u8 as i8 as i64,
+            2 => value.value() as u16 as i16 as i64,
+            4 => value.value() as u32 as i32 as i64,
+            _ => value.value() as i64,
+        }),
+    }
+}
+
+/// The range conditions to check per row. They decide their conditions
+/// exactly: NULL fails, NaN sorts above every number, and a column added
+/// after a bucket was written has its default there.
+///
+/// # Safety
+/// `tupdesc` is the table's.
+pub unsafe fn row_filters(config: &Config, prune: &[Prune], tupdesc: pg_sys::TupleDesc) -> Vec<RowFilter> {
     prune
         .iter()
         .filter_map(|p| match p {
@@ -467,19 +494,32 @@ pub fn row_filters(config: &Config, prune: &[Prune]) -> Vec<(usize, BoundRange)>
             Prune::Column { attnum, range } => Some((*attnum as usize - 1, *range)),
             Prune::Meta { .. } => None,
         })
+        .map(|(attr, range)| {
+            // SAFETY: attr is an attribute of the table (the planner found it in the quals).
+            let missing_passes = unsafe {
+                let att = &*crate::shape::tuple_desc_attr(tupdesc, attr);
+                let mut isnull = false;
+                let missing = pg_sys::getmissingattr(tupdesc, attr as i32 + 1, &mut isnull);
+                !isnull && att.attbyval && {
+                    let v = datum_bound(missing, crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen);
+                    let nan = matches!(v, Bound::Float(f) if f.is_nan());
+                    range.admits(v, v, nan)
+                }
+            };
+            RowFilter { attr, range, missing_passes }
+        })
         .collect()
 }
 
-/// Whether row `row` satisfies every row filter. A column not decoded (or
-/// older than the bucket) is left to the quals; NULL fails every comparison.
-pub fn row_passes(bucket: &LoadedBucket, filters: &[(usize, BoundRange)], row: usize) -> bool {
+/// Whether row `row` satisfies every row filter.
+pub fn row_passes(bucket: &LoadedBucket, filters: &[RowFilter], row: usize) -> bool {
     use tsbucket_format::Values;
-    filters.iter().all(|(i, range)| match &bucket.columns[*i] {
-        None => true,
+    filters.iter().all(|f| match &bucket.columns[f.attr] {
+        None => f.missing_passes,
         Some(col) if col.is_null(row) => false,
         Some(col) => match &col.values {
-            Values::Int(v) => range.admits(Bound::Int(v[row]), Bound::Int(v[row]), false),
-            Values::Float(v) => range.admits(Bound::Float(v[row]), Bound::Float(v[row]), v[row].is_nan()),
+            Values::Int(v) => f.range.admits(Bound::Int(v[row]), Bound::Int(v[row]), false),
+            Values::Float(v) => f.range.admits(Bound::Float(v[row]), Bound::Float(v[row]), v[row].is_nan()),
             _ => true,
         },
     })
