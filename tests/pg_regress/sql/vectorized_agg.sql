@@ -140,6 +140,17 @@ DECLARE c SCROLL CURSOR FOR SELECT host, count(*) FROM va GROUP BY host ORDER BY
 FETCH 2 FROM c;
 FETCH BACKWARD 1 FROM c;
 COMMIT;
+-- Columns added after buckets were written: those buckets hold the default
+-- (or NULL) for every row, and the range filters decide on it exactly.
+ALTER TABLE va ADD COLUMN extra int DEFAULT 7, ADD COLUMN bare float8;
+ALTER TABLE va_heap ADD COLUMN extra int DEFAULT 7, ADD COLUMN bare float8;
+INSERT INTO va (time, host, zone, extra, bare) SELECT '2024-05-04'::timestamptz + i * interval '1 min', 'h0', 'z0', i % 10, i FROM generate_series(0, 99) i;
+INSERT INTO va_heap (time, host, zone, extra, bare) SELECT '2024-05-04'::timestamptz + i * interval '1 min', 'h0', 'z0', i % 10, i FROM generate_series(0, 99) i;
+SELECT agg_differs($$SELECT count(*), sum(extra), max(bare) FROM $t WHERE extra > 5$$);
+SELECT agg_differs($$SELECT count(*), sum(extra), max(bare) FROM $t WHERE extra < 5$$);
+SELECT agg_differs($$SELECT count(*), min(extra) FROM $t WHERE bare >= 0$$);
+SELECT agg_differs($$SELECT host, time, extra, bare FROM $t WHERE extra >= 7 AND time > '2024-05-02 20:00'$$);
+SELECT agg_differs($$SELECT host, time, extra FROM $t WHERE bare < 50 OR extra = 3$$);
 -- Row-level security: policies' conditions run before any row is aggregated.
 CREATE ROLE va_reader;
 GRANT SELECT ON va, va_heap TO va_reader;
