@@ -1300,6 +1300,7 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
             pg_sys::ExplainPropertyInteger(c"Buckets Read".as_ptr(), std::ptr::null(), st.totals.buckets_read as i64, es);
             pg_sys::ExplainPropertyInteger(c"Buckets Skipped".as_ptr(), std::ptr::null(), st.totals.buckets_skipped as i64, es);
             pg_sys::ExplainPropertyInteger(c"Rows Removed by Bucket Filter".as_ptr(), std::ptr::null(), st.totals.rows_filtered as i64, es);
+            pg_sys::ExplainPropertyInteger(c"Payload Bytes Read".as_ptr(), c"bytes".as_ptr(), st.totals.payload_bytes as i64, es);
             if st.partial_agg.is_some() {
                 pg_sys::ExplainPropertyInteger(c"Rows Removed by Filter".as_ptr(), std::ptr::null(), st.agg_totals.rows_removed_by_filter as i64, es);
                 pg_sys::ExplainPropertyInteger(c"Rows Aggregated".as_ptr(), std::ptr::null(), st.agg_totals.rows_aggregated as i64, es);

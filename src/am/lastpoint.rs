@@ -255,6 +255,7 @@ impl LastPointScan {
                 }
                 self.counters.buckets_read += 1;
                 stored.load_payload();
+                self.counters.payload_bytes += stored.payload().len() as u64;
                 let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
                 if let Some(t) = self.best_in_bucket(&bucket, best, qual, econtext) {
                     best = Some(t);

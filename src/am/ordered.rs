@@ -339,6 +339,7 @@ impl OrderedScan {
             let (mut stored, cxt, rank) = self.unloaded[i].take().expect("an unloaded bucket");
             let old = pg_sys::MemoryContextSwitchTo(cxt);
             stored.load_payload();
+            self.counters.payload_bytes += stored.payload().len() as u64;
             let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
             pg_sys::MemoryContextSwitchTo(old);
             self.counters.buckets_read += 1;

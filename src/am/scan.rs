@@ -127,6 +127,8 @@ pub struct ScanCounters {
     pub rows_filtered: u64,
     /// Buckets whose header answered the query (in-scan aggregation), payload unread.
     pub buckets_from_headers: u64,
+    /// Compressed payload bytes of the buckets read (decoded, in the columns the query needs).
+    pub payload_bytes: u64,
 }
 
 impl std::ops::AddAssign for ScanCounters {
@@ -135,6 +137,7 @@ impl std::ops::AddAssign for ScanCounters {
         self.buckets_skipped += other.buckets_skipped;
         self.rows_filtered += other.rows_filtered;
         self.buckets_from_headers += other.buckets_from_headers;
+        self.payload_bytes += other.payload_bytes;
     }
 }
 
@@ -335,6 +338,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
             }
             st.counters.buckets_read += 1;
             stored.load_payload();
+            st.counters.payload_bytes += stored.payload().len() as u64;
             let loaded = read::load_columns(config, shape, &stored, st.options.needed.as_deref());
             st.prepared = read::prepare(shape, &loaded);
             st.varying = read::varying_columns(shape, &loaded);
