@@ -393,6 +393,24 @@ unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelO
             return None;
         }
         let descending = pathkey_descending(pk);
+        // Then the meta columns, in the query's order for rows of equal time
+        // (`ORDER BY time, host`): the merge breaks ties by meta order.
+        let query_pathkeys = list_ptrs((*root).query_pathkeys);
+        let mut pathkeys = pg_sys::lappend(std::ptr::null_mut(), pk as *mut std::ffi::c_void);
+        let mut meta_ties = None;
+        if let Some(&second) = query_pathkeys.get(1) {
+            let meta_descending = pathkey_descending(second as *mut pg_sys::PathKey);
+            for (i, &attnum) in config.meta_attnums.iter().enumerate() {
+                let Some(&wanted) = query_pathkeys.get(1 + i) else { break };
+                match meta_pathkey(root, rel, (*rte).relid, attnum, meta_descending) {
+                    Some(ours) if std::ptr::eq(ours, wanted as *mut pg_sys::PathKey) => {
+                        pathkeys = pg_sys::lappend(pathkeys, wanted);
+                        meta_ties = Some(meta_descending);
+                    }
+                    _ => break,
+                }
+            }
+        }
         // Starting costs one window of the table's history.
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let windows = access::window_count(store, &config).unwrap_or(1.0).max(1.0);
@@ -410,12 +428,35 @@ unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelO
         let run = (*unordered).path.total_cost - (*unordered).path.startup_cost;
         (*cpath).path.startup_cost = (*unordered).path.startup_cost + run / windows;
         (*cpath).path.total_cost = (*unordered).path.startup_cost + run + (*rel).rows * per_row;
-        (*cpath).path.pathkeys = pg_sys::lappend(std::ptr::null_mut(), pk as *mut std::ffi::c_void);
+        (*cpath).path.pathkeys = pathkeys;
         (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_PROJECTION;
         let mut private = pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeInteger(MODE_TIME_ORDER) as *mut std::ffi::c_void);
-        private = pg_sys::lappend(private, pg_sys::makeInteger(descending as i32) as *mut std::ffi::c_void);
+        let arg = descending as i32 | meta_ties.map_or(0, |d| 2 | (d as i32) << 2);
+        private = pg_sys::lappend(private, pg_sys::makeInteger(arg) as *mut std::ffi::c_void);
         (*cpath).custom_private = private;
         Some(cpath)
+    }
+}
+
+/// The pathkey ordering `rel`'s column `attnum` by its type's default btree
+/// order (ascending NULLS LAST, or descending NULLS FIRST), if the query has
+/// a use for it (an equivalence class exists).
+unsafe fn meta_pathkey(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, relid: pg_sys::Oid, attnum: i16, descending: bool) -> Option<*mut pg_sys::PathKey> {
+    unsafe {
+        let r = pg_sys::RelationIdGetRelation(relid);
+        let att = *crate::shape::tuple_desc_attr((*r).rd_att, attnum as usize - 1);
+        pg_sys::RelationClose(r);
+        let cache = pg_sys::lookup_type_cache(att.atttypid, (pg_sys::TYPECACHE_LT_OPR | pg_sys::TYPECACHE_GT_OPR) as i32);
+        let opno = if descending { (*cache).gt_opr } else { (*cache).lt_opr };
+        if opno == pg_sys::InvalidOid {
+            return None;
+        }
+        let var = pg_sys::makeVar((*rel).relid as i32, attnum, att.atttypid, att.atttypmod, att.attcollation, 0);
+        #[cfg(feature = "pg15")]
+        let pk = pg_sys::build_expression_pathkey(root, var as *mut pg_sys::Expr, std::ptr::null_mut(), opno, (*rel).relids, false);
+        #[cfg(not(feature = "pg15"))]
+        let pk = pg_sys::build_expression_pathkey(root, var as *mut pg_sys::Expr, opno, (*rel).relids, false);
+        list_ptrs(pk).first().map(|&p| p as *mut pg_sys::PathKey)
     }
 }
 
@@ -432,34 +473,21 @@ unsafe fn series_order_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::R
         if config.meta_attnums.is_empty() || (*rte).inh {
             return Vec::new();
         }
-        let tupdesc = {
-            let r = pg_sys::RelationIdGetRelation((*rte).relid);
-            let d = pg_sys::CreateTupleDescCopy((*r).rd_att);
-            pg_sys::RelationClose(r);
-            d
-        };
         let mut out = Vec::new();
         for descending in [false, true] {
             let mut pathkeys: *mut pg_sys::List = std::ptr::null_mut();
-            let columns = config.meta_attnums.iter().copied().chain(std::iter::once(config.time_attnum));
-            for attnum in columns {
-                let att = &*crate::shape::tuple_desc_attr(tupdesc, attnum as usize - 1);
-                let cache = pg_sys::lookup_type_cache(att.atttypid, (pg_sys::TYPECACHE_LT_OPR | pg_sys::TYPECACHE_GT_OPR) as i32);
-                let opno = if descending { (*cache).gt_opr } else { (*cache).lt_opr };
-                if opno == pg_sys::InvalidOid {
-                    break;
-                }
-                let var = pg_sys::makeVar((*rel).relid as i32, attnum, att.atttypid, att.atttypmod, att.attcollation, 0);
-                #[cfg(feature = "pg15")]
-                let pk = pg_sys::build_expression_pathkey(root, var as *mut pg_sys::Expr, std::ptr::null_mut(), opno, (*rel).relids, false);
-                #[cfg(not(feature = "pg15"))]
-                let pk = pg_sys::build_expression_pathkey(root, var as *mut pg_sys::Expr, opno, (*rel).relids, false);
+            for (i, &attnum) in config.meta_attnums.iter().enumerate() {
                 // No use for this column's order: the prefix so far is what counts.
-                let Some(&pk) = list_ptrs(pk).first() else { break };
-                if (*(*(pk as *mut pg_sys::PathKey)).pk_eclass).ec_has_const {
-                    continue;
+                let Some(pk) = meta_pathkey(root, rel, (*rte).relid, attnum, descending) else { break };
+                // A column pinned to a constant adds nothing to the order.
+                if !(*(*pk).pk_eclass).ec_has_const {
+                    pathkeys = pg_sys::lappend(pathkeys, pk as *mut std::ffi::c_void);
                 }
-                pathkeys = pg_sys::lappend(pathkeys, pk);
+                if i + 1 == config.meta_attnums.len() {
+                    if let Some(tk) = meta_pathkey(root, rel, (*rte).relid, config.time_attnum, descending) {
+                        pathkeys = pg_sys::lappend(pathkeys, tk as *mut std::ffi::c_void);
+                    }
+                }
             }
             if pathkeys.is_null() {
                 continue;
@@ -477,7 +505,6 @@ unsafe fn series_order_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::R
             (*cpath).custom_private = private;
             out.push(cpath);
         }
-        pg_sys::FreeTupleDesc(tupdesc);
         out
     }
 }
@@ -751,6 +778,8 @@ struct ExecState {
     last_point: Option<LastPointScan>,
     /// MODE_TIME_ORDER: Some(descending); rows from `ordered` (begun lazily).
     time_order: Option<bool>,
+    /// MODE_TIME_ORDER with rows of equal time in meta order: Some(meta descending).
+    meta_ties: Option<bool>,
     /// MODE_SERIES_ORDER: Some(descending); rows from `ordered` too.
     series_order: Option<bool>,
     ordered: Option<OrderedScan>,
@@ -1008,7 +1037,8 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
         let private: Vec<i32> = list_ptrs((*cscan).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect();
         let [mode, arg, attnums @ ..] = private.as_slice() else { panic!("custom_private starts with the mode and its argument") };
         let last_point_mode = *mode == MODE_LAST_POINT;
-        let time_order = (*mode == MODE_TIME_ORDER).then_some(*arg == 1);
+        let time_order = (*mode == MODE_TIME_ORDER).then_some(*arg & 1 == 1);
+        let meta_ties = (*mode == MODE_TIME_ORDER && *arg & 2 != 0).then_some(*arg & 4 != 0);
         let series_order = (*mode == MODE_SERIES_ORDER).then_some(*arg == 1);
         let needed = if attnums.contains(&-1) {
             None
@@ -1039,6 +1069,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             last_point_mode,
             last_point: None,
             time_order,
+            meta_ties,
             series_order,
             ordered: None,
             partial_agg,
@@ -1122,7 +1153,7 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
             return;
         }
         if let Some(descending) = st.time_order {
-            st.ordered = Some(OrderedScan::begin(rel, (*estate).es_snapshot, descending, st.needed.clone(), prune));
+            st.ordered = Some(OrderedScan::begin(rel, (*estate).es_snapshot, descending, st.meta_ties, st.needed.clone(), prune));
             return;
         }
         if let Some(descending) = st.series_order {
@@ -1286,7 +1317,11 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
                 a if a.pins_every_series(&config) => describe_access(rel, &a) + " per series",
                 _ => "Window Index (window_start)".to_string(),
             };
-            format!("{walks}, rows merged in time order{}", if descending { " DESC" } else { "" })
+            let ties = match st.meta_ties {
+                Some(d) => format!(", then {}{}", config.meta_attnums.iter().map(|&a| crate::shape::attr_name(rel, a)).collect::<Vec<_>>().join(", "), if d { " DESC" } else { "" }),
+                None => String::new(),
+            };
+            format!("{walks}, rows merged in time order{}{ties}", if descending { " DESC" } else { "" })
         } else {
             let access = match st.access.clone() {
                 Some(a) => a,

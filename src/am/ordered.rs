@@ -23,11 +23,137 @@ use crate::shape::TableShape;
 use super::access;
 use crate::store::{self, IndexRanges, StoredBucket};
 use pgrx::pg_sys;
+use std::cell::Cell;
 use std::collections::BinaryHeap;
 use std::rc::Rc;
 
-/// A merge key: (series rank, time key); larger comes out first.
-type Key = (i64, i64);
+/// A merge key; larger comes out first: the series' rank (in (meta, time)
+/// order), the time, then, for rows of equal time, their series' meta order
+/// (in time order with meta tie-breaks).
+#[derive(Clone, Debug)]
+struct Key {
+    series: i64,
+    time: i64,
+    tie: Tie,
+}
+
+#[derive(Clone, Debug)]
+enum Tie {
+    /// No tie-break: equal times are equal.
+    None,
+    /// Above every series (a frontier: an unread bucket may hold any series).
+    Max,
+    /// The series' position in meta order (shared, so that it follows when
+    /// series found later are inserted before it), and whether descending.
+    Rank(Rc<Cell<u32>>, bool),
+}
+
+impl Key {
+    fn new(series: i64, time: i64) -> Key {
+        Key { series, time, tie: Tie::None }
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let tie = match (&self.tie, &other.tie) {
+            (Tie::Max, Tie::Max) | (Tie::None, Tie::None) => Equal,
+            (Tie::Max, _) => Greater,
+            (_, Tie::Max) => Less,
+            // Ascending meta: the lower rank comes out first (is larger).
+            (Tie::Rank(a, false), Tie::Rank(b, _)) => b.get().cmp(&a.get()),
+            (Tie::Rank(a, true), Tie::Rank(b, _)) => a.get().cmp(&b.get()),
+            (Tie::None, _) | (_, Tie::None) => Equal,
+        };
+        self.series.cmp(&other.series).then(self.time.cmp(&other.time)).then(tie)
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+
+impl Eq for Key {}
+
+/// Positions of the series met so far in meta order (the series index's:
+/// each type's default btree order, NULLs last), for ordering rows of equal
+/// time by meta. Inserting a series shifts the positions after it, which
+/// keeps every existing pair in order: keys already in a heap stay valid.
+struct SeriesRanks {
+    cmp: Vec<(pg_sys::FmgrInfo, pg_sys::Oid)>,
+    byval_len: Vec<(bool, i16)>,
+    descending: bool,
+    sorted: Vec<(Vec<Option<pg_sys::Datum>>, Rc<Cell<u32>>)>,
+}
+
+impl SeriesRanks {
+    unsafe fn new(rel: pg_sys::Relation, config: &Config, descending: bool) -> SeriesRanks {
+        unsafe {
+            let mut cmp = Vec::new();
+            let mut byval_len = Vec::new();
+            for &attnum in &config.meta_attnums {
+                let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
+                let cache = pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_CMP_PROC_FINFO as i32);
+                let mut finfo = pg_sys::FmgrInfo::default();
+                pg_sys::fmgr_info_copy(&mut finfo, &mut (*cache).cmp_proc_finfo, pg_sys::CurrentMemoryContext);
+                cmp.push((finfo, att.attcollation));
+                byval_len.push((att.attbyval, att.attlen));
+            }
+            SeriesRanks { cmp, byval_len, descending, sorted: Vec::new() }
+        }
+    }
+
+    unsafe fn compare(cmp: &mut [(pg_sys::FmgrInfo, pg_sys::Oid)], a: &[Option<pg_sys::Datum>], b: &[Option<pg_sys::Datum>]) -> std::cmp::Ordering {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        for ((x, y), (finfo, collation)) in a.iter().zip(b).zip(cmp.iter_mut()) {
+            let o = match (x, y) {
+                (None, None) => Equal,
+                (None, Some(_)) => Greater,
+                (Some(_), None) => Less,
+                // SAFETY: the type's btree comparison function on values of the type.
+                (Some(x), Some(y)) => unsafe { (pg_sys::FunctionCall2Coll(finfo, *collation, *x, *y).value() as i32).cmp(&0) },
+            };
+            if o != Equal {
+                return o;
+            }
+        }
+        Equal
+    }
+
+    /// The tie-break of `stored`'s series, inserting the series if new
+    /// (its values copied into `cxt`).
+    unsafe fn tie_of(&mut self, stored: &StoredBucket, cxt: pg_sys::MemoryContext) -> Tie {
+        unsafe {
+            let metas: Vec<Option<pg_sys::Datum>> = (0..self.cmp.len()).map(|i| stored.meta_datum(i)).collect();
+            let cmp = &mut self.cmp;
+            let found = self.sorted.binary_search_by(|(v, _)| Self::compare(cmp, v, &metas));
+            let cell = match found {
+                Ok(i) => self.sorted[i].1.clone(),
+                Err(i) => {
+                    for (_, c) in &self.sorted[i..] {
+                        c.set(c.get() + 1);
+                    }
+                    let old = pg_sys::MemoryContextSwitchTo(cxt);
+                    let copies = metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pgutil::copy_datum(d, byval, len))).collect();
+                    pg_sys::MemoryContextSwitchTo(old);
+                    let cell = Rc::new(Cell::new(i as u32));
+                    self.sorted.insert(i, (copies, cell.clone()));
+                    cell
+                }
+            };
+            Tie::Rank(cell, self.descending)
+        }
+    }
+}
 
 /// Numbers the series of a series-index walk as they come: headers of one
 /// series (equal meta values by the index's equality) are adjacent.
@@ -80,8 +206,9 @@ struct Loaded {
     order: Vec<usize>,
     next: usize,
     cxt: pg_sys::MemoryContext,
-    /// The series rank of the bucket (0 in time order).
+    /// The series rank of the bucket (0 in time order), and its tie-break.
     rank: i64,
+    tie: Tie,
 }
 
 pub struct OrderedScan {
@@ -100,7 +227,7 @@ pub struct OrderedScan {
     /// Buckets whose headers were read but not their payloads, each in its own
     /// context, and their best possible keys (from max_time, or min_time
     /// ascending): one is loaded when it may hold the next row.
-    unloaded: Vec<Option<(StoredBucket, pg_sys::MemoryContext, i64)>>,
+    unloaded: Vec<Option<(StoredBucket, pg_sys::MemoryContext, i64, Tie)>>,
     deferred: BinaryHeap<(Key, usize)>,
 
     loaded: Vec<Option<Loaded>>,
@@ -108,6 +235,8 @@ pub struct OrderedScan {
     heads: BinaryHeap<(Key, usize)>,
     /// In (meta, time) order: which series the walk is in.
     series: Option<SeriesTracker>,
+    /// In time order with rows of equal time in meta order.
+    ranks: Option<SeriesRanks>,
 
     /// A bucket whose last row is in the caller's slot: freed on the next call.
     retiring: Option<usize>,
@@ -118,10 +247,13 @@ pub struct OrderedScan {
 impl OrderedScan {
     /// # Safety
     /// `rel` is an open, configured tsbucket table.
+    /// `meta_ties`: Some(descending) to order rows of equal time by their meta
+    /// values (ascending or descending, NULLs last ascending).
     pub unsafe fn begin(
         rel: pg_sys::Relation,
         snapshot: pg_sys::Snapshot,
         descending: bool,
+        meta_ties: Option<bool>,
         needed: Option<Vec<bool>>,
         prune: Vec<Prune>,
     ) -> OrderedScan {
@@ -164,7 +296,10 @@ impl OrderedScan {
                     )
                 })],
             };
-            Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, None)
+            let ranks = meta_ties.map(|d| SeriesRanks::new(rel, &config, d));
+            let mut scan = Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, None);
+            scan.ranks = ranks;
+            scan
         }
     }
 
@@ -247,6 +382,7 @@ impl OrderedScan {
                 heads: BinaryHeap::new(),
                 retiring: None,
                 series,
+                ranks: None,
                 scan_cxt,
                 counters: ScanCounters::default(),
             }
@@ -268,7 +404,7 @@ impl OrderedScan {
 
     /// The sort key of time `t` in series `rank`: larger comes out first.
     fn key(&self, rank: i64, t: i64) -> Key {
-        (-rank, if self.descending { t } else { !t })
+        Key::new(-rank, if self.descending { t } else { !t })
     }
 
     fn current_rank(&self) -> i64 {
@@ -285,16 +421,18 @@ impl OrderedScan {
             return None;
         }
         let rank = self.current_rank();
-        Some(match w.last_window {
-            None => (i64::MAX, i64::MAX),
+        let mut key = match w.last_window {
+            None => Key::new(i64::MAX, i64::MAX),
             Some(ws) if self.descending => self.key(rank, ws.saturating_add(self.config.span_micros - 1)),
             Some(ws) => self.key(rank, ws),
-        })
+        };
+        key.tie = Tie::Max;
+        Some(key)
     }
 
     /// The walk whose unread buckets may hold the best row, and that key.
     fn best_walk(&self) -> Option<(usize, Key)> {
-        self.walks.iter().enumerate().filter_map(|(i, w)| self.frontier(w).map(|f| (i, f))).max_by_key(|&(_, f)| f)
+        self.walks.iter().enumerate().filter_map(|(i, w)| self.frontier(w).map(|f| (i, f))).max_by(|a, b| a.1.cmp(&b.1))
     }
 
     /// Reads walk `w`'s next header that passes the bucket checks into `deferred`.
@@ -321,12 +459,17 @@ impl OrderedScan {
                     pg_sys::MemoryContextDelete(cxt);
                     continue;
                 }
-                let key = if self.descending { self.key(rank, stored.max_time) } else { self.key(rank, stored.min_time) };
+                let tie = match self.ranks.as_mut() {
+                    Some(r) => r.tie_of(&stored, scan_cxt),
+                    None => Tie::None,
+                };
+                let mut key = if self.descending { self.key(rank, stored.max_time) } else { self.key(rank, stored.min_time) };
+                key.tie = tie.clone();
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
                 let stored = stored.detached(self.store);
                 pg_sys::MemoryContextSwitchTo(old);
                 let i = free_slot(&mut self.unloaded);
-                self.unloaded[i] = Some((stored, cxt, rank));
+                self.unloaded[i] = Some((stored, cxt, rank, tie));
                 self.deferred.push((key, i));
                 return;
             }
@@ -336,7 +479,7 @@ impl OrderedScan {
     /// Decodes unloaded bucket `i` and adds its rows to the merge.
     unsafe fn load(&mut self, i: usize) {
         unsafe {
-            let (mut stored, cxt, rank) = self.unloaded[i].take().expect("an unloaded bucket");
+            let (mut stored, cxt, rank, tie) = self.unloaded[i].take().expect("an unloaded bucket");
             let old = pg_sys::MemoryContextSwitchTo(cxt);
             stored.load_payload();
             self.counters.payload_bytes += stored.payload().len() as u64;
@@ -355,12 +498,13 @@ impl OrderedScan {
                 pg_sys::MemoryContextDelete(cxt);
                 return;
             }
-            let first = self.key(rank, time[order[0]]);
+            let mut first = self.key(rank, time[order[0]]);
+            first.tie = tie.clone();
             let old = pg_sys::MemoryContextSwitchTo(cxt);
             let prepared = read::prepare(&self.shape, &bucket);
             pg_sys::MemoryContextSwitchTo(old);
             let slot = free_slot(&mut self.loaded);
-            self.loaded[slot] = Some(Loaded { bucket, prepared, order, next: 0, cxt, rank });
+            self.loaded[slot] = Some(Loaded { bucket, prepared, order, next: 0, cxt, rank, tie });
             self.heads.push((first, slot));
         }
     }
@@ -394,9 +538,9 @@ impl OrderedScan {
                 }
             }
             loop {
-                let head = self.heads.peek().map(|h| h.0);
-                let deferred = self.deferred.peek().map(|d| d.0);
-                let known = head.max(deferred);
+                let head = self.heads.peek().map(|h| h.0.clone());
+                let deferred = self.deferred.peek().map(|d| d.0.clone());
+                let known = head.clone().max(deferred.clone());
                 // Read headers while an unread bucket may hold a better row.
                 if let Some((w, frontier)) = self.best_walk() {
                     if known.is_none() || Some(frontier) > known {
@@ -424,8 +568,9 @@ impl OrderedScan {
                     self.retiring = Some(i);
                 } else {
                     let l = self.loaded[i].as_ref().expect("loaded");
-                    let (next_row, rank) = (l.order[l.next], l.rank);
-                    let key = self.key(rank, self.row_time(i, next_row));
+                    let (next_row, rank, tie) = (l.order[l.next], l.rank, l.tie.clone());
+                    let mut key = self.key(rank, self.row_time(i, next_row));
+                    key.tie = tie;
                     self.heads.push((key, i));
                 }
                 let old = pg_sys::MemoryContextSwitchTo(cxt);

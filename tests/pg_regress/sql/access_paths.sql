@@ -335,3 +335,24 @@ SELECT count(*), sum(n), sum(v) FROM so_heap JOIN sites USING (site) WHERE so_he
 RESET enable_hashjoin;
 RESET enable_nestloop;
 DROP TABLE so, so_heap, sites;
+
+-- Time order with rows of equal time in meta order (ORDER BY time, meta...):
+-- the merge breaks ties by each series' place in meta order, NULLs last
+-- ascending, first descending; no sort above the scan.
+CREATE TABLE tt (time timestamptz NOT NULL, site text, unit int4, v int8) USING tsbucket;
+SELECT tsbucket.create_timeseries('tt', 'time', meta_columns => ARRAY['site', 'unit']);
+INSERT INTO tt SELECT '2024-08-01'::timestamptz + (i / 12) * interval '1 min',
+       CASE WHEN i % 12 = 5 THEN NULL ELSE chr(100 - i % 4) END, CASE WHEN i % 12 = 7 THEN NULL ELSE i % 3 END, i
+  FROM generate_series(0, 5999) i ORDER BY random();
+CREATE TABLE tt_heap AS SELECT * FROM tt;
+SELECT access_line($$SELECT * FROM tt ORDER BY time, site, unit LIMIT 10$$);
+SELECT access_line($$SELECT * FROM tt ORDER BY time DESC, site DESC, unit DESC LIMIT 10$$);
+SELECT access_line($$SELECT * FROM tt ORDER BY time DESC, site LIMIT 10$$);
+SELECT (SELECT array_agg(x::text) FROM (SELECT time, site, unit FROM tt ORDER BY time, site, unit) x)
+     = (SELECT array_agg(x::text) FROM (SELECT time, site, unit FROM tt_heap ORDER BY time, site, unit) x) AS ascending_same;
+SELECT (SELECT array_agg(x::text) FROM (SELECT time, site, unit FROM tt ORDER BY time DESC, site DESC, unit DESC) x)
+     = (SELECT array_agg(x::text) FROM (SELECT time, site, unit FROM tt_heap ORDER BY time DESC, site DESC, unit DESC) x) AS descending_same;
+SELECT (SELECT array_agg(x::text) FROM (SELECT time, site FROM tt WHERE v % 3 = 0 ORDER BY time DESC, site) x)
+     = (SELECT array_agg(x::text) FROM (SELECT time, site FROM tt_heap WHERE v % 3 = 0 ORDER BY time DESC, site) x) AS mixed_same;
+SELECT time, site, unit FROM tt ORDER BY time, site, unit LIMIT 13;
+DROP TABLE tt, tt_heap;
