@@ -97,7 +97,9 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, arg: Option<*mut pg_s
         );
         let combinefn = pg_sys::SysCacheGetAttr(pg_sys::SysCacheIdentifier::AGGFNOID as i32, tuple, ANUM_AGGCOMBINEFN, &mut isnull).value() as u32;
         pg_sys::ReleaseSysCache(tuple);
-        if combinefn == 0 || u32::from(transfn) >= FIRST_NON_BUILTIN_OID {
+        // Built-in aggregates only: Postgres calls combine functions only of
+        // aggregates marked parallel safe, which built-in ones of this list are.
+        if combinefn == 0 || u32::from(transfn) >= FIRST_NON_BUILTIN_OID || u32::from(a.aggfnoid) >= FIRST_NON_BUILTIN_OID {
             return None;
         }
         let name = pg_sys::get_func_name(transfn);
@@ -118,7 +120,8 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, arg: Option<*mut pg_s
         }
         let attnum = (*v).varattno;
         let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
-        if att.attisdropped {
+        // Not domains: their storage follows the type OID, not the base type's.
+        if att.attisdropped || pg_sys::get_typtype(att.atttypid) != pg_sys::TYPTYPE_BASE as std::ffi::c_char {
             return None;
         }
         if let Some(m) = config.meta_attnums.iter().position(|&x| x == attnum) {
@@ -129,10 +132,12 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, arg: Option<*mut pg_s
             // the column itself, of a type stored that way.
             let stored = crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval);
             use tsbucket_format::ColumnKind as K;
+            let float = matches!(stored, K::Float64 | K::Float32);
             let fits = match kind {
-                AggKind::SumFloat8 | AggKind::AccumFloat => matches!(stored, K::Float64 | K::Float32),
+                AggKind::SumFloat8 | AggKind::AccumFloat => float,
                 AggKind::SumInt | AggKind::AvgInt => stored == K::Int,
-                _ => matches!(stored, K::Int | K::Timestamp | K::Float64 | K::Float32),
+                // The float comparison for float storage, the integer one for integers.
+                _ => float == matches!(att.atttypid, pg_sys::FLOAT4OID | pg_sys::FLOAT8OID) && (float || matches!(stored, K::Int | K::Timestamp)),
             };
             if !fits || pg_sys::exprType(e) != att.atttypid {
                 return None;

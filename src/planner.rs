@@ -1058,7 +1058,10 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
         // re-runs the quals on the new version, which pruning never saw).
         let command = (*(*(*node).ss.ps.state).es_plannedstmt).commandType;
         let read_only = matches!(command, pg_sys::CmdType::CMD_SELECT | pg_sys::CmdType::CMD_INSERT);
-        let scan_quals = (read_only && matches!(*mode, MODE_SCAN | MODE_TIME_ORDER | MODE_SERIES_ORDER) && !candidates.is_empty())
+        let scan_quals = (read_only
+            && matches!(*mode, MODE_SCAN | MODE_TIME_ORDER | MODE_SERIES_ORDER)
+            && !candidates.is_empty()
+            && !pg_sys::contain_subplans(quals as *mut pg_sys::Node))
             .then(|| aggscan::Quals { all: (*node).ss.ps.qual, residual: residual_qual(node, quals, &candidates) });
         let state = ExecState {
             needed,
@@ -1103,7 +1106,13 @@ unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, 
             }
         }
         let qual_list = (*cscan).custom_exprs;
-        let quals = aggscan::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: residual_qual(node, qual_list, candidates) };
+        let quals = if pg_sys::contain_subplans(qual_list as *mut pg_sys::Node) {
+            // Compiled once (a SubPlan registers with the node when compiled): every qual per row.
+            let all = pg_sys::ExecInitQual(qual_list, ps);
+            aggscan::Quals { all, residual: all }
+        } else {
+            aggscan::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: residual_qual(node, qual_list, candidates) }
+        };
         PartialAggExec { keys: Rc::new(keys), aggs: Rc::new(aggs), quals, qual_list }
     }
 }

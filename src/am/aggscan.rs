@@ -263,12 +263,14 @@ impl AggregatingScan {
                 let bucket = rows.bucket;
                 // Group runs: all rows, or runs of one time key over the rows in time order.
                 let time_key = self.keys.iter().position(|k| !matches!(k.plan, KeyPlan::Meta(_)));
+                let mut resorted = false;
                 let groups: Vec<(std::ops::Range<usize>, (pg_sys::Datum, bool))> = match time_key {
                     None => vec![(0..selected.len(), (pg_sys::Datum::from(0), true))],
                     Some(k) => {
                         let times = read::time_values(&self.config, bucket);
                         if !selected.windows(2).all(|w| times[w[0] as usize] <= times[w[1] as usize]) {
                             selected.sort_by_key(|&r| times[r as usize]);
+                            resorted = true;
                         }
                         let ordered: Vec<i64> = selected.iter().map(|&r| times[r as usize]).collect();
                         let key = &self.keys[k];
@@ -286,8 +288,23 @@ impl AggregatingScan {
                     }
                 };
                 let tupdesc = (*self.rel).rd_att;
+                // Columns the aggregates read, once per bucket (a column added after
+                // the bucket was written: its default for every row).
+                let columns: Vec<Option<std::borrow::Cow<tsbucket_format::Column>>> = self
+                    .aggs
+                    .iter()
+                    .map(|agg| match agg.arg {
+                        ArgSource::Column(i) => Some(read::column_or_default(tupdesc, &rows.shape.attrs[i], bucket)),
+                        _ => None,
+                    })
+                    .collect();
                 for (range, time_value) in groups {
-                    let group_rows = &selected[range];
+                    // Each group's rows in their stored order, as a row-by-row scan adds them.
+                    let mut group_rows = selected[range].to_vec();
+                    if resorted {
+                        group_rows.sort_unstable();
+                    }
+                    let group_rows = &group_rows[..];
                     let keys = self
                         .keys
                         .iter()
@@ -300,18 +317,14 @@ impl AggregatingScan {
                         })
                         .collect();
                     let mut states = Vec::with_capacity(self.aggs.len());
-                    for agg in self.aggs.iter() {
+                    for (agg, column) in self.aggs.iter().zip(&columns) {
                         let float4 = agg.arg_type == pg_sys::FLOAT4OID;
                         let float = float4 || agg.arg_type == pg_sys::FLOAT8OID;
                         let mut state = initial(agg.kind, float4, float);
                         let result = match agg.arg {
                             ArgSource::Rows => accumulate(agg.kind, &Input::Rows, group_rows, &mut state),
                             ArgSource::Meta(m) => accumulate(agg.kind, &Input::Constant { present: bucket.meta[m].is_some() }, group_rows, &mut state),
-                            ArgSource::Column(i) => {
-                                let attr = &rows.shape.attrs[i];
-                                let column = read::column_or_default(tupdesc, attr, bucket);
-                                accumulate(agg.kind, &Input::Column(&column), group_rows, &mut state)
-                            }
+                            ArgSource::Column(_) => accumulate(agg.kind, &Input::Column(column.as_ref().expect("read above")), group_rows, &mut state),
                         };
                         if result.is_err() {
                             ts_error(SqlState::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow", "");

@@ -82,6 +82,8 @@ impl LastPointScan {
                 .collect();
             let meta_fns = scan::meta_functions(&prune);
             let row_filters = scan::row_filters(&config, &prune, (*rel).rd_att);
+            let mut needed = needed;
+            scan::decode_filtered_columns(&mut needed, &row_filters);
             let cxt = pg_sys::CurrentMemoryContext;
             let series_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point series".as_ptr(), 0, 1024, 8 * 1024);
             let bucket_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);

@@ -163,10 +163,13 @@ struct SeriesTracker {
     current: Option<Vec<Option<pg_sys::Datum>>>,
     byval_len: Vec<(bool, i16)>,
     rank: i64,
+    /// Holds `current`'s copies; reset for each new series.
+    values_cxt: pg_sys::MemoryContext,
 }
 
 impl SeriesTracker {
-    /// The rank of the series `stored` belongs to (a new one when its meta differs).
+    /// The rank of the series `stored` belongs to (a new one when its meta
+    /// differs); `cxt` holds only the current series' values.
     unsafe fn rank_of(&mut self, stored: &StoredBucket, cxt: pg_sys::MemoryContext) -> i64 {
         unsafe {
             let metas: Vec<Option<pg_sys::Datum>> = (0..self.eq.len()).map(|i| stored.meta_datum(i)).collect();
@@ -179,6 +182,8 @@ impl SeriesTracker {
             });
             if !same {
                 self.rank += 1;
+                // Only the current series' values are kept.
+                pg_sys::MemoryContextReset(cxt);
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
                 let copies = metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pgutil::copy_datum(d, byval, len))).collect();
                 pg_sys::MemoryContextSwitchTo(old);
@@ -338,7 +343,8 @@ impl OrderedScan {
                 eq.push((finfo, att.attcollation));
                 byval_len.push((att.attbyval, att.attlen));
             }
-            let series = SeriesTracker { eq, current: None, byval_len, rank: 0 };
+            let values_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket series values".as_ptr(), 0, 1024, 8 * 1024);
+            let series = SeriesTracker { eq, current: None, byval_len, rank: 0, values_cxt };
             let ranges = vec![IndexRanges { index, key_sets: vec![Vec::new()] }];
             Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, Some(series))
         }
@@ -364,6 +370,8 @@ impl OrderedScan {
                 .collect();
             let meta_fns = scan::meta_functions(&prune);
             let row_filters = scan::row_filters(&config, &prune, (*rel).rd_att);
+            let mut needed = needed;
+            scan::decode_filtered_columns(&mut needed, &row_filters);
             let scan_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket ordered scan".as_ptr(), 0, 1024, 8 * 1024);
             OrderedScan {
                 config,
@@ -397,6 +405,9 @@ impl OrderedScan {
                 walk.scan.end();
             }
             pg_sys::table_close(self.store, pg_sys::NoLock as i32);
+            if let Some(series) = &self.series {
+                pg_sys::MemoryContextDelete(series.values_cxt);
+            }
             // Deletes every bucket's context with it.
             pg_sys::MemoryContextDelete(self.scan_cxt);
         }
@@ -451,7 +462,10 @@ impl OrderedScan {
                 self.walks[w].last_window = Some(stored.window_start);
                 let scan_cxt = self.scan_cxt;
                 let rank = match self.series.as_mut() {
-                    Some(s) => s.rank_of(&stored, scan_cxt),
+                    Some(s) => {
+                        let cxt = s.values_cxt;
+                        s.rank_of(&stored, cxt)
+                    }
                     None => 0,
                 };
                 if !scan::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) {

@@ -219,6 +219,8 @@ pub unsafe fn begin_with(
         let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));
         let mut access_taken = Access::Heap;
         let row_filters = config.as_ref().map(|c| row_filters(c, &options.prune, (*rel).rd_att)).unwrap_or_default();
+        let mut options = options;
+        decode_filtered_columns(&mut options.needed, &row_filters);
         let (store, store_scan) = match &config {
             Some(c) => {
                 let store = pg_sys::table_open(c.store_relid, pg_sys::AccessShareLock as i32);
@@ -513,6 +515,13 @@ pub unsafe fn row_filters(config: &Config, prune: &[Prune], tupdesc: pg_sys::Tup
             RowFilter { attr, range, missing_passes }
         })
         .collect()
+}
+
+/// Marks the row filters' columns as needed: a filter decides only on decoded values.
+pub fn decode_filtered_columns(needed: &mut Option<Vec<bool>>, filters: &[RowFilter]) {
+    if let Some(n) = needed.as_mut() {
+        filters.iter().for_each(|f| n[f.attr] = true);
+    }
 }
 
 /// Whether row `row` satisfies every row filter.

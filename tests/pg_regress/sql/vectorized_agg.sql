@@ -140,6 +140,50 @@ DECLARE c SCROLL CURSOR FOR SELECT host, count(*) FROM va GROUP BY host ORDER BY
 FETCH 2 FROM c;
 FETCH BACKWARD 1 FROM c;
 COMMIT;
+-- Plan shapes: a sorted Finalize GroupAggregate with group columns in the
+-- select list, DISTINCT done as an aggregate, EXPLAIN VERBOSE's partial
+-- states, a correlated subquery in the conditions.
+SET enable_hashagg = off;
+SELECT agg_differs($$SELECT zone, host, count(*), max(i2), host || '!' FROM $t GROUP BY host, zone$$);
+RESET enable_hashagg;
+SELECT agg_differs($$SELECT DISTINCT host, zone FROM $t$$);
+EXPLAIN (VERBOSE, COSTS OFF) SELECT host, count(*), avg(f8) FROM va WHERE time < '2024-05-01 01:00' GROUP BY host;
+SELECT agg_differs($$SELECT host, count(*) FROM $t o WHERE i4 > (SELECT min(i4) FROM va_heap h WHERE h.host = o.host) + 40000 GROUP BY host$$);
+-- Time buckets in a zone with DST changes (New York, 2024-11-03: 01:00-02:00 twice).
+CREATE TABLE dst (time timestamptz NOT NULL, s text, v int4) USING tsbucket;
+SELECT tsbucket.create_timeseries('dst', 'time', 's', granularity => 'hours');
+INSERT INTO dst SELECT '2024-11-02 20:00-04'::timestamptz + i * interval '97 s', 's' || (i % 2), i FROM generate_series(0, 999) i;
+CREATE TABLE dst_heap AS SELECT * FROM dst;
+SET timezone = 'America/New_York';
+SELECT (SELECT array_agg(x::text) FROM (SELECT date_trunc(u, time), s, count(*), sum(v) FROM dst GROUP BY 1, 2 ORDER BY 1, 2) x)
+     = (SELECT array_agg(x::text) FROM (SELECT date_trunc(u, time), s, count(*), sum(v) FROM dst_heap GROUP BY 1, 2 ORDER BY 1, 2) x) AS same, u
+  FROM unnest(ARRAY['minute', 'hour', 'day']) u;
+SELECT date_trunc('hour', time), count(*), min(v), max(v) FROM dst WHERE time >= '2024-11-03 00:30' AND time < '2024-11-03 03:00' GROUP BY 1 ORDER BY 1;
+RESET timezone;
+SET timezone = 'UTC';
+-- Not computed in the scan: a domain column (stored by its own OID), a
+-- user-defined aggregate (even with built-in functions).
+CREATE DOMAIN score AS float8;
+CREATE TABLE dom (time timestamptz NOT NULL, v score) USING tsbucket;
+SELECT tsbucket.create_timeseries('dom', 'time');
+INSERT INTO dom VALUES ('2024-01-01', -5), ('2024-01-01 00:00:01', 3), ('2024-01-01 00:00:02', -0.5);
+SELECT plan_shape($$SELECT max(v) FROM dom$$);
+SELECT max(v), min(v) FROM dom;
+CREATE AGGREGATE my_max(int4) (sfunc = int4larger, stype = int4, combinefunc = int4larger);
+SELECT plan_shape($$SELECT my_max(i4) FROM $t$$);
+-- The zero a float min/max returns is the one a row-by-row scan keeps (the
+-- later of equal values), also in buckets whose rows are not in time order.
+CREATE TABLE z (time timestamptz NOT NULL, s text, v float8) USING tsbucket;
+SELECT tsbucket.create_timeseries('z', 'time', 's');
+INSERT INTO z VALUES ('2024-01-01 00:00:03', 'a', 0), ('2024-01-01 00:00:01', 'a', '-0'), ('2024-01-01 00:00:02', 'a', 1),
+                     ('2024-01-01 00:00:05', 'a', '-0'), ('2024-01-01 00:00:04', 'a', 0);
+SELECT date_trunc('hour', time), min(v), max(v) FROM z GROUP BY 1;
+SET tsbucket.vectorized_aggregation = off;
+SELECT date_trunc('hour', time), min(v), max(v) FROM z GROUP BY 1;
+RESET tsbucket.vectorized_aggregation;
+DROP TABLE dst, dst_heap, dom, z;
+DROP DOMAIN score;
+DROP AGGREGATE my_max(int4);
 -- Columns added after buckets were written: those buckets hold the default
 -- (or NULL) for every row, and the range filters decide on it exactly.
 ALTER TABLE va ADD COLUMN extra int DEFAULT 7, ADD COLUMN bare float8;
