@@ -219,11 +219,6 @@ BEGIN
 
     PERFORM tsbucket._create_store_for(relation, time_att.attnum::int2, meta_attnums, gran, span,
                                        (extract(epoch FROM span) * 1000000)::int8, expire_after);
-    -- Buckets are read by one process; a parallel plan would need a shared cursor.
-    -- (A restored table has the option already, and is open in the label hook.)
-    IF NOT coalesce((SELECT 'parallel_workers=0' = ANY (reloptions) FROM pg_class WHERE oid = relation), false) THEN
-        EXECUTE format('ALTER TABLE %s SET (parallel_workers = 0)', relation);
-    END IF;
     PERFORM tsbucket._invalidate(relation);
     PERFORM tsbucket._sync_label(relation);
     PERFORM tsbucket._worker_notice();

@@ -7,9 +7,13 @@
 //!
 //! ```text
 //!   Agg (simple)                      Finalize Agg
-//!     [Sort]                   =>        [Sort]
+//!     [Sort | Gather]          =>        [Sort | Gather]
 //!       TsBucketScan                       TsBucketScan (partial aggregation)
 //! ```
+//!
+//! and, in parallel plans, drops a Partial Aggregate over a parallel
+//! TsBucketScan (under Gather, or Sort under Gather Merge), the scan
+//! computing the same partial rows.
 //!
 //! The scan then computes, per bucket and group, the partial (transition)
 //! state of each aggregate over the decoded column arrays (`am::aggscan`,
@@ -314,6 +318,11 @@ unsafe fn walk(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStmt) {
         if plan.is_null() {
             return;
         }
+        // A Partial Aggregate over a parallel scan (under Gather, or a Sort
+        // under Gather Merge) gives way to the scan computing the same partial rows.
+        if let Some(scan) = partial_in_scan((*plan).lefttree, stmt) {
+            (*plan).lefttree = scan;
+        }
         match (*plan).type_ {
             pg_sys::NodeTag::T_Agg => try_rewrite(plan as *mut pg_sys::Agg, stmt),
             pg_sys::NodeTag::T_Append => list_ptrs((*(plan as *mut pg_sys::Append)).appendplans).into_iter().for_each(|p| walk(p as _, stmt)),
@@ -338,6 +347,183 @@ unsafe fn is_plain_tsbucket_scan(plan: *mut pg_sys::Plan) -> bool {
         }
         let private = list_ptrs((*cscan).custom_private);
         !private.is_empty() && (*(private[0] as *mut pg_sys::Integer)).ival == MODE_SCAN
+    }
+}
+
+/// `plan`, if it is a Partial Aggregate (plain or hashed) over a plain
+/// TsBucketScan whose aggregates and group keys the scan computes: that scan,
+/// turned into one that returns the Partial Aggregate's rows itself (its
+/// output: the group columns, then the partial states, as Postgres lays a
+/// partial aggregate's target out). A sorted Partial Aggregate over a Sort
+/// of the scan becomes that Sort, now of the scan's partial rows by their
+/// group keys (a Gather Merge above needs them in that order).
+unsafe fn partial_in_scan(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStmt) -> Option<*mut pg_sys::Plan> {
+    unsafe {
+        if plan.is_null() || (*plan).type_ != pg_sys::NodeTag::T_Agg {
+            return None;
+        }
+        let a = &*(plan as *mut pg_sys::Agg);
+        if a.aggsplit != pg_sys::AggSplit::AGGSPLIT_INITIAL_SERIAL
+            || !a.groupingSets.is_null()
+            || !a.chain.is_null()
+            || !a.plan.qual.is_null()
+        {
+            return None;
+        }
+        let child = a.plan.lefttree;
+        let (sort, scan) = match a.aggstrategy {
+            pg_sys::AggStrategy::AGG_PLAIN | pg_sys::AggStrategy::AGG_HASHED if is_plain_tsbucket_scan(child) => (None, child as *mut pg_sys::CustomScan),
+            pg_sys::AggStrategy::AGG_SORTED
+                if !child.is_null() && (*child).type_ == pg_sys::NodeTag::T_Sort && is_plain_tsbucket_scan((*child).lefttree) =>
+            {
+                (Some(child as *mut pg_sys::Sort), (*child).lefttree as *mut pg_sys::CustomScan)
+            }
+            _ => return None,
+        };
+        // Agg input column -> scan output column (through the Sort, which passes columns on).
+        let to_scan_column = |k: i16| -> Option<i16> {
+            match sort {
+                None => Some(k),
+                Some(s) => outer_attno(tle_expr((*s).plan.targetlist, k)?),
+            }
+        };
+        let scanrelid = (*scan).scan.scanrelid;
+        let rte = pg_sys::rt_fetch(scanrelid, (*stmt).rtable);
+        let config = catalog::lookup((*rte).relid)?;
+        let scan_tlist = (*scan).scan.plan.targetlist;
+        let group_cols: Vec<i16> = (0..a.numCols as usize).map(|i| *a.grpColIdx.add(i) as i16).collect();
+        let rel = pg_sys::RelationIdGetRelation((*rte).relid);
+        if rel.is_null() {
+            return None;
+        }
+        let mut out: *mut pg_sys::List = std::ptr::null_mut();
+        let mut nkeys = 0;
+        let mut aggs = 0;
+        let mut time_keys = 0;
+        let mut ok = true;
+        // (Agg input column, its position in the partial rows) of each group key.
+        let mut key_positions: Vec<(i16, i16)> = Vec::new();
+        for (i, te) in list_ptrs(a.plan.targetlist).into_iter().enumerate() {
+            let e = (*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node;
+            let resno = (i + 1) as i16;
+            let expr = if (*e).type_ == pg_sys::NodeTag::T_Aggref {
+                let aggref = e as *mut pg_sys::Aggref;
+                let args = list_ptrs((*aggref).args);
+                let arg = match args.as_slice() {
+                    [] => None,
+                    [te] => match outer_attno((*(*te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node).and_then(to_scan_column).and_then(|k| tle_expr(scan_tlist, k)) {
+                        Some(x) => Some(strip(x)),
+                        None => {
+                            ok = false;
+                            break;
+                        }
+                    },
+                    _ => {
+                        ok = false;
+                        break;
+                    }
+                };
+                if classify_aggref(aggref, arg, &config, rel, scanrelid).is_none() {
+                    ok = false;
+                    break;
+                }
+                let partial = pg_sys::copyObjectImpl(aggref as *const _) as *mut pg_sys::Aggref;
+                (*partial).args = match arg {
+                    None => std::ptr::null_mut(),
+                    Some(x) => {
+                        let te = pg_sys::makeTargetEntry(pg_sys::copyObjectImpl(x as *const _) as *mut pg_sys::Expr, 1, std::ptr::null_mut(), false);
+                        pg_sys::lappend(std::ptr::null_mut(), te as *mut _)
+                    }
+                };
+                aggs += 1;
+                partial as *mut pg_sys::Node
+            } else {
+                // A group column, ahead of every aggregate.
+                let Some(k) = outer_attno(e).filter(|k| group_cols.contains(k)) else {
+                    ok = false;
+                    break;
+                };
+                let Some(x) = to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc)) else {
+                    ok = false;
+                    break;
+                };
+                key_positions.push((k, resno));
+                match classify_key(x, &config, scanrelid) {
+                    Some(KeyPlan::Meta(_)) => {}
+                    Some(_) => time_keys += 1,
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+                if aggs > 0 {
+                    ok = false;
+                    break;
+                }
+                nkeys += 1;
+                pg_sys::copyObjectImpl(x as *const _) as *mut pg_sys::Node
+            };
+            out = pg_sys::lappend(out, pg_sys::makeTargetEntry(expr as *mut pg_sys::Expr, resno, std::ptr::null_mut(), false) as *mut _);
+        }
+        pg_sys::RelationClose(rel);
+        if !ok || time_keys > 1 || nkeys != group_cols.len() {
+            return None;
+        }
+        // The Sort's keys, as positions in the partial rows.
+        let sort_positions: Option<Vec<i16>> = match sort {
+            None => Some(Vec::new()),
+            Some(s) => (0..(*s).numCols as usize)
+                .map(|i| {
+                    let k = *(*s).sortColIdx.add(i) as i16;
+                    key_positions.iter().find(|(c, _)| *c == k).map(|(_, p)| *p)
+                })
+                .collect(),
+        };
+        let sort_positions = sort_positions?;
+        into_partial_scan(scan, out, nkeys as i32);
+        (*scan).scan.plan.plan_rows = a.plan.plan_rows;
+        match sort {
+            None => Some(scan as *mut pg_sys::Plan),
+            Some(s) => {
+                (*s).plan.targetlist = references(out, pg_sys::OUTER_VAR);
+                for (i, &p) in sort_positions.iter().enumerate() {
+                    *(*s).sortColIdx.add(i) = p as pg_sys::AttrNumber;
+                }
+                (*s).plan.plan_rows = a.plan.plan_rows;
+                Some(s as *mut pg_sys::Plan)
+            }
+        }
+    }
+}
+
+/// Makes `scan` return `output` (group keys, then partial aggregates): its
+/// target list references them as its scan tuple, its quals move to
+/// custom_exprs (the scan evaluates them itself).
+unsafe fn into_partial_scan(scan: *mut pg_sys::CustomScan, output: *mut pg_sys::List, nkeys: i32) {
+    unsafe {
+        (*scan).custom_scan_tlist = output;
+        (*scan).scan.plan.targetlist = references(output, pg_sys::INDEX_VAR);
+        (*scan).custom_exprs = (*scan).scan.plan.qual;
+        (*scan).scan.plan.qual = std::ptr::null_mut();
+        // Partial rows only go forward.
+        (*scan).flags &= !pg_sys::CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
+        let private = list_ptrs((*scan).custom_private);
+        (*(private[0] as *mut pg_sys::Integer)).ival = crate::planner::MODE_PARTIAL_AGG;
+        (*(private[1] as *mut pg_sys::Integer)).ival = nkeys;
+    }
+}
+
+/// Vars (`varno`: INDEX_VAR for the scan's own target list, OUTER_VAR for a
+/// node above) referencing each column of `output` in turn.
+unsafe fn references(output: *mut pg_sys::List, varno: i32) -> *mut pg_sys::List {
+    unsafe {
+        let mut out: *mut pg_sys::List = std::ptr::null_mut();
+        for (i, te) in list_ptrs(output).into_iter().enumerate() {
+            let e = (*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node;
+            let var = pg_sys::makeVar(varno, (i + 1) as i16, pg_sys::exprType(e), pg_sys::exprTypmod(e), pg_sys::exprCollation(e), 0);
+            out = pg_sys::lappend(out, pg_sys::makeTargetEntry(var as *mut pg_sys::Expr, (i + 1) as i16, std::ptr::null_mut(), false) as *mut _);
+        }
+        out
     }
 }
 
@@ -367,22 +553,27 @@ unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
             return;
         }
         let child = a.plan.lefttree;
-        let (sort, scan) = if is_plain_tsbucket_scan(child) {
+        // Between the Agg and the scan: nothing, a Sort (for a sorted Agg), or
+        // a Gather over a parallel scan (whose rows the leader aggregates):
+        // nodes that pass columns on.
+        let passes_on = |p: *mut pg_sys::Plan| !p.is_null() && matches!((*p).type_, pg_sys::NodeTag::T_Sort | pg_sys::NodeTag::T_Gather) && is_plain_tsbucket_scan((*p).lefttree);
+        let (between, scan) = if is_plain_tsbucket_scan(child) {
             (None, child as *mut pg_sys::CustomScan)
-        } else if !child.is_null() && (*child).type_ == pg_sys::NodeTag::T_Sort && is_plain_tsbucket_scan((*child).lefttree) {
-            (Some(child as *mut pg_sys::Sort), (*child).lefttree as *mut pg_sys::CustomScan)
+        } else if passes_on(child) {
+            (Some(child), (*child).lefttree as *mut pg_sys::CustomScan)
         } else {
             return;
         };
+        let sort = between.filter(|p| (**p).type_ == pg_sys::NodeTag::T_Sort).map(|p| p as *mut pg_sys::Sort);
         let scanrelid = (*scan).scan.scanrelid;
         let rte = pg_sys::rt_fetch(scanrelid, (*stmt).rtable);
         let Some(config) = catalog::lookup((*rte).relid) else { return };
         let scan_tlist = (*scan).scan.plan.targetlist;
-        // Agg input column -> scan output column (through the Sort, which passes columns on).
+        // Agg input column -> scan output column (through the node between).
         let to_scan_column = |k: i16| -> Option<i16> {
-            match sort {
+            match between {
                 None => Some(k),
-                Some(s) => outer_attno(tle_expr((*s).plan.targetlist, k)?),
+                Some(p) => outer_attno(tle_expr((*p).targetlist, k)?),
             }
         };
 
@@ -503,32 +694,16 @@ unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
             resno += 1;
         }
         let nkeys = key_exprs.len() as i32;
-        // The scan's own tlist references its scan tuple (INDEX_VAR), column by column.
-        let references = |varno: i32| -> *mut pg_sys::List {
-            let mut out: *mut pg_sys::List = std::ptr::null_mut();
-            for (i, te) in list_ptrs(scan_out).into_iter().enumerate() {
-                let e = (*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node;
-                let var = pg_sys::makeVar(varno, (i + 1) as i16, pg_sys::exprType(e), pg_sys::exprTypmod(e), pg_sys::exprCollation(e), 0);
-                out = pg_sys::lappend(out, pg_sys::makeTargetEntry(var as *mut pg_sys::Expr, (i + 1) as i16, std::ptr::null_mut(), false) as *mut _);
-            }
-            out
-        };
-        (*scan).custom_scan_tlist = scan_out;
-        (*scan).scan.plan.targetlist = references(pg_sys::INDEX_VAR);
-        (*scan).custom_exprs = (*scan).scan.plan.qual;
-        // Partial rows only go forward.
-        (*scan).flags &= !pg_sys::CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
-        (*scan).scan.plan.qual = std::ptr::null_mut();
-        let private = list_ptrs((*scan).custom_private);
-        (*(private[0] as *mut pg_sys::Integer)).ival = crate::planner::MODE_PARTIAL_AGG;
-        (*(private[1] as *mut pg_sys::Integer)).ival = nkeys;
+        into_partial_scan(scan, scan_out, nkeys);
         (*scan).scan.plan.plan_rows = (*scan).scan.plan.plan_rows.min(a.plan.plan_rows.max(1.0) * 4.0);
+        if let Some(p) = between {
+            (*p).targetlist = references(scan_out, pg_sys::OUTER_VAR);
+            (*p).plan_rows = (*scan).scan.plan.plan_rows;
+        }
         if let Some(s) = sort {
-            (*s).plan.targetlist = references(pg_sys::OUTER_VAR);
             for (i, &c) in sort_cols.iter().enumerate() {
                 *(*s).sortColIdx.add(i) = c as pg_sys::AttrNumber;
             }
-            (*s).plan.plan_rows = (*scan).scan.plan.plan_rows;
         }
         for (i, _) in group_cols.iter().enumerate() {
             *a.grpColIdx.add(i) = (i + 1) as pg_sys::AttrNumber;

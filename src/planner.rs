@@ -49,6 +49,11 @@ fn methods() -> &'static Methods {
             EndCustomScan: Some(end),
             ReScanCustomScan: Some(rescan),
             ExplainCustomScan: Some(explain),
+            EstimateDSMCustomScan: Some(estimate_dsm),
+            InitializeDSMCustomScan: Some(initialize_dsm),
+            ReInitializeDSMCustomScan: Some(reinitialize_dsm),
+            InitializeWorkerCustomScan: Some(initialize_worker),
+            ShutdownCustomScan: Some(shutdown),
             ..Default::default()
         },
     })
@@ -175,9 +180,74 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
                 paths.extend(parameterized_paths(root, rel, cpath, (*rte).relid, reached));
             }
         }
+        let partial = parallel_path(root, rel, rte, &paths);
         for cpath in paths {
             pg_sys::add_path(rel, cpath as *mut pg_sys::Path);
         }
+        // Postgres's own partial paths would scan the user relation, which is empty.
+        (*rel).partial_pathlist = std::ptr::null_mut();
+        if let Some(p) = partial {
+            pg_sys::add_partial_path(rel, p as *mut pg_sys::Path);
+        }
+    }
+}
+
+/// A parallel-aware TsBucketScan for Gather: the participants share out the
+/// store's heap blocks (and so its buckets); partial aggregates of each
+/// combine above. Workers as Postgres would give a heap of the store's size
+/// (its main fork and TOAST, where payloads live), up to
+/// max_parallel_workers_per_gather.
+unsafe fn parallel_path(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    rte: *mut pg_sys::RangeTblEntry,
+    paths: &[*mut pg_sys::CustomPath],
+) -> Option<*mut pg_sys::CustomPath> {
+    unsafe {
+        if !(*rel).consider_parallel || (*rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL || pg_sys::max_parallel_workers_per_gather <= 0 {
+            return None;
+        }
+        let base = *paths.iter().find(|&&p| (*p).path.param_info.is_null() && (*p).path.pathkeys.is_null() && (*p).custom_private.is_null())?;
+        let config = catalog::lookup((*rte).relid)?;
+        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let mut blocks = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM) as f64;
+        let toast = (*(*store).rd_rel).reltoastrelid;
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+        if toast != pg_sys::InvalidOid {
+            let t = pg_sys::table_open(toast, pg_sys::AccessShareLock as i32);
+            blocks += pg_sys::RelationGetNumberOfBlocksInFork(t, pg_sys::ForkNumber::MAIN_FORKNUM) as f64;
+            pg_sys::table_close(t, pg_sys::NoLock as i32);
+        }
+        // Relation options win, as for a heap (a parallel_workers set on the table).
+        let workers = if (*rel).rel_parallel_workers >= 0 {
+            (*rel).rel_parallel_workers
+        } else {
+            let threshold = (pg_sys::min_parallel_table_scan_size as f64).max(1.0);
+            if blocks < threshold {
+                0
+            } else {
+                1 + (blocks / threshold).log(3.0).floor() as i32
+            }
+        }
+        .min(pg_sys::max_parallel_workers_per_gather);
+        if workers <= 0 {
+            return None;
+        }
+        let _ = root;
+        let cpath = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
+        *cpath = *base;
+        // The leader helps less the more workers there are, as in costsize.c.
+        let leader = if pg_sys::parallel_leader_participation { (1.0 - 0.3 * workers as f64).max(0.0) } else { 0.0 };
+        let divisor = workers as f64 + leader;
+        let run = (*base).path.total_cost - (*base).path.startup_cost;
+        (*cpath).path.parallel_aware = true;
+        (*cpath).path.parallel_safe = true;
+        (*cpath).path.parallel_workers = workers;
+        (*cpath).path.rows = ((*base).path.rows / divisor).max(1.0);
+        (*cpath).path.total_cost = (*base).path.startup_cost + run / divisor;
+        (*cpath).path.pathkeys = std::ptr::null_mut();
+        (*cpath).flags = pg_sys::CUSTOMPATH_SUPPORT_PROJECTION;
+        Some(cpath)
     }
 }
 
@@ -787,6 +857,12 @@ struct ExecState {
     partial_agg: Option<PartialAggExec>,
     aggregating: Option<AggregatingScan>,
     agg_totals: AggCounters,
+    /// A parallel scan's shared state (set when the Gather's DSM is made, or
+    /// in a worker): the counters every participant adds to, and the store's
+    /// parallel heap scan. None: this participant reads every bucket.
+    shared: Option<*mut SharedScan>,
+    /// This participant's share of a parallel scan was read (until a rescan).
+    parallel_done: bool,
     /// Plain and ordered scans of a read-only statement: the quals pruning and
     /// the row filters do not decide (`residual`), run by ExecScan instead of
     /// every qual (`all`) when every pruning value is known.
@@ -809,6 +885,128 @@ unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> *mut
         (*node).css.flags = (*cscan).flags;
         (*node).css.methods = &methods().exec;
         node as *mut pg_sys::Node
+    }
+}
+
+impl ExecState {
+    /// A finished scan's counters: into the shared ones when the scan is
+    /// parallel (the leader collects them at shutdown), else its own.
+    fn add_counters(&mut self, scan: scan::ScanCounters, agg: AggCounters) {
+        match self.shared {
+            // SAFETY: the DSM segment outlives every participant's scan.
+            Some(shared) => unsafe { (*shared).add(scan, agg) },
+            None => {
+                self.totals += scan;
+                self.agg_totals.rows_aggregated += agg.rows_aggregated;
+                self.agg_totals.partial_rows += agg.partial_rows;
+                self.agg_totals.rows_removed_by_filter += agg.rows_removed_by_filter;
+            }
+        }
+    }
+}
+
+/// The shared memory of a parallel TsBucketScan: counters, then (aligned)
+/// the store's ParallelTableScanDesc.
+#[repr(C)]
+struct SharedScan {
+    counters: [std::sync::atomic::AtomicU64; 8],
+}
+
+impl SharedScan {
+    const HEADER: usize = (std::mem::size_of::<SharedScan>() + 15) & !15;
+
+    unsafe fn store_scan(shared: *mut SharedScan) -> pg_sys::ParallelTableScanDesc {
+        unsafe { (shared as *mut u8).add(Self::HEADER) as pg_sys::ParallelTableScanDesc }
+    }
+
+    fn add(&self, scan: scan::ScanCounters, agg: AggCounters) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let values = [
+            scan.buckets_read,
+            scan.buckets_skipped,
+            scan.rows_filtered,
+            scan.buckets_from_headers,
+            scan.payload_bytes,
+            agg.rows_aggregated,
+            agg.partial_rows,
+            agg.rows_removed_by_filter,
+        ];
+        for (c, v) in self.counters.iter().zip(values) {
+            c.fetch_add(v, Relaxed);
+        }
+    }
+
+    fn take(&self) -> (scan::ScanCounters, AggCounters) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let v: Vec<u64> = self.counters.iter().map(|c| c.swap(0, Relaxed)).collect();
+        let scan = scan::ScanCounters { buckets_read: v[0], buckets_skipped: v[1], rows_filtered: v[2], buckets_from_headers: v[3], payload_bytes: v[4] };
+        let agg = AggCounters { rows_aggregated: v[5], partial_rows: v[6], rows_removed_by_filter: v[7] };
+        (scan, agg)
+    }
+}
+
+/// The store relation of the scan's table (opened and closed again: the
+/// scan itself holds a lock on it while it runs).
+unsafe fn with_store<R>(node: *mut pg_sys::CustomScanState, f: impl FnOnce(pg_sys::Relation) -> R) -> R {
+    unsafe {
+        let config = catalog::require((*(*node).ss.ss_currentRelation).rd_id);
+        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let r = f(store);
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+        r
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn estimate_dsm(node: *mut pg_sys::CustomScanState, _pcxt: *mut pg_sys::ParallelContext) -> pg_sys::Size {
+    unsafe {
+        let snapshot = (*(*node).ss.ps.state).es_snapshot;
+        SharedScan::HEADER + with_store(node, |store| pg_sys::table_parallelscan_estimate(store, snapshot))
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn initialize_dsm(node: *mut pg_sys::CustomScanState, _pcxt: *mut pg_sys::ParallelContext, coordinate: *mut std::ffi::c_void) {
+    unsafe {
+        let shared = coordinate as *mut SharedScan;
+        std::ptr::write_bytes(shared as *mut u8, 0, SharedScan::HEADER);
+        let snapshot = (*(*node).ss.ps.state).es_snapshot;
+        with_store(node, |store| pg_sys::table_parallelscan_initialize(store, SharedScan::store_scan(shared), snapshot));
+        exec_state(node).shared = Some(shared);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn reinitialize_dsm(node: *mut pg_sys::CustomScanState, _pcxt: *mut pg_sys::ParallelContext, coordinate: *mut std::ffi::c_void) {
+    unsafe {
+        let shared = coordinate as *mut SharedScan;
+        with_store(node, |store| pg_sys::table_parallelscan_reinitialize(store, SharedScan::store_scan(shared)));
+        exec_state(node).shared = Some(shared);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn initialize_worker(node: *mut pg_sys::CustomScanState, _toc: *mut pg_sys::shm_toc, coordinate: *mut std::ffi::c_void) {
+    unsafe { exec_state(node).shared = Some(coordinate as *mut SharedScan) }
+}
+
+/// Before the parallel query's shared memory goes: the leader collects every
+/// participant's counters (workers have finished their scans by now).
+#[pg_guard]
+unsafe extern "C-unwind" fn shutdown(node: *mut pg_sys::CustomScanState) {
+    unsafe {
+        if pg_sys::ParallelWorkerNumber >= 0 {
+            // A worker's counters reach the shared ones when its scan ends.
+            return;
+        }
+        if let Some(shared) = exec_state(node).shared {
+            // The leader's own scan, if still open, counts into them too.
+            finish_scan(node);
+            let st = exec_state(node);
+            st.shared = None;
+            let (scan, agg) = (*shared).take();
+            st.add_counters(scan, agg);
+        }
     }
 }
 
@@ -1078,8 +1276,16 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             partial_agg,
             aggregating: None,
             agg_totals: AggCounters::default(),
+            shared: None,
+            parallel_done: false,
             scan_quals,
         };
+        // A parallel plan's workers read the store as the leader wrote it: rows
+        // this transaction buffered go there before they start (and before the
+        // executor enters parallel mode, which forbids writes).
+        if (*(*(*node).ss.ps.state).es_plannedstmt).parallelModeNeeded {
+            scan::write_buffered_rows(rel, (*(*node).ss.ps.state).es_snapshot);
+        }
         (*(node as *mut TsBucketScanState)).state = crate::pgutil::own_in_context(pg_sys::CurrentMemoryContext, state);
     }
 }
@@ -1141,7 +1347,7 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
             (*node).ss.ps.qual = if exact { q.residual } else { q.all };
         }
         if let Some(pa) = &st.partial_agg {
-            let options = ScanOptions { needed: st.needed.clone(), prune };
+            let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel: st.shared.map(|s| SharedScan::store_scan(s)) };
             let econtext = (*node).ss.ps.ps_ExprContext;
             st.aggregating = Some(AggregatingScan::begin(rel, (*estate).es_snapshot, options, pa.keys.clone(), pa.aggs.clone(), &pa.quals, exact, econtext));
             return;
@@ -1169,7 +1375,7 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
             st.ordered = Some(OrderedScan::begin_series_order(rel, (*estate).es_snapshot, descending, st.needed.clone(), prune));
             return;
         }
-        let options = ScanOptions { needed: st.needed.clone(), prune };
+        let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel: st.shared.map(|s| SharedScan::store_scan(s)) };
         st.scan = scan::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
     }
 }
@@ -1193,13 +1399,10 @@ unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
         if let Some(a) = st.aggregating.take() {
             st.access = Some(a.access_taken());
             let (scan, agg) = a.end();
-            st.totals += scan;
-            st.agg_totals.rows_aggregated += agg.rows_aggregated;
-            st.agg_totals.partial_rows += agg.partial_rows;
-            st.agg_totals.rows_removed_by_filter += agg.rows_removed_by_filter;
+            st.add_counters(scan, agg);
         }
         if !st.scan.is_null() {
-            st.totals += scan::counters(st.scan);
+            st.add_counters(scan::counters(st.scan), AggCounters::default());
             st.access = Some(scan::access_taken(st.scan));
             scan::end(st.scan);
             st.scan = std::ptr::null_mut();
@@ -1212,12 +1415,17 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
     unsafe {
         let node = ss as *mut pg_sys::CustomScanState;
         let st = exec_state(node);
+        let slot = (*ss).ss_ScanTupleSlot;
+        if st.parallel_done {
+            pg_sys::ExecClearTuple(slot);
+            return slot;
+        }
         if st.scan.is_null() && st.last_point.is_none() && st.ordered.is_none() && st.aggregating.is_none() {
             start_scan(node);
         }
-        let slot = (*ss).ss_ScanTupleSlot;
         if let Some(a) = exec_state(node).aggregating.as_mut() {
             a.next(slot);
+            parallel_scan_ended(node, slot);
             return slot;
         }
         if let Some(o) = exec_state(node).ordered.as_mut() {
@@ -1230,7 +1438,21 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
         }
         let direction = (*(*ss).ps.state).es_direction;
         scan::getnextslot(exec_state(node).scan, direction, slot);
+        parallel_scan_ended(node, slot);
         slot
+    }
+}
+
+/// A parallel participant whose share ran out adds its counters to the
+/// shared ones now: the leader collects them when the plan shuts down, which
+/// may be before this worker's executor ends.
+unsafe fn parallel_scan_ended(node: *mut pg_sys::CustomScanState, slot: *mut pg_sys::TupleTableSlot) {
+    unsafe {
+        let empty = (*slot).tts_flags & pg_sys::TTS_FLAG_EMPTY as u16 != 0;
+        if empty && exec_state(node).shared.is_some() {
+            finish_scan(node);
+            exec_state(node).parallel_done = true;
+        }
     }
 }
 
@@ -1268,7 +1490,10 @@ unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
 #[pg_guard]
 unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
     // Parameters may have changed: start over, re-evaluating the conditions.
-    unsafe { finish_scan(node) }
+    unsafe {
+        finish_scan(node);
+        exec_state(node).parallel_done = false;
+    }
 }
 
 #[pg_guard]
@@ -1332,11 +1557,16 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
             };
             format!("{walks}, rows merged in time order{}{ties}", if descending { " DESC" } else { "" })
         } else {
-            let access = match st.access.clone() {
-                Some(a) => a,
-                None => planned_access(node, st),
-            };
-            describe_access(rel, &access)
+            if (*(*node).ss.ps.plan).parallel_aware {
+                // The store's heap blocks, shared out among the participants.
+                "Parallel Seq Scan".to_string()
+            } else {
+                let access = match st.access.clone() {
+                    Some(a) => a,
+                    None => planned_access(node, st),
+                };
+                describe_access(rel, &access)
+            }
         };
         let access = std::ffi::CString::new(access).expect("no NUL in names");
         pg_sys::ExplainPropertyText(c"Bucket Access".as_ptr(), access.as_ptr(), es);

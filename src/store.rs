@@ -405,6 +405,16 @@ impl StoreScan {
         StoreScan { inner: Inner::Heap(unsafe { pg_sys::heap_beginscan(store, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), flags) }) }
     }
 
+    /// This participant's share of a parallel scan of the store's heap: the
+    /// heap hands out its blocks to the leader and the workers.
+    ///
+    /// # Safety
+    /// `store` must be open and stay open until `end`; `pscan` initialized for it
+    /// (table_parallelscan_initialize) in the parallel query's shared memory.
+    pub unsafe fn begin_parallel(store: pg_sys::Relation, pscan: pg_sys::ParallelTableScanDesc) -> StoreScan {
+        StoreScan { inner: Inner::Heap(unsafe { pg_sys::table_beginscan_parallel(store, pscan) }) }
+    }
+
     /// The buckets within `ranges` of one of the store's indexes, in index order.
     ///
     /// # Safety

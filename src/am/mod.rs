@@ -119,7 +119,7 @@ unsafe extern "C-unwind" fn scan_begin(
     flags: u32,
 ) -> pg_sys::TableScanDesc {
     if !pscan.is_null() {
-        unsupported("a parallel scan", "Set parallel_workers = 0 on the table (tsbucket.create_timeseries does).");
+        unsupported("a parallel scan of the table access method", PARALLEL_HINT);
     }
     unsafe { scan::begin_with(rel, snapshot, nkeys, key, pscan, flags, scan::ScanOptions::default()) }
 }
@@ -152,18 +152,22 @@ unsafe extern "C-unwind" fn scan_getnextslot(
 
 #[pg_guard]
 unsafe extern "C-unwind" fn parallelscan_estimate(_rel: pg_sys::Relation) -> pg_sys::Size {
-    unsupported("a parallel scan", "Set parallel_workers = 0 on the table.")
+    unsupported("a parallel scan of the table access method", PARALLEL_HINT)
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn parallelscan_initialize(_rel: pg_sys::Relation, _pscan: pg_sys::ParallelTableScanDesc) -> pg_sys::Size {
-    unsupported("a parallel scan", "Set parallel_workers = 0 on the table.")
+    unsupported("a parallel scan of the table access method", PARALLEL_HINT)
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn parallelscan_reinitialize(_rel: pg_sys::Relation, _pscan: pg_sys::ParallelTableScanDesc) {
-    unsupported("a parallel scan", "Set parallel_workers = 0 on the table.")
+    unsupported("a parallel scan of the table access method", PARALLEL_HINT)
 }
+
+/// tsbucket's planner replaces every partial path over a time-series table
+/// with a parallel TsBucketScan: only another extension's paths get here.
+const PARALLEL_HINT: &str = "Parallel plans read tsbucket tables through TsBucketScan; SET max_parallel_workers_per_gather = 0 to plan without parallel workers.";
 
 const INDEX_HINT: &str = "Queries that filter on the meta and time columns read only the buckets they need; no index is required.";
 

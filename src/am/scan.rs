@@ -117,6 +117,9 @@ pub struct ScanOptions {
     /// Attributes the query reads (by attnum - 1); None = all.
     pub needed: Option<Vec<bool>>,
     pub prune: Vec<Prune>,
+    /// A parallel scan's shared state of the store's heap: this participant
+    /// reads the buckets of the blocks it is handed (pruning still applies).
+    pub store_parallel: Option<pg_sys::ParallelTableScanDesc>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -229,8 +232,14 @@ pub unsafe fn begin_with(
                     Prune::Time(range) => Some(range),
                     _ => None,
                 });
-                let chosen = access::choose(store, c, &metas, time.is_some());
-                let scan = access::open(store, snapshot, c, &chosen, &values, time);
+                let (chosen, scan) = match options.store_parallel {
+                    Some(pscan) => (Access::Heap, store::StoreScan::begin_parallel(store, pscan)),
+                    None => {
+                        let chosen = access::choose(store, c, &metas, time.is_some());
+                        let scan = access::open(store, snapshot, c, &chosen, &values, time);
+                        (chosen, scan)
+                    }
+                };
                 access_taken = chosen;
                 (store, Some(scan))
             }

@@ -141,6 +141,18 @@ def test_update_from_previous_release(libraries):
             # Stores made by the previous release got the window_start index.
             plan = "\n".join(r[0] for r in c.execute("EXPLAIN SELECT * FROM plain WHERE time >= '2024-02-01 12:00'").fetchall())
             assert "Window Index" in plan, plan
+            # Tables lost the parallel_workers = 0 older releases set, and are read in parallel.
+            assert c.execute("SELECT count(*) FROM pg_class WHERE relname IN ('readings', 'plain') "
+                             "AND 'parallel_workers=0' = ANY (reloptions)").fetchone()[0] == 0
+            c.execute("SET parallel_setup_cost = 0")
+            c.execute("SET parallel_tuple_cost = 0")
+            c.execute("SET min_parallel_table_scan_size = 0")
+            plan = "\n".join(r[0] for r in c.execute("EXPLAIN SELECT site, count(*), max(v) FROM readings GROUP BY site").fetchall())
+            assert "Parallel Custom Scan (TsBucketScan)" in plan, plan
+            assert c.execute(ROWS["readings"]).fetchall() == before[0]["readings"]
+            c.execute("RESET parallel_setup_cost")
+            c.execute("RESET parallel_tuple_cost")
+            c.execute("RESET min_parallel_table_scan_size")
             assert c.execute("SELECT count(*) FROM tsbucket.verify('readings')").fetchone()[0] == 0
             c.execute("SET ROLE owner_role")
             c.execute("INSERT INTO readings VALUES ('2024-01-02', 's0', 3, 1.5, 'new'), ('2024-01-02', 's7', 7, 2.5, NULL)")
