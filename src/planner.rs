@@ -863,6 +863,8 @@ struct ExecState {
     shared: Option<*mut SharedScan>,
     /// This participant's share of a parallel scan was read (until a rescan).
     parallel_done: bool,
+    /// Quals evaluated on the decoded arrays (`am::vector_filter`), and their clauses.
+    vector_quals: Vec<(*mut std::ffi::c_void, crate::am::vector_filter::VectorPlan)>,
     /// Plain and ordered scans of a read-only statement: the quals pruning and
     /// the row filters do not decide (`residual`), run by ExecScan instead of
     /// every qual (`all`) when every pruning value is known.
@@ -1251,16 +1253,42 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
         };
         let quals = if *mode == MODE_PARTIAL_AGG { (*cscan).custom_exprs } else { (*(*node).ss.ps.plan).qual };
         let candidates = find_candidates(node, &config, (*cscan).scan.scanrelid, quals);
-        let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| partial_agg_exec(node, &config, cscan, *arg as usize, &candidates));
+        // Other quals the scan can evaluate on the decoded arrays (plain scans and
+        // aggregation; ordered and last-point scans leave them to the executor).
+        let vector_quals: Vec<(*mut std::ffi::c_void, crate::am::vector_filter::VectorPlan)> = if matches!(*mode, MODE_SCAN | MODE_PARTIAL_AGG) {
+            list_ptrs(quals)
+                .into_iter()
+                .filter(|q| !candidates.iter().any(|c| std::ptr::eq(c.clause as *mut std::ffi::c_void, *q)))
+                .filter_map(|q| {
+                    let plan = crate::am::vector_filter::plan(q as *mut pg_sys::Node, rel, (*cscan).scan.scanrelid, &config.meta_attnums, &mut (*node).ss.ps)?;
+                    Some((q, plan))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut decided: Vec<*mut std::ffi::c_void> = candidates.iter().map(|c| c.clause as *mut std::ffi::c_void).collect();
+        decided.extend(vector_quals.iter().map(|(q, _)| *q));
+        let needed = match needed {
+            // The filters' columns are decoded even when the query reads them nowhere else.
+            Some(mut mask) => {
+                for (_, v) in &vector_quals {
+                    v.attrs().into_iter().for_each(|a| mask[a] = true);
+                }
+                Some(mask)
+            }
+            None => None,
+        };
+        let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| partial_agg_exec(node, &config, cscan, *arg as usize, &decided));
         // Not where a row may be rechecked after a concurrent update (EvalPlanQual
         // re-runs the quals on the new version, which pruning never saw).
         let command = (*(*(*node).ss.ps.state).es_plannedstmt).commandType;
         let read_only = matches!(command, pg_sys::CmdType::CMD_SELECT | pg_sys::CmdType::CMD_INSERT);
         let scan_quals = (read_only
             && matches!(*mode, MODE_SCAN | MODE_TIME_ORDER | MODE_SERIES_ORDER)
-            && !candidates.is_empty()
+            && !decided.is_empty()
             && !pg_sys::contain_subplans(quals as *mut pg_sys::Node))
-            .then(|| aggscan::Quals { all: (*node).ss.ps.qual, residual: residual_qual(node, quals, &candidates) });
+            .then(|| aggscan::Quals { all: (*node).ss.ps.qual, residual: residual_qual(node, quals, &decided) });
         let state = ExecState {
             needed,
             candidates,
@@ -1278,6 +1306,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             agg_totals: AggCounters::default(),
             shared: None,
             parallel_done: false,
+            vector_quals,
             scan_quals,
         };
         // A parallel plan's workers read the store as the leader wrote it: rows
@@ -1291,7 +1320,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
 }
 
 /// What the in-scan aggregation computes, from the plan `partial_agg` rewrote.
-unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, cscan: *mut pg_sys::CustomScan, nkeys: usize, candidates: &[Candidate]) -> PartialAggExec {
+unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, cscan: *mut pg_sys::CustomScan, nkeys: usize, decided: &[*mut std::ffi::c_void]) -> PartialAggExec {
     unsafe {
         let rel = (*node).ss.ss_currentRelation;
         let scanrelid = (*cscan).scan.scanrelid;
@@ -1317,7 +1346,7 @@ unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, 
             let all = pg_sys::ExecInitQual(qual_list, ps);
             aggscan::Quals { all, residual: all }
         } else {
-            aggscan::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: residual_qual(node, qual_list, candidates) }
+            aggscan::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: residual_qual(node, qual_list, decided) }
         };
         PartialAggExec { keys: Rc::new(keys), aggs: Rc::new(aggs), quals, qual_list }
     }
@@ -1325,11 +1354,11 @@ unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, 
 
 /// The quals the candidates do not decide (those they decide, when their
 /// values are known, need no row-by-row check), ready to run.
-unsafe fn residual_qual(node: *mut pg_sys::CustomScanState, quals: *mut pg_sys::List, candidates: &[Candidate]) -> *mut pg_sys::ExprState {
+unsafe fn residual_qual(node: *mut pg_sys::CustomScanState, quals: *mut pg_sys::List, decided: &[*mut std::ffi::c_void]) -> *mut pg_sys::ExprState {
     unsafe {
         let mut residual: *mut pg_sys::List = std::ptr::null_mut();
         for q in list_ptrs(quals) {
-            if !candidates.iter().any(|c| std::ptr::eq(c.clause as *mut std::ffi::c_void, q)) {
+            if !decided.iter().any(|d| std::ptr::eq(*d, q)) {
                 residual = pg_sys::lappend(residual, q);
             }
         }
@@ -1343,11 +1372,17 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
         let rel = (*node).ss.ss_currentRelation;
         let (prune, exact) = evaluate(node, &st.candidates);
         let estate = (*node).ss.ps.state;
+        let vector_filter = (!st.vector_quals.is_empty()).then(|| {
+            let econtext = (*node).ss.ps.ps_ExprContext;
+            let tupdesc = (*rel).rd_att;
+            let bound: Vec<_> = st.vector_quals.iter().map(|(_, p)| p.bind(econtext, tupdesc)).collect();
+            std::rc::Rc::new(crate::am::vector_filter::VectorFilter::all(bound))
+        });
         if let Some(q) = &st.scan_quals {
             (*node).ss.ps.qual = if exact { q.residual } else { q.all };
         }
         if let Some(pa) = &st.partial_agg {
-            let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel: st.shared.map(|s| SharedScan::store_scan(s)) };
+            let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel: st.shared.map(|s| SharedScan::store_scan(s)), vector_filter };
             let econtext = (*node).ss.ps.ps_ExprContext;
             st.aggregating = Some(AggregatingScan::begin(rel, (*estate).es_snapshot, options, pa.keys.clone(), pa.aggs.clone(), &pa.quals, exact, econtext));
             return;
@@ -1375,7 +1410,7 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
             st.ordered = Some(OrderedScan::begin_series_order(rel, (*estate).es_snapshot, descending, st.needed.clone(), prune));
             return;
         }
-        let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel: st.shared.map(|s| SharedScan::store_scan(s)) };
+        let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel: st.shared.map(|s| SharedScan::store_scan(s)), vector_filter };
         st.scan = scan::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
     }
 }
@@ -1501,6 +1536,15 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
     unsafe {
         let st = exec_state(node);
         let rel = (*node).ss.ss_currentRelation;
+        if !st.vector_quals.is_empty() {
+            let mut clauses: *mut pg_sys::List = std::ptr::null_mut();
+            for (q, _) in &st.vector_quals {
+                clauses = pg_sys::lappend(clauses, *q);
+            }
+            let context = pg_sys::set_deparse_context_plan((*es).deparse_cxt, (*node).ss.ps.plan, ancestors);
+            let text = pg_sys::deparse_expression(pg_sys::make_ands_explicit(clauses) as *mut pg_sys::Node, context, (*es).verbose, false);
+            pg_sys::ExplainPropertyText(c"Vectorized Filter".as_ptr(), text, es);
+        }
         if let Some(pa) = &st.partial_agg {
             if !pa.qual_list.is_null() {
                 let context = pg_sys::set_deparse_context_plan((*es).deparse_cxt, (*node).ss.ps.plan, ancestors);

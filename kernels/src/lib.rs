@@ -21,6 +21,7 @@
 //! - the `larger` / `smaller` functions (max / min) of integer-like and
 //!   float types, NaN sorting above every number as in btree order.
 
+pub mod predicate;
 mod runs;
 
 pub use runs::runs;
@@ -105,16 +106,7 @@ pub fn initial(kind: AggKind, float4: bool, float: bool) -> State {
     }
 }
 
-/// PostgreSQL's float order: NaN above every number, all NaNs equal.
-fn float_cmp(a: f64, b: f64) -> std::cmp::Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) => std::cmp::Ordering::Greater,
-        (false, true) => std::cmp::Ordering::Less,
-        // Neither is NaN: -0 and 0 compare equal, as in float8_cmp_internal.
-        (false, false) => a.partial_cmp(&b).expect("not NaN"),
-    }
-}
+use predicate::float_order as float_cmp;
 
 /// float8_accum's step for one value.
 fn accum_step(n: &mut f64, sx: &mut f64, sxx: &mut f64, x: f64) -> Result<(), Overflow> {

@@ -79,7 +79,9 @@ impl AggregatingScan {
     ) -> AggregatingScan {
         unsafe {
             let config = crate::catalog::require((*rel).rd_id);
-            let options_prune_summary = PruneSummary::of(&options.prune);
+            let mut options_prune_summary = PruneSummary::of(&options.prune);
+            // Rows a vector filter removes are counted in no header.
+            options_prune_summary.column_filters |= options.vector_filter.is_some();
             let scan = scan::begin_with(rel, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
             let row_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, &pg_sys::TTSOpsVirtual);
             let residual = if exact { quals.residual } else { quals.all };
@@ -391,6 +393,7 @@ unsafe fn state_datum(state: &State, agg: &AggPlan) -> (pg_sys::Datum, bool) {
 /// What the pruning conditions are, for deciding whether headers may answer.
 struct PruneSummary {
     time: Option<BoundRange>,
+    /// Conditions on measurement columns (range or vector filters).
     column_filters: bool,
 }
 

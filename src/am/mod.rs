@@ -8,6 +8,7 @@ pub mod lastpoint;
 pub mod ordered;
 pub mod read;
 pub mod scan;
+pub mod vector_filter;
 
 use crate::catalog;
 use crate::error::{ts_error, FEATURE_NOT_SUPPORTED};

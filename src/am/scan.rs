@@ -120,6 +120,9 @@ pub struct ScanOptions {
     /// A parallel scan's shared state of the store's heap: this participant
     /// reads the buckets of the blocks it is handed (pruning still applies).
     pub store_parallel: Option<pg_sys::ParallelTableScanDesc>,
+    /// Conditions evaluated on each bucket's decoded arrays (rows failing them
+    /// never become tuples).
+    pub vector_filter: Option<std::rc::Rc<super::vector_filter::VectorFilter>>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -163,6 +166,8 @@ struct ScanState {
     /// Holds the current bucket's by-reference values; reset per bucket.
     bucket_cxt: pg_sys::MemoryContext,
     current: Option<LoadedBucket>,
+    /// The rows of `current` the vector filter passes (None: no filter).
+    mask: Option<Vec<bool>>,
     /// A bucket whose header alone answered (`next_bucket_or_header`).
     header: Option<store::StoredBucket>,
     prepared: read::Prepared,
@@ -255,6 +260,7 @@ pub unsafe fn begin_with(
             store_scan,
             bucket_cxt,
             current: None,
+            mask: None,
             header: None,
             prepared: read::Prepared::default(),
             varying: Vec::new(),
@@ -359,6 +365,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
                 continue;
             }
             st.pos = if forward { -1 } else { loaded.rows as isize };
+            st.mask = st.options.vector_filter.as_ref().map(|f| f.mask(&loaded));
             st.current = Some(loaded);
             return Advanced::Rows;
         }
@@ -380,7 +387,7 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
                 let next = if forward { st.pos + 1 } else { st.pos - 1 };
                 if next >= 0 && (next as usize) < bucket.rows {
                     st.pos = next;
-                    if !row_passes(bucket, &st.row_filters, next as usize) {
+                    if !row_passes(bucket, &st.row_filters, next as usize) || st.mask.as_ref().is_some_and(|m| !m[next as usize]) {
                         st.counters.rows_filtered += 1;
                         continue;
                     }
@@ -440,11 +447,11 @@ pub unsafe fn next_bucket_or_header<'a>(scan: pg_sys::TableScanDesc, answerable:
             Advanced::Rows => {}
         }
         let bucket = st.current.as_ref().expect("advance_bucket set it");
-        let selected: Vec<u32> = if st.row_filters.is_empty() {
-            (0..bucket.rows as u32).collect()
-        } else {
-            (0..bucket.rows).filter(|&r| row_passes(bucket, &st.row_filters, r)).map(|r| r as u32).collect()
-        };
+        let mask = st.mask.as_deref();
+        let selected: Vec<u32> = (0..bucket.rows)
+            .filter(|&r| mask.is_none_or(|m| m[r]) && (st.row_filters.is_empty() || row_passes(bucket, &st.row_filters, r)))
+            .map(|r| r as u32)
+            .collect();
         st.counters.rows_filtered += (bucket.rows - selected.len()) as u64;
         Some(NextBucket::Rows(BucketRows { bucket, prepared: &st.prepared, shape: st.shape.as_ref().expect("configured"), selected }))
     }

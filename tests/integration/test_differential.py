@@ -3,7 +3,8 @@ heap table in random batch sizes, orders and methods (INSERT, multi-row
 INSERT, INSERT ... SELECT, COPY), with deletes and meta updates in between;
 every query of a fixed set must answer the same on both. Run as users run:
 a non-superuser owner, READ COMMITTED, the worker compacting every second,
-and again after ANALYZE (whose statistics change the plans)."""
+and again after ANALYZE (whose statistics change the plans) and with parallel
+plans."""
 
 import datetime as dt
 import decimal
@@ -174,12 +175,17 @@ def test_tsbucket_answers_like_heap(cluster, seed, metas):
         # The last row of each series (a skip scan of the series index).
         last_point = (f"SELECT DISTINCT ON ({', '.join(meta_columns)}) {', '.join(meta_columns)}, time FROM {{t}} "
                       f"ORDER BY {', '.join(meta_columns)}, time DESC")
-        for analyzed in (False, True):
+        # Plain plans, after ANALYZE, then parallel plans wherever the planner
+        # can make them (costs zeroed): workers share out the buckets.
+        for analyzed, parallel in ((False, False), (True, False), (True, True)):
             if analyzed:
                 c.execute("ANALYZE diff_ts")
                 c.execute("ANALYZE diff_heap")
+            if parallel:
+                for setting in ("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size"):
+                    c.execute(f"SET {setting} = 0")
             for q in QUERIES + [last_point]:
                 a = normalized(c.execute(q.format(t="diff_ts")).fetchall())
                 b = normalized(c.execute(q.format(t="diff_heap")).fetchall())
-                assert a == b, f"seed {seed}, analyzed {analyzed}: {q}"
+                assert a == b, f"seed {seed}, analyzed {analyzed}, parallel {parallel}: {q}"
         assert problems(c, "diff_ts") == []

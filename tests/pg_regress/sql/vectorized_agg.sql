@@ -74,6 +74,22 @@ SELECT agg_differs($$SELECT count(*) FROM $t WHERE f8 = 0$$);
 SELECT agg_differs($$SELECT count(*) FROM $t WHERE i4 > NULL::int4$$);
 SELECT agg_differs($$SELECT zone, count(*), min(time) FROM $t WHERE f8 IS NULL OR i2 = 7 GROUP BY zone$$);
 SELECT agg_differs($$SELECT host, count(*) FROM $t WHERE host IN ('h1', 'h3') AND zone IS NOT NULL GROUP BY host$$);
+-- OR, IN, IS [NOT] NULL and NOT of comparisons are decided on the arrays too
+-- (three-valued: a NULL or NaN operand, a NULL in an IN list).
+SELECT plan_shape($$SELECT count(*) FROM $t WHERE f8 IS NULL OR i4 IN (1, 2, 3)$$);
+SELECT agg_differs($$SELECT host, count(*), sum(i4) FROM $t WHERE f8 IS NULL OR i4 IN (1, 2, 3) OR i2 < -290 GROUP BY host$$);
+SELECT agg_differs($$SELECT count(*), max(f8) FROM $t WHERE NOT (f8 > 0 AND i4 IS NOT NULL)$$);
+SELECT agg_differs($$SELECT count(*) FROM $t WHERE NOT (i4 IN (7, NULL))$$);
+SELECT agg_differs($$SELECT count(*) FROM $t WHERE i4 IN (7, 14, NULL) OR f8 = 'NaN'$$);
+SELECT agg_differs($$SELECT count(*) FROM $t WHERE f8 <> 'NaN' AND (f4 < 10 OR f4 > 120)$$);
+SELECT agg_differs($$SELECT count(*) FROM $t WHERE i2 = ANY (NULL::int2[]) OR i4 > 49000$$);
+SELECT agg_differs($$SELECT host, time, f8, i4 FROM $t WHERE (f8 < -190 OR f8 IS NULL) AND (time < '2024-05-01 06:00' OR i2 BETWEEN 0 AND 5)$$);
+SELECT agg_differs($$SELECT count(*) FROM $t WHERE ts IS NULL OR ts > '2024-01-08'$$);
+PREPARE inlist(int4[], float8) AS SELECT count(*), sum(i2) FROM va WHERE i4 = ANY ($1) OR f8 > $2;
+SET plan_cache_mode = force_generic_plan;
+EXECUTE inlist(ARRAY[5, 10, 15, NULL], 190);
+RESET plan_cache_mode;
+SELECT count(*), sum(i2) FROM va_heap WHERE i4 = ANY (ARRAY[5, 10, 15, NULL]) OR f8 > 190;
 -- HAVING, expressions over aggregates, ORDER BY an aggregate, LIMIT.
 SELECT agg_differs($$SELECT host, max(i4) - min(i4), count(*) FROM $t GROUP BY host HAVING count(*) > 2600 AND max(i2) > 0$$);
 SELECT host, count(*), max(i2) FROM va GROUP BY host HAVING sum(i2) > -1000000 ORDER BY count(*) DESC, host LIMIT 3;
@@ -197,6 +213,8 @@ SELECT agg_differs($$SELECT count(*), sum(extra), max(bare) FROM $t WHERE extra 
 SELECT agg_differs($$SELECT count(*), min(extra) FROM $t WHERE bare >= 0$$);
 SELECT agg_differs($$SELECT host, time, extra, bare FROM $t WHERE extra >= 7 AND time > '2024-05-02 20:00'$$);
 SELECT agg_differs($$SELECT host, time, extra FROM $t WHERE bare < 50 OR extra = 3$$);
+SELECT agg_differs($$SELECT count(*), sum(extra) FROM $t WHERE extra IN (7, 9) OR bare IS NOT NULL$$);
+SELECT agg_differs($$SELECT count(*) FROM $t WHERE bare IS NULL AND NOT (extra < 7)$$);
 -- Parallel plans (costs set so that even this small table gets them): the
 -- participants share out the store's blocks; each computes partial rows in
 -- its scan (no Partial Aggregate node), the leader combines them.
@@ -213,6 +231,24 @@ SELECT agg_differs($$SELECT date_trunc('hour', time), host, count(*), max(f4), r
 SELECT agg_differs($$SELECT count(*), max(i4), sum(i4) FROM $t WHERE i2 > 0 AND time < '2024-05-02 12:00'$$);
 SELECT agg_differs($$SELECT * FROM $t WHERE i4 > 40000$$);
 SELECT agg_differs($$SELECT host, time, i4 FROM $t WHERE i4 % 1000 = 7$$);
+-- A parallel query inside a statement that is writing the table (a BEFORE
+-- ROW trigger counting its rows) sees the rows the statement wrote so far:
+-- they are written to the store before the workers start.
+CREATE TABLE seen (n bigint);
+CREATE FUNCTION count_hp() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE c bigint;
+BEGIN
+  SELECT count(*) INTO c FROM va WHERE host = 'hp';
+  INSERT INTO seen VALUES (c);
+  RETURN NEW;
+END $f$;
+CREATE TRIGGER count_hp BEFORE INSERT ON va FOR EACH ROW WHEN (NEW.host = 'hp') EXECUTE FUNCTION count_hp();
+INSERT INTO va (time, host) SELECT '2024-06-01'::timestamptz + i * interval '1 s', 'hp' FROM generate_series(1, 5) i;
+SELECT array_agg(n ORDER BY n) AS counts_seen FROM seen;
+DROP TRIGGER count_hp ON va;
+DELETE FROM va WHERE host = 'hp';
+DROP TABLE seen;
+DROP FUNCTION count_hp();
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;

@@ -1,0 +1,306 @@
+//! Conditions on measurement and time columns evaluated on the decoded
+//! arrays, before any row becomes a tuple: comparisons with a constant or
+//! parameter, `= ANY (array)` / `IN`, `IS [NOT] NULL`, combined by AND, OR and
+//! NOT, in SQL's three-valued logic (`tsbucket_kernels::predicate`). The
+//! planner side (`plan`) recognises them in a scan's quals; at scan start the
+//! constants are evaluated (`VectorPlan::bind`) and each bucket's rows get a
+//! pass mask (`VectorFilter::mask`).
+
+use super::read::LoadedBucket;
+use super::scan::{datum_bound, Bound};
+use crate::pgutil::list_ptrs;
+use crate::planner::strip;
+use pgrx::pg_sys;
+use tsbucket_format::{ColumnKind, Values};
+use tsbucket_kernels::predicate::{float_order, satisfies, Pred, Truth};
+
+/// A leaf, its constants still expressions (parameters are known only at scan start).
+pub enum PlanLeaf {
+    Compare { attr: usize, strategy: i32, value: *mut pg_sys::ExprState, kind: ColumnKind, typlen: i16 },
+    In { attr: usize, array: *mut pg_sys::ExprState, kind: ColumnKind, typlen: i16 },
+    IsNull { attr: usize, negated: bool },
+}
+
+/// A leaf with its constants.
+pub enum Leaf {
+    /// `value` None: compared with NULL (NULL for every row).
+    Compare { attr: usize, strategy: i32, value: Option<Bound> },
+    In { attr: usize, values: Vec<Bound>, has_null: bool },
+    IsNull { attr: usize, negated: bool },
+}
+
+pub struct VectorPlan {
+    pub pred: Pred<PlanLeaf>,
+}
+
+pub struct VectorFilter {
+    pred: Pred<Leaf>,
+    /// Per attribute (attnum - 1): the value in buckets written before the
+    /// column was added (its default; None: NULL).
+    missing: Vec<Option<Bound>>,
+}
+
+/// Types whose order is that of their stored signed integer or float.
+const SIGNED_ORDER: [pg_sys::Oid; 9] = [
+    pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID, pg_sys::DATEOID, pg_sys::TIMEOID,
+    pg_sys::TIMESTAMPOID, pg_sys::TIMESTAMPTZOID, pg_sys::FLOAT4OID, pg_sys::FLOAT8OID,
+];
+const INTS: [pg_sys::Oid; 3] = [pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID];
+const FLOATS: [pg_sys::Oid; 2] = [pg_sys::FLOAT4OID, pg_sys::FLOAT8OID];
+
+/// The payload column (time or measurement, decoded) `n` is, if a plain Var of the scan.
+unsafe fn payload_column(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32, meta_attnums: &[i16]) -> Option<usize> {
+    unsafe {
+        let n = strip(n);
+        if (*n).type_ != pg_sys::NodeTag::T_Var {
+            return None;
+        }
+        let v = n as *mut pg_sys::Var;
+        if (*v).varno as u32 != scanrelid || (*v).varlevelsup != 0 || (*v).varattno <= 0 || meta_attnums.contains(&(*v).varattno) {
+            return None;
+        }
+        let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, (*v).varattno as usize - 1);
+        (!att.attisdropped).then_some((*v).varattno as usize - 1)
+    }
+}
+
+/// For `column <op> value`: the btree strategy of `op` in the column type's
+/// default family, when the value is of the column's type or another width
+/// of integer or float (compared as the stored i64 / f64), and the value's
+/// storage kind and length.
+unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::Oid, value_type: pg_sys::Oid, column_first: bool) -> Option<(i32, ColumnKind, i16)> {
+    unsafe {
+        let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attr);
+        if !SIGNED_ORDER.contains(&att.atttypid) {
+            return None;
+        }
+        let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
+        pg_sys::op_input_types(op, &mut left, &mut right);
+        let (column_side, value_side) = if column_first { (left, right) } else { (right, left) };
+        let same_family = att.atttypid == value_type || (INTS.contains(&att.atttypid) && INTS.contains(&value_type)) || (FLOATS.contains(&att.atttypid) && FLOATS.contains(&value_type));
+        if column_side != att.atttypid || value_side != value_type || !same_family {
+            return None;
+        }
+        let opclass = pg_sys::GetDefaultOpClass(att.atttypid, pg_sys::BTREE_AM_OID);
+        if opclass == pg_sys::InvalidOid {
+            return None;
+        }
+        let strategy = pg_sys::get_op_opfamily_strategy(op, pg_sys::get_opclass_family(opclass));
+        if !(1..=5).contains(&strategy) {
+            return None;
+        }
+        let strategy = if column_first { strategy } else { 6 - strategy };
+        let (mut len, mut byval) = (0i16, false);
+        pg_sys::get_typlenbyval(value_type, &mut len, &mut byval);
+        Some((strategy, crate::shape::kind_for_type(value_type, len, byval), len))
+    }
+}
+
+unsafe fn is_pseudo_constant(n: *mut pg_sys::Node) -> bool {
+    unsafe { !pg_sys::contain_var_clause(n) && !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n) }
+}
+
+/// The vector form of `qual`, if every part of it has one.
+///
+/// # Safety
+/// `qual` is one of the scan node's quals; its constants are compiled for `ps`.
+pub unsafe fn plan(qual: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32, meta_attnums: &[i16], ps: *mut pg_sys::PlanState) -> Option<VectorPlan> {
+    unsafe { plan_node(qual, rel, scanrelid, meta_attnums, ps).map(|pred| VectorPlan { pred }) }
+}
+
+unsafe fn plan_node(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32, meta: &[i16], ps: *mut pg_sys::PlanState) -> Option<Pred<PlanLeaf>> {
+    unsafe {
+        match (*n).type_ {
+            pg_sys::NodeTag::T_BoolExpr => {
+                let b = n as *mut pg_sys::BoolExpr;
+                let args: Option<Vec<_>> = list_ptrs((*b).args).into_iter().map(|a| plan_node(a as *mut pg_sys::Node, rel, scanrelid, meta, ps)).collect();
+                let mut args = args?;
+                Some(match (*b).boolop {
+                    pg_sys::BoolExprType::AND_EXPR => Pred::And(args),
+                    pg_sys::BoolExprType::OR_EXPR => Pred::Or(args),
+                    _ => Pred::Not(Box::new(args.pop()?)),
+                })
+            }
+            pg_sys::NodeTag::T_NullTest => {
+                let t = n as *mut pg_sys::NullTest;
+                // Row-valued IS NULL (argisrow) means something else.
+                if (*t).argisrow {
+                    return None;
+                }
+                let attr = payload_column((*t).arg as *mut pg_sys::Node, rel, scanrelid, meta)?;
+                Some(Pred::Leaf(PlanLeaf::IsNull { attr, negated: (*t).nulltesttype == pg_sys::NullTestType::IS_NOT_NULL }))
+            }
+            pg_sys::NodeTag::T_OpExpr => {
+                let o = n as *mut pg_sys::OpExpr;
+                let args = list_ptrs((*o).args);
+                let [a, b] = args.as_slice() else { return None };
+                let (a, b) = (*a as *mut pg_sys::Node, *b as *mut pg_sys::Node);
+                let (attr, other, column_first) = match payload_column(a, rel, scanrelid, meta) {
+                    Some(attr) if is_pseudo_constant(b) => (attr, b, true),
+                    _ => (payload_column(b, rel, scanrelid, meta).filter(|_| is_pseudo_constant(a))?, a, false),
+                };
+                let (strategy, kind, typlen) = comparison(rel, attr, (*o).opno, pg_sys::exprType(other), column_first)?;
+                let value = pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, ps);
+                Some(Pred::Leaf(PlanLeaf::Compare { attr, strategy, value, kind, typlen }))
+            }
+            pg_sys::NodeTag::T_ScalarArrayOpExpr => {
+                let o = n as *mut pg_sys::ScalarArrayOpExpr;
+                let args = list_ptrs((*o).args);
+                let [a, b] = args.as_slice() else { return None };
+                let (a, b) = (*a as *mut pg_sys::Node, *b as *mut pg_sys::Node);
+                if !(*o).useOr || !is_pseudo_constant(b) {
+                    return None;
+                }
+                let attr = payload_column(a, rel, scanrelid, meta)?;
+                let element = pg_sys::get_element_type(pg_sys::exprType(b));
+                let (strategy, kind, typlen) = comparison(rel, attr, (*o).opno, element, true)?;
+                if strategy != 3 {
+                    return None;
+                }
+                let array = pg_sys::ExecInitExpr(b as *mut pg_sys::Expr, ps);
+                Some(Pred::Leaf(PlanLeaf::In { attr, array, kind, typlen }))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl VectorPlan {
+    /// The filter with this scan's constants and parameters evaluated.
+    ///
+    /// # Safety
+    /// `econtext` is the scan node's; `tupdesc` the table's.
+    pub unsafe fn bind(&self, econtext: *mut pg_sys::ExprContext, tupdesc: pg_sys::TupleDesc) -> VectorFilter {
+        unsafe {
+            let pred = bind_node(&self.pred, econtext);
+            let natts = (*tupdesc).natts as usize;
+            let missing = (0..natts)
+                .map(|i| {
+                    let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
+                    let mut isnull = false;
+                    let d = pg_sys::getmissingattr(tupdesc, i as i32 + 1, &mut isnull);
+                    (!isnull && att.attbyval && !att.attisdropped).then(|| datum_bound(d, crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen))
+                })
+                .collect();
+            VectorFilter { pred, missing }
+        }
+    }
+}
+
+unsafe fn bind_node(p: &Pred<PlanLeaf>, econtext: *mut pg_sys::ExprContext) -> Pred<Leaf> {
+    unsafe {
+        match p {
+            Pred::And(ps) => Pred::And(ps.iter().map(|x| bind_node(x, econtext)).collect()),
+            Pred::Or(ps) => Pred::Or(ps.iter().map(|x| bind_node(x, econtext)).collect()),
+            Pred::Not(x) => Pred::Not(Box::new(bind_node(x, econtext))),
+            Pred::Leaf(PlanLeaf::IsNull { attr, negated }) => Pred::Leaf(Leaf::IsNull { attr: *attr, negated: *negated }),
+            Pred::Leaf(PlanLeaf::Compare { attr, strategy, value, kind, typlen }) => {
+                let mut isnull = false;
+                let d = pg_sys::ExecEvalExprSwitchContext(*value, econtext, &mut isnull);
+                Pred::Leaf(Leaf::Compare { attr: *attr, strategy: *strategy, value: (!isnull).then(|| datum_bound(d, *kind, *typlen)) })
+            }
+            Pred::Leaf(PlanLeaf::In { attr, array, kind, typlen }) => {
+                let mut isnull = false;
+                let d = pg_sys::ExecEvalExprSwitchContext(*array, econtext, &mut isnull);
+                if isnull {
+                    // x = ANY (NULL) is NULL.
+                    return Pred::Leaf(Leaf::In { attr: *attr, values: Vec::new(), has_null: true });
+                }
+                let array = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::ArrayType;
+                let elem = (*array).elemtype;
+                let (mut len, mut byval, mut align) = (0i16, false, 0 as std::ffi::c_char);
+                pg_sys::get_typlenbyvalalign(elem, &mut len, &mut byval, &mut align);
+                let mut elems: *mut pg_sys::Datum = std::ptr::null_mut();
+                let mut nulls: *mut bool = std::ptr::null_mut();
+                let mut n = 0i32;
+                pg_sys::deconstruct_array(array, elem, len as i32, byval, align, &mut elems, &mut nulls, &mut n);
+                let has_null = (0..n as usize).any(|i| *nulls.add(i));
+                let values = (0..n as usize).filter(|&i| !*nulls.add(i)).map(|i| datum_bound(*elems.add(i), *kind, *typlen)).collect();
+                Pred::Leaf(Leaf::In { attr: *attr, values, has_null })
+            }
+        }
+    }
+}
+
+/// PostgreSQL's comparison of a stored value with a constant of the same family.
+fn order(a: Bound, b: Bound) -> std::cmp::Ordering {
+    match (a, b) {
+        (Bound::Int(x), Bound::Int(y)) => x.cmp(&y),
+        (Bound::Float(x), Bound::Float(y)) => float_order(x, y),
+        // Not planned (same_family); compare as floats rather than panic.
+        (Bound::Int(x), Bound::Float(y)) => float_order(x as f64, y),
+        (Bound::Float(x), Bound::Int(y)) => float_order(x, y as f64),
+    }
+}
+
+/// A leaf's truth for one value (None: NULL).
+fn leaf_truth(leaf: &Leaf, v: Option<Bound>) -> Option<bool> {
+    match leaf {
+        Leaf::IsNull { negated, .. } => Some(v.is_none() != *negated),
+        Leaf::Compare { strategy, value, .. } => Some(satisfies(order(v?, (*value)?), *strategy)),
+        Leaf::In { values, has_null, .. } => {
+            let v = v?;
+            if values.iter().any(|c| order(v, *c) == std::cmp::Ordering::Equal) {
+                Some(true)
+            } else if *has_null {
+                None
+            } else {
+                Some(false)
+            }
+        }
+    }
+}
+
+impl VectorFilter {
+    /// Every filter of `filters` (ANDed).
+    pub fn all(filters: Vec<VectorFilter>) -> VectorFilter {
+        let missing = filters.first().map(|f| f.missing.clone()).unwrap_or_default();
+        VectorFilter { pred: Pred::And(filters.into_iter().map(|f| f.pred).collect()), missing }
+    }
+
+    /// Which rows of `bucket` the condition passes (true, not false or NULL).
+    pub fn mask(&self, bucket: &LoadedBucket) -> Vec<bool> {
+        let rows = bucket.rows;
+        self.pred
+            .eval(rows, &mut |leaf: &Leaf| {
+                let attr = match leaf {
+                    Leaf::Compare { attr, .. } | Leaf::In { attr, .. } | Leaf::IsNull { attr, .. } => *attr,
+                };
+                let Some(col) = &bucket.columns[attr] else {
+                    // A column added after the bucket was written: its default in every row.
+                    return Truth::constant(rows, leaf_truth(leaf, self.missing[attr]));
+                };
+                let value = |r: usize| -> Option<Bound> {
+                    if col.is_null(r) {
+                        return None;
+                    }
+                    match &col.values {
+                        Values::Int(v) => Some(Bound::Int(v[r])),
+                        Values::Float(v) => Some(Bound::Float(v[r])),
+                        // IS [NOT] NULL of any other kind: only presence counts.
+                        _ => Some(Bound::Int(0)),
+                    }
+                };
+                let truths: Vec<Option<bool>> = (0..rows).map(|r| leaf_truth(leaf, value(r))).collect();
+                Truth { t: truths.iter().map(|x| *x == Some(true)).collect(), f: truths.iter().map(|x| *x == Some(false)).collect() }
+            })
+            .t
+    }
+
+}
+
+impl VectorPlan {
+    /// The attributes the filter reads (they must be decoded).
+    pub fn attrs(&self) -> Vec<usize> {
+        fn walk(p: &Pred<PlanLeaf>, out: &mut Vec<usize>) {
+            match p {
+                Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|x| walk(x, out)),
+                Pred::Not(x) => walk(x, out),
+                Pred::Leaf(PlanLeaf::Compare { attr, .. } | PlanLeaf::In { attr, .. } | PlanLeaf::IsNull { attr, .. }) => out.push(*attr),
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.pred, &mut out);
+        out
+    }
+}
