@@ -468,7 +468,16 @@ unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelO
         let query_pathkeys = list_ptrs((*root).query_pathkeys);
         let mut pathkeys = pg_sys::lappend(std::ptr::null_mut(), pk as *mut std::ffi::c_void);
         let mut meta_ties = None;
-        if let Some(&second) = query_pathkeys.get(1) {
+        // Only after the time itself: rows merged by time break ties of equal
+        // times, not of equal time buckets (date_trunc('minute', time), host).
+        let bare_time = members.iter().any(|&e| {
+            let e = strip(e);
+            (*e).type_ == pg_sys::NodeTag::T_Var && {
+                let v = e as *mut pg_sys::Var;
+                (*v).varno as u32 == (*rel).relid && (*v).varlevelsup == 0 && (*v).varattno == config.time_attnum
+            }
+        });
+        if let Some(&second) = query_pathkeys.get(1).filter(|_| bare_time) {
             let meta_descending = pathkey_descending(second as *mut pg_sys::PathKey);
             for (i, &attnum) in config.meta_attnums.iter().enumerate() {
                 let Some(&wanted) = query_pathkeys.get(1 + i) else { break };
@@ -865,6 +874,10 @@ struct ExecState {
     parallel_done: bool,
     /// Quals evaluated on the decoded arrays (`am::vector_filter`), and their clauses.
     vector_quals: Vec<(*mut std::ffi::c_void, crate::am::vector_filter::VectorPlan)>,
+    /// What one scan (until a rescan) allocates: evaluated conditions, the
+    /// scans' own state. Reset when the scan finishes, so that rescans (a
+    /// nested loop's inner side) do not accumulate it in the query's context.
+    scan_cxt: pg_sys::MemoryContext,
     /// Plain and ordered scans of a read-only statement: the quals pruning and
     /// the row filters do not decide (`residual`), run by ExecScan instead of
     /// every qual (`all`) when every pruning value is known.
@@ -993,7 +1006,8 @@ unsafe extern "C-unwind" fn initialize_worker(node: *mut pg_sys::CustomScanState
 }
 
 /// Before the parallel query's shared memory goes: the leader collects every
-/// participant's counters (workers have finished their scans by now).
+/// participant's counters. A worker adds its own when its share runs out; when
+/// a LIMIT shuts the plan down early, workers still scanning are not counted.
 #[pg_guard]
 unsafe extern "C-unwind" fn shutdown(node: *mut pg_sys::CustomScanState) {
     unsafe {
@@ -1170,7 +1184,9 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
         let mut time = BoundRange::default();
         let mut out = Vec::new();
         let mut columns: std::collections::BTreeMap<u16, BoundRange> = Default::default();
-        let query_cxt = (*(*node).ss.ps.state).es_query_cxt;
+        // The scan's context: the values outlive the per-tuple context, which
+        // the executor resets row by row, for as long as the scan runs.
+        let scan_cxt = exec_state(node).scan_cxt;
         for c in candidates {
             let mut isnull = false;
             let value = pg_sys::ExecEvalExprSwitchContext(c.value, econtext, &mut isnull);
@@ -1195,7 +1211,7 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
                     columns.entry(attnum).or_default().narrow(strategy, v);
                 }
                 Target::Meta(meta) => {
-                    let old = pg_sys::MemoryContextSwitchTo(query_cxt);
+                    let old = pg_sys::MemoryContextSwitchTo(scan_cxt);
                     let values = if c.array {
                         // A copy in the query context: the evaluated array lives in the
                         // per-tuple context, which the executor resets row by row, and its
@@ -1228,7 +1244,7 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *mut pg_sys::EState, _eflags: i32) {
+unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *mut pg_sys::EState, eflags: i32) {
     unsafe {
         let rel = (*node).ss.ss_currentRelation;
         let config = catalog::require((*rel).rd_id);
@@ -1307,12 +1323,13 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *
             shared: None,
             parallel_done: false,
             vector_quals,
+            scan_cxt: pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"TsBucketScan per scan".as_ptr(), 0, 1024, 8 * 1024),
             scan_quals,
         };
         // A parallel plan's workers read the store as the leader wrote it: rows
         // this transaction buffered go there before they start (and before the
         // executor enters parallel mode, which forbids writes).
-        if (*(*(*node).ss.ps.state).es_plannedstmt).parallelModeNeeded {
+        if (*(*(*node).ss.ps.state).es_plannedstmt).parallelModeNeeded && eflags & pg_sys::EXEC_FLAG_EXPLAIN_ONLY as i32 == 0 {
             scan::write_buffered_rows(rel, (*(*node).ss.ps.state).es_snapshot);
         }
         (*(node as *mut TsBucketScanState)).state = crate::pgutil::own_in_context(pg_sys::CurrentMemoryContext, state);
@@ -1367,6 +1384,14 @@ unsafe fn residual_qual(node: *mut pg_sys::CustomScanState, quals: *mut pg_sys::
 }
 
 unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
+    unsafe {
+        let old = pg_sys::MemoryContextSwitchTo(exec_state(node).scan_cxt);
+        start_scan_in_context(node);
+        pg_sys::MemoryContextSwitchTo(old);
+    }
+}
+
+unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
     unsafe {
         let st = exec_state(node);
         let rel = (*node).ss.ss_currentRelation;
@@ -1442,6 +1467,8 @@ unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
             scan::end(st.scan);
             st.scan = std::ptr::null_mut();
         }
+        // Every scan above is ended: what they and the conditions allocated goes.
+        pg_sys::MemoryContextReset(st.scan_cxt);
     }
 }
 

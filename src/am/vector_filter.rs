@@ -36,8 +36,10 @@ pub struct VectorPlan {
 pub struct VectorFilter {
     pred: Pred<Leaf>,
     /// Per attribute (attnum - 1): the value in buckets written before the
-    /// column was added (its default; None: NULL).
+    /// column was added (its default, for the by-value types comparisons read),
+    /// and whether that default is NULL (for IS [NOT] NULL of any type).
     missing: Vec<Option<Bound>>,
+    missing_null: Vec<bool>,
 }
 
 /// Types whose order is that of their stored signed integer or float.
@@ -174,15 +176,16 @@ impl VectorPlan {
         unsafe {
             let pred = bind_node(&self.pred, econtext);
             let natts = (*tupdesc).natts as usize;
-            let missing = (0..natts)
-                .map(|i| {
-                    let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
-                    let mut isnull = false;
-                    let d = pg_sys::getmissingattr(tupdesc, i as i32 + 1, &mut isnull);
-                    (!isnull && att.attbyval && !att.attisdropped).then(|| datum_bound(d, crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen))
-                })
-                .collect();
-            VectorFilter { pred, missing }
+            let mut missing = Vec::with_capacity(natts);
+            let mut missing_null = Vec::with_capacity(natts);
+            for i in 0..natts {
+                let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
+                let mut isnull = false;
+                let d = pg_sys::getmissingattr(tupdesc, i as i32 + 1, &mut isnull);
+                missing_null.push(isnull);
+                missing.push((!isnull && att.attbyval && !att.attisdropped).then(|| datum_bound(d, crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen)));
+            }
+            VectorFilter { pred, missing, missing_null }
         }
     }
 }
@@ -238,6 +241,8 @@ fn leaf_truth(leaf: &Leaf, v: Option<Bound>) -> Option<bool> {
     match leaf {
         Leaf::IsNull { negated, .. } => Some(v.is_none() != *negated),
         Leaf::Compare { strategy, value, .. } => Some(satisfies(order(v?, (*value)?), *strategy)),
+        // x = ANY ('{}') is false, even for a NULL x.
+        Leaf::In { values, has_null: false, .. } if values.is_empty() => Some(false),
         Leaf::In { values, has_null, .. } => {
             let v = v?;
             if values.iter().any(|c| order(v, *c) == std::cmp::Ordering::Equal) {
@@ -255,7 +260,8 @@ impl VectorFilter {
     /// Every filter of `filters` (ANDed).
     pub fn all(filters: Vec<VectorFilter>) -> VectorFilter {
         let missing = filters.first().map(|f| f.missing.clone()).unwrap_or_default();
-        VectorFilter { pred: Pred::And(filters.into_iter().map(|f| f.pred).collect()), missing }
+        let missing_null = filters.first().map(|f| f.missing_null.clone()).unwrap_or_default();
+        VectorFilter { pred: Pred::And(filters.into_iter().map(|f| f.pred).collect()), missing, missing_null }
     }
 
     /// Which rows of `bucket` the condition passes (true, not false or NULL).
@@ -268,7 +274,11 @@ impl VectorFilter {
                 };
                 let Some(col) = &bucket.columns[attr] else {
                     // A column added after the bucket was written: its default in every row.
-                    return Truth::constant(rows, leaf_truth(leaf, self.missing[attr]));
+                    let truth = match leaf {
+                        Leaf::IsNull { negated, .. } => Some(self.missing_null[attr] != *negated),
+                        _ => leaf_truth(leaf, self.missing[attr]),
+                    };
+                    return Truth::constant(rows, truth);
                 };
                 let value = |r: usize| -> Option<Bound> {
                     if col.is_null(r) {

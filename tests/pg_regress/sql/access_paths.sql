@@ -355,4 +355,10 @@ SELECT (SELECT array_agg(x::text) FROM (SELECT time, site, unit FROM tt ORDER BY
 SELECT (SELECT array_agg(x::text) FROM (SELECT time, site FROM tt WHERE v % 3 = 0 ORDER BY time DESC, site) x)
      = (SELECT array_agg(x::text) FROM (SELECT time, site FROM tt_heap WHERE v % 3 = 0 ORDER BY time DESC, site) x) AS mixed_same;
 SELECT time, site, unit FROM tt ORDER BY time, site, unit LIMIT 13;
+-- Ties are broken for equal times only, not equal time buckets: grouping by
+-- (minute, site) in that order still sorts.
+SET enable_hashagg = off;
+SELECT (SELECT array_agg(x::text) FROM (SELECT date_trunc('minute', time), site, count(*), sum(v) FROM tt GROUP BY 1, 2 ORDER BY 1, 2) x)
+     = (SELECT array_agg(x::text) FROM (SELECT date_trunc('minute', time), site, count(*), sum(v) FROM tt_heap GROUP BY 1, 2 ORDER BY 1, 2) x) AS bucket_then_meta_same;
+RESET enable_hashagg;
 DROP TABLE tt, tt_heap;

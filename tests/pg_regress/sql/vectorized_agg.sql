@@ -215,6 +215,12 @@ SELECT agg_differs($$SELECT host, time, extra, bare FROM $t WHERE extra >= 7 AND
 SELECT agg_differs($$SELECT host, time, extra FROM $t WHERE bare < 50 OR extra = 3$$);
 SELECT agg_differs($$SELECT count(*), sum(extra) FROM $t WHERE extra IN (7, 9) OR bare IS NOT NULL$$);
 SELECT agg_differs($$SELECT count(*) FROM $t WHERE bare IS NULL AND NOT (extra < 7)$$);
+ALTER TABLE va ADD COLUMN label text DEFAULT 'old';
+ALTER TABLE va_heap ADD COLUMN label text DEFAULT 'old';
+INSERT INTO va (time, host, label) VALUES ('2024-05-05', 'h0', NULL), ('2024-05-05 00:00:01', 'h0', 'new');
+INSERT INTO va_heap (time, host, label) VALUES ('2024-05-05', 'h0', NULL), ('2024-05-05 00:00:01', 'h0', 'new');
+SELECT agg_differs($$SELECT count(*) FROM $t WHERE label IS NULL$$);
+SELECT agg_differs($$SELECT count(*) FROM $t WHERE label IS NOT NULL OR i4 < 0$$);
 -- Parallel plans (costs set so that even this small table gets them): the
 -- participants share out the store's blocks; each computes partial rows in
 -- its scan (no Partial Aggregate node), the leader combines them.
