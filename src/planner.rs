@@ -1140,37 +1140,12 @@ unsafe fn column_target(
             return None;
         }
         let rel = (*node).ss.ss_currentRelation;
-        let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
-        // Types whose order is that of their stored signed integer or float:
-        // not oid, "char" or pg_lsn, which compare unsigned.
-        const SIGNED_ORDER: [pg_sys::Oid; 9] = [
-            pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID, pg_sys::DATEOID, pg_sys::TIMEOID,
-            pg_sys::TIMESTAMPOID, pg_sys::TIMESTAMPTZOID, pg_sys::FLOAT4OID, pg_sys::FLOAT8OID,
-        ];
-        if !SIGNED_ORDER.contains(&att.atttypid) {
-            return None;
-        }
-        let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
-        pg_sys::op_input_types(op, &mut left, &mut right);
-        let (column_side, value_side) = if var_first { (left, right) } else { (right, left) };
-        // The value of the column's own type, or another width of integer or
-        // float (`int2_col > 5`, `float4_col > 0.5`): those compare as the
-        // stored i64 / f64 do.
-        const INTS: [pg_sys::Oid; 3] = [pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID];
-        const FLOATS: [pg_sys::Oid; 2] = [pg_sys::FLOAT4OID, pg_sys::FLOAT8OID];
-        let same_family = |a: pg_sys::Oid, b: pg_sys::Oid| a == b || (INTS.contains(&a) && INTS.contains(&b)) || (FLOATS.contains(&a) && FLOATS.contains(&b));
-        if column_side != att.atttypid || value_side != value_type || !same_family(att.atttypid, value_type) {
-            return None;
-        }
-        let (mut value_len, mut value_byval) = (0i16, false);
-        pg_sys::get_typlenbyval(value_type, &mut value_len, &mut value_byval);
-        let value_kind = crate::shape::kind_for_type(value_type, value_len, value_byval);
-        let opclass = pg_sys::GetDefaultOpClass(att.atttypid, pg_sys::BTREE_AM_OID);
-        if opclass == pg_sys::InvalidOid {
-            return None;
-        }
-        let strategy = pg_sys::get_op_opfamily_strategy(op, pg_sys::get_opclass_family(opclass));
-        (1..=5).contains(&strategy).then_some(Target::Column { attnum: attnum as u16, kind: value_kind, strategy, typlen: value_len })
+        // The same comparisons the vector filters evaluate on the arrays. That
+        // gives the strategy of `column <op> value`; a Target keeps the
+        // operator's own (evaluate() turns it round by side).
+        let (strategy, kind, typlen) = crate::am::vector_filter::comparison(rel, attnum as usize - 1, op, value_type, var_first)?;
+        let strategy = if var_first { strategy } else { 6 - strategy };
+        Some(Target::Column { attnum: attnum as u16, kind, strategy, typlen })
     }
 }
 

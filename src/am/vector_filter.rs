@@ -42,7 +42,8 @@ pub struct VectorFilter {
     missing_null: Vec<bool>,
 }
 
-/// Types whose order is that of their stored signed integer or float.
+/// Types whose order is that of their stored signed integer or float (not
+/// oid, "char" or pg_lsn, which compare unsigned).
 const SIGNED_ORDER: [pg_sys::Oid; 9] = [
     pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID, pg_sys::DATEOID, pg_sys::TIMEOID,
     pg_sys::TIMESTAMPOID, pg_sys::TIMESTAMPTZOID, pg_sys::FLOAT4OID, pg_sys::FLOAT8OID,
@@ -70,7 +71,7 @@ unsafe fn payload_column(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid:
 /// default family, when the value is of the column's type or another width
 /// of integer or float (compared as the stored i64 / f64), and the value's
 /// storage kind and length.
-unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::Oid, value_type: pg_sys::Oid, column_first: bool) -> Option<(i32, ColumnKind, i16)> {
+pub(crate) unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::Oid, value_type: pg_sys::Oid, column_first: bool) -> Option<(i32, ColumnKind, i16)> {
     unsafe {
         let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attr);
         if !SIGNED_ORDER.contains(&att.atttypid) {
