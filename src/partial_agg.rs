@@ -282,11 +282,13 @@ unsafe fn is_text_constant(n: *mut pg_sys::Node, word: &str) -> bool {
     }
 }
 
-/// tsbucket.date_trunc(unit, time, ...): MongoDB's $dateTrunc, monotone in time.
+/// tsbucket.date_trunc(unit, time, ...): MongoDB's $dateTrunc, monotone in
+/// time. A SQL function, so the planner has usually inlined it into the
+/// C function it calls (tsbucket._date_trunc_tz / _date_trunc_ts, same arguments).
 unsafe fn is_tsbucket_date_trunc(funcid: pg_sys::Oid) -> bool {
     unsafe {
         let name = pg_sys::get_func_name(funcid);
-        if name.is_null() || std::ffi::CStr::from_ptr(name).to_bytes() != b"date_trunc" {
+        if name.is_null() || !matches!(std::ffi::CStr::from_ptr(name).to_bytes(), b"date_trunc" | b"_date_trunc_tz" | b"_date_trunc_ts") {
             return false;
         }
         let namespace = pg_sys::get_func_namespace(funcid);

@@ -64,6 +64,17 @@ SELECT agg_differs($$SELECT to_timestamp(floor(extract(epoch from time) / 300) *
 SELECT agg_differs($$SELECT to_timestamp(floor(date_part('epoch', time) / 3600) * 3600), zone, count(*) FROM $t GROUP BY 1, 2$$);
 SELECT agg_differs($$SELECT date_trunc('day', time, 'Asia/Kolkata'), count(*), sum(i2) FROM $t GROUP BY 1$$);
 SELECT agg_differs($$SELECT tsbucket.date_trunc('hour', time, 2), count(*), sum(i2) FROM $t GROUP BY 1$$);
+-- Each recognised time bucket is computed in the scan.
+SELECT q, (SELECT count(*) FROM plan_shape(q) l WHERE l ~ 'Vectorized Aggregation') AS in_scan
+  FROM unnest(ARRAY[
+    $$SELECT date_trunc('hour', time), count(*) FROM $t GROUP BY 1$$,
+    $$SELECT date_trunc('day', time, 'Asia/Kolkata'), count(*) FROM $t GROUP BY 1$$,
+    $$SELECT date_bin('15 minutes', time, '2024-05-01'), count(*) FROM $t GROUP BY 1$$,
+    $$SELECT to_timestamp(floor(extract(epoch from time) / 300) * 300), count(*) FROM $t GROUP BY 1$$,
+    $$SELECT to_timestamp(floor(date_part('epoch', time) / 300) * 300), count(*) FROM $t GROUP BY 1$$,
+    $$SELECT tsbucket.date_trunc('hour', time, 2), count(*) FROM $t GROUP BY 1$$,
+    $$SELECT tsbucket.date_trunc('hour', time), host, max(f8) FROM $t GROUP BY 1, 2$$,
+    $$SELECT time, count(*) FROM $t GROUP BY 1$$]) q;
 SELECT agg_differs($$SELECT time, count(*), max(i4) FROM $t WHERE time < '2024-05-01 08:00' GROUP BY time$$);
 -- Filters: ranges decided on the arrays, other conditions row by row, RLS-style ORs.
 SELECT plan_shape($$SELECT host, count(*) FROM $t WHERE time >= '2024-05-02' AND f8 > 100 AND i4 % 3 = 0 GROUP BY host$$);
