@@ -924,7 +924,7 @@ impl ExecState {
 /// the store's ParallelTableScanDesc.
 #[repr(C)]
 struct SharedScan {
-    counters: [std::sync::atomic::AtomicU64; 8],
+    counters: [std::sync::atomic::AtomicU64; 9],
 }
 
 impl SharedScan {
@@ -945,6 +945,7 @@ impl SharedScan {
             agg.rows_aggregated,
             agg.partial_rows,
             agg.rows_removed_by_filter,
+            scan.decoded_bytes,
         ];
         for (c, v) in self.counters.iter().zip(values) {
             c.fetch_add(v, Relaxed);
@@ -954,7 +955,7 @@ impl SharedScan {
     fn take(&self) -> (scan::ScanCounters, AggCounters) {
         use std::sync::atomic::Ordering::Relaxed;
         let v: Vec<u64> = self.counters.iter().map(|c| c.swap(0, Relaxed)).collect();
-        let scan = scan::ScanCounters { buckets_read: v[0], buckets_skipped: v[1], rows_filtered: v[2], buckets_from_headers: v[3], payload_bytes: v[4] };
+        let scan = scan::ScanCounters { buckets_read: v[0], buckets_skipped: v[1], rows_filtered: v[2], buckets_from_headers: v[3], payload_bytes: v[4], decoded_bytes: v[8] };
         let agg = AggCounters { rows_aggregated: v[5], partial_rows: v[6], rows_removed_by_filter: v[7] };
         (scan, agg)
     }
@@ -1621,6 +1622,7 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
             pg_sys::ExplainPropertyInteger(c"Buckets Skipped".as_ptr(), std::ptr::null(), st.totals.buckets_skipped as i64, es);
             pg_sys::ExplainPropertyInteger(c"Rows Removed by Bucket Filter".as_ptr(), std::ptr::null(), st.totals.rows_filtered as i64, es);
             pg_sys::ExplainPropertyInteger(c"Payload Bytes Read".as_ptr(), c"bytes".as_ptr(), st.totals.payload_bytes as i64, es);
+            pg_sys::ExplainPropertyInteger(c"Bytes Decompressed".as_ptr(), c"bytes".as_ptr(), st.totals.decoded_bytes as i64, es);
             if st.partial_agg.is_some() {
                 pg_sys::ExplainPropertyInteger(c"Rows Removed by Filter".as_ptr(), std::ptr::null(), st.agg_totals.rows_removed_by_filter as i64, es);
                 pg_sys::ExplainPropertyInteger(c"Rows Aggregated".as_ptr(), std::ptr::null(), st.agg_totals.rows_aggregated as i64, es);

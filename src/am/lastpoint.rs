@@ -259,6 +259,7 @@ impl LastPointScan {
                 stored.load_payload();
                 self.counters.payload_bytes += stored.payload().len() as u64;
                 let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
+                self.counters.decoded_bytes += read::decoded_bytes(&bucket);
                 if let Some(t) = self.best_in_bucket(&bucket, best, qual, econtext) {
                     best = Some(t);
                 }

@@ -498,6 +498,7 @@ impl OrderedScan {
             stored.load_payload();
             self.counters.payload_bytes += stored.payload().len() as u64;
             let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
+            self.counters.decoded_bytes += read::decoded_bytes(&bucket);
             pg_sys::MemoryContextSwitchTo(old);
             self.counters.buckets_read += 1;
             let time = read::time_values(&self.config, &bucket);

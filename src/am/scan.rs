@@ -135,6 +135,8 @@ pub struct ScanCounters {
     pub buckets_from_headers: u64,
     /// Compressed payload bytes of the buckets read (decoded, in the columns the query needs).
     pub payload_bytes: u64,
+    /// Their decoded columns' size in memory.
+    pub decoded_bytes: u64,
 }
 
 impl std::ops::AddAssign for ScanCounters {
@@ -144,6 +146,7 @@ impl std::ops::AddAssign for ScanCounters {
         self.rows_filtered += other.rows_filtered;
         self.buckets_from_headers += other.buckets_from_headers;
         self.payload_bytes += other.payload_bytes;
+        self.decoded_bytes += other.decoded_bytes;
     }
 }
 
@@ -357,6 +360,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
             stored.load_payload();
             st.counters.payload_bytes += stored.payload().len() as u64;
             let loaded = read::load_columns(config, shape, &stored, st.options.needed.as_deref());
+            st.counters.decoded_bytes += read::decoded_bytes(&loaded);
             st.prepared = read::prepare(shape, &loaded);
             st.varying = read::varying_columns(shape, &loaded);
             st.filled_slot = std::ptr::null_mut();

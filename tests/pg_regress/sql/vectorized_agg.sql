@@ -138,7 +138,7 @@ CREATE FUNCTION scan_counts(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE line text;
 BEGIN
   FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    IF line ~ 'Rows Aggregated|Partial Rows|Rows Removed by|Buckets|Payload' THEN
+    IF line ~ 'Rows Aggregated|Partial Rows|Rows Removed by|Buckets|Payload|Decompressed' THEN
       RETURN NEXT regexp_replace(line, '^\s*', '');
     END IF;
   END LOOP;
