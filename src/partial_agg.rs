@@ -174,17 +174,13 @@ pub unsafe fn classify_key(e: *mut pg_sys::Node, config: &Config, scanrelid: u32
     }
 }
 
-unsafe fn is_time_var(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> bool {
+pub(crate) unsafe fn is_time_var(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> bool {
     unsafe {
         (*e).type_ == pg_sys::NodeTag::T_Var && {
             let v = e as *mut pg_sys::Var;
             (*v).varno as u32 == relid && (*v).varlevelsup == 0 && (*v).varattno == time_attnum
         }
     }
-}
-
-unsafe fn is_free_constant(n: *mut pg_sys::Node) -> bool {
-    unsafe { !pg_sys::contain_var_clause(n) && !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n) }
 }
 
 /// A constant whose value is a positive number (float8 or numeric).
@@ -262,7 +258,7 @@ pub unsafe fn monotone_in_time(e: *mut pg_sys::Node, relid: u32, time_attnum: i1
             _ if is_tsbucket_date_trunc(funcid) && args.get(3).is_some_and(|z| is_text_constant(*z, "utc")) => 1,
             _ => return false,
         };
-        args.iter().enumerate().all(|(i, &a)| if i == time_arg { monotone_in_time(a, relid, time_attnum) } else { is_free_constant(a) })
+        args.iter().enumerate().all(|(i, &a)| if i == time_arg { monotone_in_time(a, relid, time_attnum) } else { crate::planner::is_pseudo_constant(a) })
     }
 }
 
@@ -410,20 +406,9 @@ unsafe fn partial_in_scan(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStm
             let resno = (i + 1) as i16;
             let expr = if (*e).type_ == pg_sys::NodeTag::T_Aggref {
                 let aggref = e as *mut pg_sys::Aggref;
-                let args = list_ptrs((*aggref).args);
-                let arg = match args.as_slice() {
-                    [] => None,
-                    [te] => match outer_attno((*(*te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node).and_then(to_scan_column).and_then(|k| tle_expr(scan_tlist, k)) {
-                        Some(x) => Some(strip(x)),
-                        None => {
-                            ok = false;
-                            break;
-                        }
-                    },
-                    _ => {
-                        ok = false;
-                        break;
-                    }
+                let Some(arg) = scan_arg(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc))) else {
+                    ok = false;
+                    break;
                 };
                 if classify_aggref(aggref, arg, &config, rel, scanrelid).is_none() {
                     ok = false;
@@ -526,6 +511,19 @@ unsafe fn references(output: *mut pg_sys::List, varno: i32) -> *mut pg_sys::List
             out = pg_sys::lappend(out, pg_sys::makeTargetEntry(var as *mut pg_sys::Expr, (i + 1) as i16, std::ptr::null_mut(), false) as *mut _);
         }
         out
+    }
+}
+
+/// The argument of an Aggref above the scan, as the scan's expression for it
+/// (`resolve` maps the node's input column to it): Some(None) for count(*),
+/// None when it is not a single input column.
+unsafe fn scan_arg(aggref: *mut pg_sys::Aggref, resolve: impl Fn(i16) -> Option<*mut pg_sys::Node>) -> Option<Option<*mut pg_sys::Node>> {
+    unsafe {
+        match list_ptrs((*aggref).args).as_slice() {
+            [] => Some(None),
+            [te] => outer_attno((*(*te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node).and_then(resolve).map(|x| Some(strip(x))),
+            _ => None,
+        }
     }
 }
 
@@ -633,23 +631,9 @@ unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
                         uses.push((aggref, i));
                         continue;
                     }
-                    let args = list_ptrs((*aggref).args);
-                    let arg = match args.as_slice() {
-                        [] => None,
-                        [te] => {
-                            let e = (*(*te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node;
-                            match outer_attno(e).and_then(to_scan_column).and_then(|sc| tle_expr(scan_tlist, sc)) {
-                                Some(scan_expr) => Some(strip(scan_expr)),
-                                None => {
-                                    ok = false;
-                                    break;
-                                }
-                            }
-                        }
-                        _ => {
-                            ok = false;
-                            break;
-                        }
+                    let Some(arg) = scan_arg(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc))) else {
+                        ok = false;
+                        break;
                     };
                     if classify_aggref(aggref, arg, &config, rel, scanrelid).is_none() {
                         ok = false;

@@ -122,6 +122,24 @@ pub fn as_user<R>(user: pg_sys::Oid, restricted: bool, f: impl FnOnce() -> R) ->
 ///
 /// # Safety
 /// `value` must be a valid datum of a type with this `byval` and `len`.
+/// The elements of `array` (None for NULL elements), in the current memory
+/// context (by-reference elements point into the array).
+///
+/// # Safety
+/// `array` must be a valid, detoasted array.
+pub unsafe fn array_elements(array: *mut pg_sys::ArrayType) -> Vec<Option<pg_sys::Datum>> {
+    unsafe {
+        let elem = (*array).elemtype;
+        let (mut len, mut byval, mut align) = (0i16, false, 0 as std::ffi::c_char);
+        pg_sys::get_typlenbyvalalign(elem, &mut len, &mut byval, &mut align);
+        let mut elems: *mut pg_sys::Datum = std::ptr::null_mut();
+        let mut nulls: *mut bool = std::ptr::null_mut();
+        let mut n = 0i32;
+        pg_sys::deconstruct_array(array, elem, len as i32, byval, align, &mut elems, &mut nulls, &mut n);
+        (0..n as usize).map(|i| (!*nulls.add(i)).then(|| *elems.add(i))).collect()
+    }
+}
+
 pub unsafe fn copy_datum(value: pg_sys::Datum, byval: bool, len: i16) -> pg_sys::Datum {
     unsafe {
         match len {

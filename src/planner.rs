@@ -409,37 +409,6 @@ unsafe fn pathkey_descending(pk: *mut pg_sys::PathKey) -> bool {
     }
 }
 
-/// Whether `e` is this table's time column, or a function of it alone that
-/// never decreases as time grows (date_trunc(unit, time), date_bin(stride,
-/// time, origin) with the other arguments free of columns and volatility), so
-/// that rows in time order are also in its order.
-unsafe fn follows_time(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> bool {
-    unsafe {
-        let e = strip(e);
-        if e.is_null() {
-            return false;
-        }
-        if (*e).type_ == pg_sys::NodeTag::T_Var {
-            let v = e as *mut pg_sys::Var;
-            return (*v).varno as u32 == relid && (*v).varlevelsup == 0 && (*v).varattno == time_attnum;
-        }
-        if (*e).type_ != pg_sys::NodeTag::T_FuncExpr {
-            return false;
-        }
-        let f = e as *mut pg_sys::FuncExpr;
-        let time_arg = match u32::from((*f).funcid) {
-            pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMP => 1,
-            pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ | pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP => 1,
-            _ => return false,
-        };
-        let args = list_ptrs((*f).args);
-        args.iter().enumerate().all(|(i, a)| {
-            let a = *a as *mut pg_sys::Node;
-            if i == time_arg { follows_time(a, relid, time_attnum) } else { is_pseudo_constant(a) }
-        })
-    }
-}
-
 /// When the query wants rows ordered by time (or by a time bucket, as
 /// `GROUP BY date_trunc('minute', time) ORDER BY 1 DESC LIMIT 5` does),
 /// a path that yields them in that order (`am::ordered`), cheap to
@@ -453,7 +422,9 @@ unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelO
         let ec = (*pk).pk_eclass;
         let members: Vec<*mut pg_sys::Node> =
             list_ptrs((*ec).ec_members).iter().map(|m| (*(*m as *mut pg_sys::EquivalenceMember)).em_expr as *mut pg_sys::Node).collect();
-        let by_time = members.iter().any(|&e| follows_time(e, (*rel).relid, config.time_attnum));
+        // The time, or a function of it alone that never decreases as time grows:
+        // rows in time order are also in its order.
+        let by_time = members.iter().any(|&e| crate::partial_agg::monotone_in_time(e, (*rel).relid, config.time_attnum));
         if !by_time || (*ec).ec_has_volatile {
             return None;
         }
@@ -470,13 +441,7 @@ unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelO
         let mut meta_ties = None;
         // Only after the time itself: rows merged by time break ties of equal
         // times, not of equal time buckets (date_trunc('minute', time), host).
-        let bare_time = members.iter().any(|&e| {
-            let e = strip(e);
-            (*e).type_ == pg_sys::NodeTag::T_Var && {
-                let v = e as *mut pg_sys::Var;
-                (*v).varno as u32 == (*rel).relid && (*v).varlevelsup == 0 && (*v).varattno == config.time_attnum
-            }
-        });
+        let bare_time = members.iter().any(|&e| crate::partial_agg::is_time_var(strip(e), (*rel).relid, config.time_attnum));
         if let Some(&second) = query_pathkeys.get(1).filter(|_| bare_time) {
             let meta_descending = pathkey_descending(second as *mut pg_sys::PathKey);
             for (i, &attnum) in config.meta_attnums.iter().enumerate() {
@@ -1041,7 +1006,7 @@ pub(crate) unsafe fn strip(mut n: *mut pg_sys::Node) -> *mut pg_sys::Node {
     }
 }
 
-unsafe fn is_pseudo_constant(n: *mut pg_sys::Node) -> bool {
+pub(crate) unsafe fn is_pseudo_constant(n: *mut pg_sys::Node) -> bool {
     unsafe { !pg_sys::contain_var_clause(n) && !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n) }
 }
 
@@ -1193,14 +1158,7 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
                         // per-tuple context, which the executor resets row by row, and its
                         // elements are read for as long as the scan runs.
                         let array = pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr()) as *mut pg_sys::ArrayType;
-                        let elem = (*array).elemtype;
-                        let (mut len, mut byval, mut align) = (0i16, false, 0 as std::ffi::c_char);
-                        pg_sys::get_typlenbyvalalign(elem, &mut len, &mut byval, &mut align);
-                        let mut elems: *mut pg_sys::Datum = std::ptr::null_mut();
-                        let mut nulls: *mut bool = std::ptr::null_mut();
-                        let mut n = 0i32;
-                        pg_sys::deconstruct_array(array, elem, len as i32, byval, align, &mut elems, &mut nulls, &mut n);
-                        (0..n as usize).filter(|&i| !*nulls.add(i)).map(|i| *elems.add(i)).collect()
+                        crate::pgutil::array_elements(array).into_iter().flatten().collect()
                     } else {
                         let (mut len, mut byval) = (0i16, false);
                         pg_sys::get_typlenbyval(c.value_type, &mut len, &mut byval);
@@ -1391,15 +1349,8 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
         if st.last_point_mode {
             let config = catalog::require((*rel).rd_id);
             let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-            let index = access::series_index(store, &config);
+            let index = access::require_series_index(store, &config);
             pg_sys::table_close(store, pg_sys::NoLock as i32);
-            let index = index.unwrap_or_else(|| {
-                crate::error::ts_error(
-                    crate::error::DATA_CORRUPTED,
-                    &format!("the bucket store of table \"{}\" has lost its series index", catalog::relation_name((*rel).rd_id)),
-                    "Run SELECT * FROM tsbucket.verify(...) on the table; re-create the table from a dump if the index is gone.",
-                )
-            });
             st.last_point = Some(LastPointScan::begin(rel, (*estate).es_snapshot, index, st.needed.clone(), prune));
             return;
         }

@@ -76,6 +76,20 @@ pub unsafe fn series_index(store: pg_sys::Relation, config: &Config) -> Option<p
     unsafe { store::index_on(store, &columns) }
 }
 
+/// The series index of a table with meta columns; an error if it is gone.
+///
+/// # Safety
+/// As `series_index`.
+pub unsafe fn require_series_index(store: pg_sys::Relation, config: &Config) -> pg_sys::Oid {
+    unsafe { series_index(store, config) }.unwrap_or_else(|| {
+        crate::error::ts_error(
+            crate::error::DATA_CORRUPTED,
+            &format!("the bucket store of table \"{}\" has lost its series index", crate::catalog::relation_name(config.relid)),
+            "Run SELECT * FROM tsbucket.verify(...) on the table; re-create the table from a dump if the index is gone.",
+        )
+    })
+}
+
 /// The whole window_start index, or the part of it `time` bounds: buckets in
 /// window order (None: the store has no such index).
 ///

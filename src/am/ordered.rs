@@ -263,10 +263,7 @@ impl OrderedScan {
         prune: Vec<Prune>,
     ) -> OrderedScan {
         unsafe {
-            scan::write_buffered_rows(rel, snapshot);
-            let config = catalog::require((*rel).rd_id);
-            let shape = TableShape::new((*rel).rd_att, &config);
-            let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+            let (config, shape, store) = open(rel, snapshot);
             let time = prune.iter().find_map(|p| match p {
                 Prune::Time(range) => Some(range),
                 _ => None,
@@ -321,17 +318,8 @@ impl OrderedScan {
         prune: Vec<Prune>,
     ) -> OrderedScan {
         unsafe {
-            scan::write_buffered_rows(rel, snapshot);
-            let config = catalog::require((*rel).rd_id);
-            let shape = TableShape::new((*rel).rd_att, &config);
-            let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-            let index = access::series_index(store, &config).unwrap_or_else(|| {
-                crate::error::ts_error(
-                    crate::error::DATA_CORRUPTED,
-                    &format!("the bucket store of table \"{}\" has lost its series index", catalog::relation_name((*rel).rd_id)),
-                    "Run SELECT * FROM tsbucket.verify(...) on the table; re-create the table from a dump if the index is gone.",
-                )
-            });
+            let (config, shape, store) = open(rel, snapshot);
+            let index = access::require_series_index(store, &config);
             let tupdesc = (*rel).rd_att;
             let mut eq = Vec::new();
             let mut byval_len = Vec::new();
@@ -522,6 +510,18 @@ impl OrderedScan {
             self.loaded[slot] = Some(Loaded { bucket, prepared, order, next: 0, cxt, rank, tie });
             self.heads.push((first, slot));
         }
+    }
+}
+
+/// What every ordered scan starts from: the rows this transaction buffered
+/// written, the table's configuration and shape, its store opened.
+unsafe fn open(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> (Rc<Config>, TableShape, pg_sys::Relation) {
+    unsafe {
+        scan::write_buffered_rows(rel, snapshot);
+        let config = catalog::require((*rel).rd_id);
+        let shape = TableShape::new((*rel).rd_att, &config);
+        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        (config, shape, store)
     }
 }
 

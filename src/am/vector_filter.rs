@@ -99,9 +99,7 @@ pub(crate) unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::
     }
 }
 
-unsafe fn is_pseudo_constant(n: *mut pg_sys::Node) -> bool {
-    unsafe { !pg_sys::contain_var_clause(n) && !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n) }
-}
+use crate::planner::is_pseudo_constant;
 
 /// The vector form of `qual`, if every part of it has one.
 ///
@@ -211,15 +209,9 @@ unsafe fn bind_node(p: &Pred<PlanLeaf>, econtext: *mut pg_sys::ExprContext) -> P
                     return Pred::Leaf(Leaf::In { attr: *attr, values: Vec::new(), has_null: true });
                 }
                 let array = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::ArrayType;
-                let elem = (*array).elemtype;
-                let (mut len, mut byval, mut align) = (0i16, false, 0 as std::ffi::c_char);
-                pg_sys::get_typlenbyvalalign(elem, &mut len, &mut byval, &mut align);
-                let mut elems: *mut pg_sys::Datum = std::ptr::null_mut();
-                let mut nulls: *mut bool = std::ptr::null_mut();
-                let mut n = 0i32;
-                pg_sys::deconstruct_array(array, elem, len as i32, byval, align, &mut elems, &mut nulls, &mut n);
-                let has_null = (0..n as usize).any(|i| *nulls.add(i));
-                let values = (0..n as usize).filter(|&i| !*nulls.add(i)).map(|i| datum_bound(*elems.add(i), *kind, *typlen)).collect();
+                let elements = crate::pgutil::array_elements(array);
+                let has_null = elements.iter().any(Option::is_none);
+                let values = elements.into_iter().flatten().map(|e| datum_bound(e, *kind, *typlen)).collect();
                 Pred::Leaf(Leaf::In { attr: *attr, values, has_null })
             }
         }
