@@ -156,6 +156,19 @@ fn int_datum(v: i64, typlen: i16) -> pg_sys::Datum {
 /// # Safety
 /// `values` must hold bytes of `attr`'s type (from `datum_bytes`).
 pub unsafe fn bytes_datums(values: &tsbucket_format::ByteValues, attr: &Attr) -> Vec<pg_sys::Datum> {
+    // Rows of a dictionary share their distinct value's datum.
+    if let Some((entries, codes)) = values.dictionary() {
+        // SAFETY: the entries are bytes of `attr`'s type, as the rows are.
+        let distinct = unsafe { laid_out_datums(entries, attr) };
+        return codes.iter().map(|&c| distinct[c as usize]).collect();
+    }
+    // SAFETY: as for this function.
+    unsafe { laid_out_datums(values.iter(), attr) }
+}
+
+/// # Safety
+/// As `bytes_datums`.
+unsafe fn laid_out_datums<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, attr: &Attr) -> Vec<pg_sys::Datum> {
     const ALIGN: usize = 8;
     let header = match attr.typlen {
         -1 => pg_sys::VARHDRSZ,
@@ -169,12 +182,11 @@ pub unsafe fn bytes_datums(values: &tsbucket_format::ByteValues, attr: &Attr) ->
         };
         size.div_ceil(ALIGN) * ALIGN
     };
-    let total: usize = values.iter().map(|v| slot_size(v.len())).sum();
+    let total: usize = values.clone().map(|v| slot_size(v.len())).sum();
     unsafe {
         let base = pg_sys::palloc(total.max(1)) as *mut u8;
         let mut offset = 0;
         values
-            .iter()
             .map(|v| {
                 let p = base.add(offset);
                 match attr.typlen {

@@ -171,13 +171,6 @@ fn expand(values: Values, validity: Option<&[bool]>) -> Values {
         Values::Int(v) => Values::Int(spread(v, valid, 0)),
         Values::Float(v) => Values::Float(spread(v, valid, 0.0)),
         Values::Bool(v) => Values::Bool(spread(v, valid, false)),
-        Values::Bytes(v) => {
-            let mut out = ByteValues::default();
-            let mut it = v.iter();
-            for &p in valid {
-                out.push(if p { it.next().expect("counted") } else { &[] });
-            }
-            Values::Bytes(out)
-        }
+        Values::Bytes(v) => Values::Bytes(v.spread(valid)),
     }
 }

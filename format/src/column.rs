@@ -32,16 +32,38 @@ impl ColumnKind {
 }
 
 /// Many byte strings in one buffer: one allocation per column, not per value.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// A dictionary-encoded column decodes to its distinct values plus one code
+/// per row, not expanded: a bucket's tags are one value repeated, and copying
+/// it once per row cost more than the rest of a wide scan's decoding.
+#[derive(Clone, Debug, Default)]
 pub struct ByteValues {
     offsets: Vec<u32>,
     data: Vec<u8>,
+    /// Dictionary form: row `i` holds entry `codes[i]` of `offsets`/`data`.
+    codes: Option<Vec<u32>>,
 }
+
+impl PartialEq for ByteValues {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for ByteValues {}
 
 impl ByteValues {
     pub fn from_parts(offsets: Vec<u32>, data: Vec<u8>) -> Self {
         debug_assert!(offsets.first() == Some(&0) && offsets.windows(2).all(|w| w[0] <= w[1]));
-        ByteValues { offsets, data }
+        ByteValues { offsets, data, codes: None }
+    }
+
+    /// Rows given as codes into `entries` (a plain ByteValues); `None` when a
+    /// code is out of range.
+    pub fn from_dictionary(entries: ByteValues, codes: Vec<u32>) -> Option<Self> {
+        let entries = entries.into_plain();
+        let n = entries.entry_count() as u32;
+        codes.iter().all(|&c| c < n).then_some(ByteValues { codes: Some(codes), ..entries })
     }
 
     pub fn push(&mut self, v: &[u8]) {
@@ -50,10 +72,25 @@ impl ByteValues {
         }
         self.data.extend_from_slice(v);
         self.offsets.push(self.data.len() as u32);
+        let entry = self.entry_count() as u32 - 1;
+        if let Some(codes) = &mut self.codes {
+            codes.push(entry);
+        }
+    }
+
+    fn entry_count(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    fn entry(&self, i: usize) -> &[u8] {
+        &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
 
     pub fn len(&self) -> usize {
-        self.offsets.len().saturating_sub(1)
+        match &self.codes {
+            Some(codes) => codes.len(),
+            None => self.entry_count(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -61,22 +98,67 @@ impl ByteValues {
     }
 
     pub fn get(&self, i: usize) -> Option<&[u8]> {
-        if i >= self.len() {
-            return None;
+        match &self.codes {
+            Some(codes) => codes.get(i).map(|&c| self.entry(c as usize)),
+            None if i < self.entry_count() => Some(self.entry(i)),
+            None => None,
         }
-        Some(&self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize])
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + Clone {
         (0..self.len()).map(|i| self.get(i).expect("in range"))
     }
 
-    pub fn data(&self) -> &[u8] {
-        &self.data
+    /// In dictionary form: the distinct values and each row's code into them.
+    pub fn dictionary(&self) -> Option<(impl Iterator<Item = &[u8]> + Clone, &[u32])> {
+        let codes = self.codes.as_deref()?;
+        Some(((0..self.entry_count()).map(|i| self.entry(i)), codes))
     }
 
+    /// Every row's bytes, concatenated.
+    pub fn concatenated(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self.codes {
+            None => std::borrow::Cow::Borrowed(&self.data),
+            Some(_) => std::borrow::Cow::Owned(self.iter().flatten().copied().collect()),
+        }
+    }
+
+    /// One entry per row.
+    pub fn into_plain(self) -> ByteValues {
+        if self.codes.is_none() {
+            return self;
+        }
+        let mut out = ByteValues::default();
+        self.iter().for_each(|v| out.push(v));
+        out
+    }
+
+    /// The present values spread over all rows, an empty placeholder where
+    /// `valid` is false; the dictionary form stays one.
+    pub fn spread(self, valid: &[bool]) -> ByteValues {
+        match self.codes {
+            Some(ref codes) => {
+                let mut out = ByteValues { offsets: self.offsets.clone(), data: self.data.clone(), codes: None };
+                out.push(&[]);
+                let placeholder = out.entry_count() as u32 - 1;
+                let mut it = codes.iter();
+                out.codes = Some(valid.iter().map(|&p| if p { *it.next().expect("counted") } else { placeholder }).collect());
+                out
+            }
+            None => {
+                let mut out = ByteValues::default();
+                let mut it = self.iter();
+                for &p in valid {
+                    out.push(if p { it.next().expect("counted") } else { &[] });
+                }
+                out
+            }
+        }
+    }
+
+    /// The bytes held in memory (values, offsets and codes).
     pub fn byte_len(&self) -> usize {
-        self.data.len()
+        self.data.len() + self.offsets.len() * 4 + self.codes.as_ref().map_or(0, |c| c.len() * 4)
     }
 }
 
@@ -201,7 +283,7 @@ impl Column {
             Values::Int(v) => v.len() * 8,
             Values::Float(v) => v.len() * 8,
             Values::Bool(v) => v.len(),
-            Values::Bytes(v) => v.byte_len() + v.len() * 4,
+            Values::Bytes(v) => v.byte_len(),
         }
     }
 

@@ -569,7 +569,7 @@ impl OrderedScan {
                     self.load(i);
                     continue;
                 }
-                let Some((_, i)) = self.heads.pop() else {
+                let Some(&(_, i)) = self.heads.peek() else {
                     pg_sys::ExecClearTuple(slot);
                     return false;
                 };
@@ -580,13 +580,15 @@ impl OrderedScan {
                     (row, l.cxt, l.next == l.order.len())
                 };
                 if done {
+                    self.heads.pop();
                     self.retiring = Some(i);
                 } else {
                     let l = self.loaded[i].as_ref().expect("loaded");
                     let (next_row, rank, tie) = (l.order[l.next], l.rank, l.tie.clone());
                     let mut key = self.key(rank, self.row_time(i, next_row));
                     key.tie = tie;
-                    self.heads.push((key, i));
+                    // Re-keying the top in place sifts once, where pop and push sift twice.
+                    *self.heads.peek_mut().expect("peeked") = (key, i);
                 }
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
                 let l = self.loaded[i].as_ref().expect("loaded");

@@ -40,7 +40,7 @@ fn encode_plain(values: &ByteValues) -> Vec<u8> {
     let mut out = vec![PLAIN];
     let lengths: Vec<i64> = values.iter().map(|v| v.len() as i64).collect();
     int::encode(&lengths, &mut out);
-    put_chunk(&mut out, &compress(values.data()));
+    put_chunk(&mut out, &compress(&values.concatenated()));
     out
 }
 
@@ -108,16 +108,11 @@ pub fn decode(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
         PLAIN => decode_plain(c, limit),
         DICTIONARY => {
             let dict = decode_plain(c, limit)?;
-            let codes = int::decode(c, limit)?;
-            let mut out = ByteValues::default();
-            for code in codes {
-                let v = usize::try_from(code)
-                    .ok()
-                    .and_then(|i| dict.get(i))
-                    .ok_or(DecodeError::Invalid("dictionary code out of range"))?;
-                out.push(v);
-            }
-            Ok(out)
+            let codes = int::decode(c, limit)?
+                .into_iter()
+                .map(|code| u32::try_from(code).map_err(|_| DecodeError::Invalid("dictionary code out of range")))
+                .collect::<Result<Vec<u32>>>()?;
+            ByteValues::from_dictionary(dict, codes).ok_or(DecodeError::Invalid("dictionary code out of range"))
         }
         tag => Err(DecodeError::UnknownTag { what: "bytes codec", tag }),
     }
@@ -135,6 +130,43 @@ mod tests {
         let got = decode(&mut Cursor::new(&out), values.len()).unwrap();
         assert_eq!(got.iter().collect::<Vec<_>>(), values);
         out.len()
+    }
+
+    #[test]
+    fn dictionaries_decode_without_expanding() {
+        let mut bv = ByteValues::default();
+        for i in 0..100 {
+            bv.push(if i % 3 == 0 { b"a".as_slice() } else { b"bb".as_slice() });
+        }
+        let mut out = Vec::new();
+        encode(&bv, &mut out);
+        let got = decode(&mut Cursor::new(&out), 100).unwrap();
+        let (entries, codes) = got.dictionary().expect("dictionary form");
+        assert_eq!(entries.count(), 2);
+        assert_eq!(codes.len(), 100);
+        assert_eq!(got, bv);
+        assert_eq!(got.concatenated(), bv.concatenated());
+        // NULLs spread into a dictionary keep its form.
+        let valid: Vec<bool> = (0..150).map(|i| i % 3 != 1).collect();
+        let spread = got.clone().spread(&valid);
+        assert!(spread.dictionary().is_some());
+        assert_eq!(spread, bv.clone().spread(&valid));
+        assert_eq!(spread.get(1), Some(b"".as_slice()));
+        // A dictionary grows by pushing, and re-encodes like its plain twin.
+        let mut grown = got;
+        grown.push(b"ccc");
+        let mut twin = bv.into_plain();
+        twin.push(b"ccc");
+        assert_eq!(grown, twin);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        encode(&grown, &mut a);
+        encode(&twin, &mut b);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn out_of_range_dictionary_codes_are_errors() {
+        assert!(ByteValues::from_dictionary(ByteValues::default(), vec![0]).is_none());
     }
 
     #[test]
