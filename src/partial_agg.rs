@@ -75,11 +75,11 @@ const ANUM_AGGCOMBINEFN: i16 = 6;
 const FIRST_NON_BUILTIN_OID: u32 = 10_000;
 
 /// The aggregate `aggref` computes, if the kernels can compute its partial
-/// state; `arg` is its argument as an expression over the scan's relation.
+/// state; `args` are its arguments as expressions over the scan's relation.
 ///
 /// # Safety
 /// `aggref` must be a valid Aggref; `rel` the open table of `config`.
-pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, arg: Option<*mut pg_sys::Node>, config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
+pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::Node], config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
     unsafe {
         let a = &*aggref;
         if !a.aggfilter.is_null()
@@ -101,6 +101,14 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, arg: Option<*mut pg_s
         );
         let combinefn = pg_sys::SysCacheGetAttr(pg_sys::SysCacheIdentifier::AGGFNOID as i32, tuple, ANUM_AGGCOMBINEFN, &mut isnull).value() as u32;
         pg_sys::ReleaseSysCache(tuple);
+        if let Some(kind) = first_or_last(pg_sys::Oid::from(transfn)) {
+            return classify_first_last(kind, args, config, rel, scanrelid);
+        }
+        let arg = match args {
+            [] => None,
+            [a] => Some(*a),
+            _ => return None,
+        };
         // Built-in aggregates only: Postgres calls combine functions only of
         // aggregates marked parallel safe, which built-in ones of this list are.
         if combinefn == 0 || u32::from(transfn) >= FIRST_NON_BUILTIN_OID || u32::from(a.aggfnoid) >= FIRST_NON_BUILTIN_OID {
@@ -148,6 +156,54 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, arg: Option<*mut pg_s
             }
         }
         Some(AggPlan { kind, arg: ArgSource::Column(attnum as usize - 1), arg_type: att.atttypid })
+    }
+}
+
+/// First or Last, when `transfn` is the transition function of
+/// tsbucket.first / tsbucket.last.
+unsafe fn first_or_last(transfn: pg_sys::Oid) -> Option<AggKind> {
+    unsafe {
+        let schema = pg_sys::get_namespace_oid(c"tsbucket".as_ptr(), true);
+        if schema == pg_sys::InvalidOid || pg_sys::get_func_namespace(transfn) != schema {
+            return None;
+        }
+        let name = pg_sys::get_func_name(transfn);
+        if name.is_null() {
+            return None;
+        }
+        match std::ffi::CStr::from_ptr(name).to_bytes() {
+            b"_first_transition" => Some(AggKind::First),
+            b"_last_transition" => Some(AggKind::Last),
+            _ => None,
+        }
+    }
+}
+
+/// first(value, time) / last(value, time) over the table's time column, the
+/// value any column of the table (its datum is what the row would hold).
+unsafe fn classify_first_last(kind: AggKind, args: &[*mut pg_sys::Node], config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
+    unsafe {
+        let [value, time] = args else { return None };
+        let column = |e: *mut pg_sys::Node| -> Option<i16> {
+            if (*e).type_ != pg_sys::NodeTag::T_Var {
+                return None;
+            }
+            let v = e as *mut pg_sys::Var;
+            ((*v).varno as u32 == scanrelid && (*v).varlevelsup == 0 && (*v).varattno > 0).then_some((*v).varattno)
+        };
+        if column(*time)? != config.time_attnum {
+            return None;
+        }
+        let attnum = column(*value)?;
+        let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
+        if att.attisdropped {
+            return None;
+        }
+        let arg = match config.meta_attnums.iter().position(|&x| x == attnum) {
+            Some(m) => ArgSource::Meta(m),
+            None => ArgSource::Column(attnum as usize - 1),
+        };
+        Some(AggPlan { kind, arg, arg_type: att.atttypid })
     }
 }
 
@@ -406,22 +462,16 @@ unsafe fn partial_in_scan(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStm
             let resno = (i + 1) as i16;
             let expr = if (*e).type_ == pg_sys::NodeTag::T_Aggref {
                 let aggref = e as *mut pg_sys::Aggref;
-                let Some(arg) = scan_arg(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc))) else {
+                let Some(args) = scan_args(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc))) else {
                     ok = false;
                     break;
                 };
-                if classify_aggref(aggref, arg, &config, rel, scanrelid).is_none() {
+                if classify_aggref(aggref, &args, &config, rel, scanrelid).is_none() {
                     ok = false;
                     break;
                 }
                 let partial = pg_sys::copyObjectImpl(aggref as *const _) as *mut pg_sys::Aggref;
-                (*partial).args = match arg {
-                    None => std::ptr::null_mut(),
-                    Some(x) => {
-                        let te = pg_sys::makeTargetEntry(pg_sys::copyObjectImpl(x as *const _) as *mut pg_sys::Expr, 1, std::ptr::null_mut(), false);
-                        pg_sys::lappend(std::ptr::null_mut(), te as *mut _)
-                    }
-                };
+                (*partial).args = arg_list(&args);
                 aggs += 1;
                 partial as *mut pg_sys::Node
             } else {
@@ -517,13 +567,30 @@ unsafe fn references(output: *mut pg_sys::List, varno: i32) -> *mut pg_sys::List
 /// The argument of an Aggref above the scan, as the scan's expression for it
 /// (`resolve` maps the node's input column to it): Some(None) for count(*),
 /// None when it is not a single input column.
-unsafe fn scan_arg(aggref: *mut pg_sys::Aggref, resolve: impl Fn(i16) -> Option<*mut pg_sys::Node>) -> Option<Option<*mut pg_sys::Node>> {
+unsafe fn scan_args(aggref: *mut pg_sys::Aggref, resolve: impl Fn(i16) -> Option<*mut pg_sys::Node>) -> Option<Vec<*mut pg_sys::Node>> {
     unsafe {
-        match list_ptrs((*aggref).args).as_slice() {
-            [] => Some(None),
-            [te] => outer_attno((*(*te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node).and_then(resolve).map(|x| Some(strip(x))),
-            _ => None,
+        list_ptrs((*aggref).args)
+            .into_iter()
+            .map(|te| outer_attno((*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node).and_then(&resolve).map(|x| strip(x)))
+            .collect()
+    }
+}
+
+/// The type of `aggref`'s partial state as passed between plan nodes: its
+/// transition type, serialized to bytea when that is `internal`.
+unsafe fn partial_type(aggref: *mut pg_sys::Aggref) -> pg_sys::Oid {
+    unsafe { if (*aggref).aggtranstype == pg_sys::INTERNALOID { pg_sys::BYTEAOID } else { (*aggref).aggtranstype } }
+}
+
+/// A target list of copies of `args`, as an Aggref's arguments.
+unsafe fn arg_list(args: &[*mut pg_sys::Node]) -> *mut pg_sys::List {
+    unsafe {
+        let mut list: *mut pg_sys::List = std::ptr::null_mut();
+        for (i, &x) in args.iter().enumerate() {
+            let te = pg_sys::makeTargetEntry(pg_sys::copyObjectImpl(x as *const _) as *mut pg_sys::Expr, (i + 1) as i16, std::ptr::null_mut(), false);
+            list = pg_sys::lappend(list, te as *mut _);
         }
+        list
     }
 }
 
@@ -615,7 +682,7 @@ unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
         }
         let mut vars: Vec<(*mut pg_sys::Var, i16)> = Vec::new();
         // Distinct aggregates (equal Aggrefs share a partial column) and their uses.
-        let mut distinct: Vec<(*mut pg_sys::Aggref, *mut pg_sys::Node)> = Vec::new();
+        let mut distinct: Vec<(*mut pg_sys::Aggref, Vec<*mut pg_sys::Node>)> = Vec::new();
         let mut uses: Vec<(*mut pg_sys::Aggref, usize)> = Vec::new();
         let mut ok = true;
         for n in list_ptrs(found) {
@@ -631,16 +698,16 @@ unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
                         uses.push((aggref, i));
                         continue;
                     }
-                    let Some(arg) = scan_arg(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc))) else {
+                    let Some(args) = scan_args(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc))) else {
                         ok = false;
                         break;
                     };
-                    if classify_aggref(aggref, arg, &config, rel, scanrelid).is_none() {
+                    if classify_aggref(aggref, &args, &config, rel, scanrelid).is_none() {
                         ok = false;
                         break;
                     }
                     uses.push((aggref, distinct.len()));
-                    distinct.push((aggref, arg.unwrap_or(std::ptr::null_mut())));
+                    distinct.push((aggref, args));
                 }
                 _ => ok = false,
             }
@@ -666,16 +733,11 @@ unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
             scan_out = pg_sys::lappend(scan_out, pg_sys::makeTargetEntry(pg_sys::copyObjectImpl(e as *const _) as *mut pg_sys::Expr, resno, std::ptr::null_mut(), false) as *mut _);
             resno += 1;
         }
-        for &(aggref, arg) in &distinct {
-            let partial = pg_sys::copyObjectImpl(aggref as *const _) as *mut pg_sys::Aggref;
+        for (aggref, args) in &distinct {
+            let partial = pg_sys::copyObjectImpl(*aggref as *const _) as *mut pg_sys::Aggref;
             (*partial).aggsplit = pg_sys::AggSplit::AGGSPLIT_INITIAL_SERIAL;
-            (*partial).aggtype = (*partial).aggtranstype;
-            (*partial).args = if arg.is_null() {
-                std::ptr::null_mut()
-            } else {
-                let te = pg_sys::makeTargetEntry(pg_sys::copyObjectImpl(arg as *const _) as *mut pg_sys::Expr, 1, std::ptr::null_mut(), false);
-                pg_sys::lappend(std::ptr::null_mut(), te as *mut _)
-            };
+            (*partial).aggtype = partial_type(*aggref);
+            (*partial).args = arg_list(args);
             scan_out = pg_sys::lappend(scan_out, pg_sys::makeTargetEntry(partial as *mut pg_sys::Expr, resno, std::ptr::null_mut(), false) as *mut _);
             resno += 1;
         }
@@ -699,7 +761,7 @@ unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
         }
         for (aggref, i) in uses {
             (*aggref).aggsplit = pg_sys::AggSplit::AGGSPLIT_FINAL_DESERIAL;
-            let state = pg_sys::makeVar(pg_sys::OUTER_VAR, (nkeys as usize + i + 1) as i16, (*aggref).aggtranstype, -1, pg_sys::InvalidOid, 0);
+            let state = pg_sys::makeVar(pg_sys::OUTER_VAR, (nkeys as usize + i + 1) as i16, partial_type(aggref), -1, pg_sys::InvalidOid, 0);
             let te = pg_sys::makeTargetEntry(state as *mut pg_sys::Expr, 1, std::ptr::null_mut(), false);
             (*aggref).args = pg_sys::lappend(std::ptr::null_mut(), te as *mut _);
         }

@@ -1287,8 +1287,8 @@ unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, 
                 keys.push(aggscan::Key { plan, expr });
             } else {
                 let aggref = e as *mut pg_sys::Aggref;
-                let arg = list_ptrs((*aggref).args).first().map(|te| strip((*(*te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node));
-                aggs.push(crate::partial_agg::classify_aggref(aggref, arg, config, rel, scanrelid).unwrap_or_else(|| broken()));
+                let args: Vec<*mut pg_sys::Node> = list_ptrs((*aggref).args).into_iter().map(|te| strip((*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node)).collect();
+                aggs.push(crate::partial_agg::classify_aggref(aggref, &args, config, rel, scanrelid).unwrap_or_else(|| broken()));
             }
         }
         let qual_list = (*cscan).custom_exprs;

@@ -227,4 +227,20 @@ pub fn output_unit_micros(s: &str) -> f64 {
     }) as f64
 }
 
+/// The version-1 info records of C functions written by hand (aggregate
+/// support functions with Postgres's calling convention).
+macro_rules! finfo {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[unsafe(no_mangle)]
+            #[doc(hidden)]
+            pub extern "C" fn $name() -> &'static pg_sys::Pg_finfo_record {
+                const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+                &V1
+            }
+        )*
+    };
+}
+
 pub mod aggregates;
+pub mod first_last;

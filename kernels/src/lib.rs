@@ -19,7 +19,10 @@
 //! - `int2_avg_accum` / `int4_avg_accum`: {count, sum} as int8;
 //! - `int8inc` / `int8inc_any` (count(*), count(x));
 //! - the `larger` / `smaller` functions (max / min) of integer-like and
-//!   float types, NaN sorting above every number as in btree order.
+//!   float types, NaN sorting above every number as in btree order;
+//! - tsbucket's own `first(value, time)` / `last(value, time)`: the row of
+//!   the least / greatest time, the earliest such row on ties (their
+//!   transition functions replace the state only on a strictly better time).
 
 pub mod predicate;
 mod runs;
@@ -38,6 +41,10 @@ pub enum AggKind {
     AvgInt,
     Min,
     Max,
+    /// tsbucket.first(value, time): the value at the least time.
+    First,
+    /// tsbucket.last(value, time): the value at the greatest time.
+    Last,
 }
 
 impl AggKind {
@@ -75,6 +82,8 @@ pub enum State {
     Accum { n: f64, sx: f64, sxx: f64 },
     /// {count, sum} of int4_avg_accum.
     AvgInt { count: i64, sum: i64 },
+    /// first / last: the chosen row's (time, row number in the bucket).
+    Pick(Option<(i64, u32)>),
 }
 
 /// An infinite float result from finite inputs; PostgreSQL reports it as
@@ -90,6 +99,8 @@ pub enum Input<'a> {
     Column(&'a Column),
     /// A value the same for every row (a meta column): present or NULL.
     Constant { present: bool },
+    /// first / last: the bucket's times (the value is read at the chosen row).
+    Times(&'a [i64]),
 }
 
 /// The initial state of `kind` for an argument stored as `float4` or not.
@@ -103,6 +114,7 @@ pub fn initial(kind: AggKind, float4: bool, float: bool) -> State {
         AggKind::Min | AggKind::Max if float4 => State::Float4(None),
         AggKind::Min | AggKind::Max if float => State::Float8(None),
         AggKind::Min | AggKind::Max => State::Int(None),
+        AggKind::First | AggKind::Last => State::Pick(None),
     }
 }
 
@@ -143,6 +155,12 @@ pub fn accumulate(kind: AggKind, input: &Input, rows: &[u32], state: &mut State)
                 if *present {
                     *c += rows.len() as i64;
                 }
+            }
+            return Ok(());
+        }
+        Input::Times(times) => {
+            if let State::Pick(p) = state {
+                *p = pick_by_time(kind == AggKind::Last, times, rows, *p);
             }
             return Ok(());
         }
@@ -212,6 +230,18 @@ pub fn accumulate(kind: AggKind, input: &Input, rows: &[u32], state: &mut State)
         (kind, state, _) => panic!("aggregate {kind:?} with state {state:?} over a {:?} column", column.kind),
     }
     Ok(())
+}
+
+/// The row of least (greatest when `last`) time among `rows`, starting from
+/// `current`: a later row replaces the choice only with a strictly better time.
+fn pick_by_time(last: bool, times: &[i64], rows: &[u32], current: Option<(i64, u32)>) -> Option<(i64, u32)> {
+    rows.iter().fold(current, |best, &r| {
+        let t = times[r as usize];
+        match best {
+            Some((b, _)) if (last && t <= b) || (!last && t >= b) => best,
+            _ => Some((t, r)),
+        }
+    })
 }
 
 /// float8larger / float8smaller: the later value wins ties, as `a > b ? a : b` keeps b on equality.

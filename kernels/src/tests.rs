@@ -145,6 +145,30 @@ fn nullable_floats() -> impl Strategy<Value = Vec<Option<f64>>> {
     prop::collection::vec(value, 0..300)
 }
 
+/// The row-by-row transition of first / last: replace on a strictly better time.
+fn reference_pick(last: bool, times: &[i64]) -> Option<(i64, u32)> {
+    let mut best: Option<(i64, u32)> = None;
+    for (r, &t) in times.iter().enumerate() {
+        if best.is_none_or(|(b, _)| if last { t > b } else { t < b }) {
+            best = Some((t, r as u32));
+        }
+    }
+    best
+}
+
+#[test]
+fn first_and_last_take_the_earliest_row_of_a_tied_time() {
+    let times = [5, 3, 9, 3, 9, 7];
+    for (kind, want) in [(AggKind::First, Some((3, 1))), (AggKind::Last, Some((9, 2)))] {
+        let mut state = initial(kind, false, false);
+        accumulate(kind, &Input::Times(&times), &all(times.len()), &mut state).unwrap();
+        assert_eq!(state, State::Pick(want));
+    }
+    let mut none = initial(AggKind::First, false, false);
+    accumulate(AggKind::First, &Input::Times(&times), &[], &mut none).unwrap();
+    assert_eq!(none, State::Pick(None));
+}
+
 proptest! {
     #[test]
     fn runs_match_a_row_by_row_grouping(mut times in prop::collection::vec(-1_000_000i64..1_000_000, 0..400), width in 1i64..5000) {
@@ -193,5 +217,22 @@ proptest! {
         let mut min = initial(AggKind::Min, false, false);
         accumulate(AggKind::Min, &Input::Column(&c), &rows, &mut min).unwrap();
         prop_assert_eq!(min, State::Int(present.iter().copied().min()));
+    }
+
+    #[test]
+    fn first_last_equal_row_by_row_transitions(times in prop::collection::vec(-20i64..20, 0..300), split in 0usize..300) {
+        for kind in [AggKind::First, AggKind::Last] {
+            let last = kind == AggKind::Last;
+            // In one go, and in two parts carried over (a state continued).
+            let mut whole = initial(kind, false, false);
+            accumulate(kind, &Input::Times(&times), &all(times.len()), &mut whole).unwrap();
+            let cut = split.min(times.len());
+            let rows = all(times.len());
+            let mut parts = initial(kind, false, false);
+            accumulate(kind, &Input::Times(&times), &rows[..cut], &mut parts).unwrap();
+            accumulate(kind, &Input::Times(&times), &rows[cut..], &mut parts).unwrap();
+            prop_assert_eq!(whole, State::Pick(reference_pick(last, &times)));
+            prop_assert_eq!(parts, whole);
+        }
     }
 }

@@ -32,7 +32,14 @@ pub struct Quals {
 
 struct PartialRow {
     keys: Vec<(pg_sys::Datum, bool)>,
-    states: Vec<State>,
+    states: Vec<Partial>,
+}
+
+enum Partial {
+    State(State),
+    /// A serialized state (first / last: the chosen value is copied out of
+    /// the bucket, which is gone when the row goes up).
+    Serialized(Vec<u8>),
 }
 
 #[derive(Default, Clone, Copy)]
@@ -149,7 +156,10 @@ impl AggregatingScan {
             // before fetching the next row, after the Finalize Aggregate read this one.
             let old = pg_sys::MemoryContextSwitchTo((*self.econtext).ecxt_per_tuple_memory);
             for (j, (state, agg)) in row.states.iter().zip(self.aggs.iter()).enumerate() {
-                let (d, null) = state_datum(state, agg);
+                let (d, null) = match state {
+                    Partial::State(state) => state_datum(state, agg),
+                    Partial::Serialized(bytes) => (crate::timefn::first_last::bytea(bytes), false),
+                };
                 *values.add(nkeys + j) = d;
                 *nulls.add(nkeys + j) = null;
             }
@@ -193,7 +203,7 @@ impl AggregatingScan {
             for agg in self.aggs.iter() {
                 use tsbucket_format::stats::Range;
                 let max = agg.kind == AggKind::Max;
-                states.push(match (agg.kind, agg.arg) {
+                states.push(Partial::State(match (agg.kind, agg.arg) {
                     (AggKind::CountRows, _) => State::Count(b.rows as i64),
                     (_, ArgSource::Column(i)) if i + 1 == self.config.time_attnum as usize => State::Int(Some(if max { b.max_time } else { b.min_time })),
                     (_, ArgSource::Column(i)) => match stats.iter().find(|s| s.attnum as usize == i + 1)?.range {
@@ -208,7 +218,7 @@ impl AggregatingScan {
                         }
                     },
                     _ => return None,
-                });
+                }));
             }
             let keys = self
                 .keys
@@ -323,20 +333,56 @@ impl AggregatingScan {
                         let float4 = agg.arg_type == pg_sys::FLOAT4OID;
                         let float = float4 || agg.arg_type == pg_sys::FLOAT8OID;
                         let mut state = initial(agg.kind, float4, float);
-                        let result = match agg.arg {
-                            ArgSource::Rows => accumulate(agg.kind, &Input::Rows, group_rows, &mut state),
-                            ArgSource::Meta(m) => accumulate(agg.kind, &Input::Constant { present: bucket.meta[m].is_some() }, group_rows, &mut state),
-                            ArgSource::Column(_) => accumulate(agg.kind, &Input::Column(column.as_ref().expect("read above")), group_rows, &mut state),
+                        let result = match (agg.kind, agg.arg) {
+                            (AggKind::First | AggKind::Last, _) => {
+                                accumulate(agg.kind, &Input::Times(read::time_values(&self.config, bucket)), group_rows, &mut state)
+                            }
+                            (_, ArgSource::Rows) => accumulate(agg.kind, &Input::Rows, group_rows, &mut state),
+                            (_, ArgSource::Meta(m)) => accumulate(agg.kind, &Input::Constant { present: bucket.meta[m].is_some() }, group_rows, &mut state),
+                            (_, ArgSource::Column(_)) => accumulate(agg.kind, &Input::Column(column.as_ref().expect("read above")), group_rows, &mut state),
                         };
                         if result.is_err() {
                             ts_error(SqlState::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow", "");
                         }
-                        states.push(state);
+                        states.push(match state {
+                            State::Pick(Some((time, row))) => Partial::Serialized(self.chosen_value(agg, rows.shape, rows.prepared, column.as_deref(), time, row as usize)),
+                            state => Partial::State(state),
+                        });
                     }
                     self.pending.push(PartialRow { keys, states });
                 }
                 return true;
             }
+        }
+    }
+
+    /// The serialized first / last state of row `row` (at `time`) of the
+    /// bucket: the datum the row holds in the aggregate's argument column.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn chosen_value(
+        &self,
+        agg: &AggPlan,
+        shape: &crate::shape::TableShape,
+        prepared: &read::Prepared,
+        column: Option<&tsbucket_format::Column>,
+        time: i64,
+        row: usize,
+    ) -> Vec<u8> {
+        unsafe {
+            let (value, attr) = match agg.arg {
+                ArgSource::Meta(m) => (prepared.meta[m], shape.meta_attrs()[m].clone()),
+                ArgSource::Column(i) => {
+                    let col = column.expect("read above");
+                    let attr = shape.attrs[i].clone();
+                    // By-reference datums are allocated in the per-tuple context, serialized at once.
+                    let old = pg_sys::MemoryContextSwitchTo((*self.econtext).ecxt_per_tuple_memory);
+                    let value = (!col.is_null(row)).then(|| crate::datum::column_datum(col, row, &attr));
+                    pg_sys::MemoryContextSwitchTo(old);
+                    (value, attr)
+                }
+                ArgSource::Rows => unreachable!("first and last have a value argument"),
+            };
+            crate::timefn::first_last::serialized(time, value, attr.typlen, attr.typbyval)
         }
     }
 
@@ -386,6 +432,8 @@ unsafe fn state_datum(state: &State, agg: &AggPlan) -> (pg_sys::Datum, bool) {
                 let a = pg_sys::construct_array(elems.as_mut_ptr(), 2, pg_sys::INT8OID, 8, true, b'd' as std::ffi::c_char);
                 (pg_sys::Datum::from(a), false)
             }
+            // first / last states go up serialized (Partial::Serialized); a group has rows.
+            State::Pick(_) => unreachable!("first / last state of an empty group"),
         }
     }
 }

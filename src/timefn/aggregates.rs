@@ -8,19 +8,6 @@ use crate::error::ts_error;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-macro_rules! finfo {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[unsafe(no_mangle)]
-            #[doc(hidden)]
-            pub extern "C" fn $name() -> &'static pg_sys::Pg_finfo_record {
-                const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-                &V1
-            }
-        )*
-    };
-}
-
 finfo!(
     pg_finfo_tsbucket_mavg_accum,
     pg_finfo_tsbucket_mavg_inverse,

@@ -56,6 +56,12 @@ QUERIES = [
     "SELECT date_trunc('hour', time) h, device, count(*), max(temp), min(cnt) FROM {t} WHERE temp > 0 AND small < 50 "
     "GROUP BY h, device ORDER BY h, device NULLS FIRST",
     "SELECT date_bin('7 minutes', time, '2024-03-01'), count(*), avg(small) FROM {t} WHERE cnt % 3 = 0 GROUP BY 1 ORDER BY 1",
+    # first / last by time (random microsecond times: no ties), any column type.
+    "SELECT device, site, tsbucket.first(temp, time), tsbucket.last(note, time), tsbucket.first(tags, time), "
+    "tsbucket.last(price, time), tsbucket.first(device, time), tsbucket.last(doc, time) FROM {t} "
+    "GROUP BY device, site ORDER BY device NULLS FIRST, site NULLS FIRST",
+    "SELECT date_trunc('hour', time) h, tsbucket.first(cnt, time), tsbucket.last(raw, time), tsbucket.last(time, time) "
+    "FROM {t} WHERE small > 0 GROUP BY h ORDER BY h",
 ]
 
 

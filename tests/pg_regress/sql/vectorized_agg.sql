@@ -106,6 +106,22 @@ SELECT agg_differs($$SELECT host, max(i4) - min(i4), count(*) FROM $t GROUP BY h
 SELECT host, count(*), max(i2) FROM va GROUP BY host HAVING sum(i2) > -1000000 ORDER BY count(*) DESC, host LIMIT 3;
 -- The same aggregate twice shares one partial column.
 SELECT max(i4), max(i4) + 1, count(*) FROM va;
+-- first(value, time) / last(value, time): the value of the row at the least /
+-- greatest time, computed in the scan for any column (meta, time, by-value
+-- and by-reference measurements; a NULL value is a value). The row-by-row
+-- path (heap, and tsbucket with vectorized_aggregation off) gives the same.
+SELECT plan_shape($$SELECT host, tsbucket.first(f8, time), tsbucket.last(zone, time) FROM $t GROUP BY host$$);
+SELECT agg_differs($$SELECT host, zone, tsbucket.first(f8, time), tsbucket.last(f8, time), tsbucket.first(i2, time),
+  tsbucket.last(ts, time), tsbucket.first(zone, time), tsbucket.last(time, time), tsbucket.last(f4, time), count(*) FROM $t GROUP BY host, zone$$);
+SELECT agg_differs($$SELECT date_trunc('hour', time), host, tsbucket.first(i4, time), tsbucket.last(i4, time), max(f8) FROM $t GROUP BY 1, 2$$);
+SELECT agg_differs($$SELECT tsbucket.first(f8, time), tsbucket.last(i8, time), tsbucket.first(host, time) FROM $t WHERE f8 > 100 OR i4 IS NULL$$);
+SELECT host, tsbucket.first(i4, time), tsbucket.last(i4, time), tsbucket.last(i4::text, time) AS row_by_row FROM va GROUP BY host ORDER BY host;
+SET tsbucket.vectorized_aggregation = off;
+SELECT host, tsbucket.first(i4, time), tsbucket.last(i4, time), tsbucket.last(i4::text, time) AS row_by_row FROM va GROUP BY host ORDER BY host;
+RESET tsbucket.vectorized_aggregation;
+-- Ties: the earliest row read wins; a NULL time is skipped; no rows, NULL.
+SELECT tsbucket.first(v, t), tsbucket.last(v, t) FROM (VALUES (1, '2024-01-01'::timestamp), (2, '2024-01-01'), (3, NULL), (4, '2023-01-01')) x(v, t);
+SELECT tsbucket.first(v, t) IS NULL AS empty FROM (VALUES (1, now())) x(v, t) WHERE false;
 -- Not computed in the scan (same answers, row by row): FILTER, DISTINCT,
 -- expressions as arguments, sum/avg of int8 (numeric) and sum of float4,
 -- grouping by a measurement column.
@@ -248,6 +264,8 @@ SELECT agg_differs($$SELECT date_trunc('hour', time), host, count(*), max(f4), r
 SELECT agg_differs($$SELECT count(*), max(i4), sum(i4) FROM $t WHERE i2 > 0 AND time < '2024-05-02 12:00'$$);
 SELECT agg_differs($$SELECT * FROM $t WHERE i4 > 40000$$);
 SELECT agg_differs($$SELECT host, time, i4 FROM $t WHERE i4 % 1000 = 7$$);
+SELECT plan_shape($$SELECT host, tsbucket.first(f8, time), tsbucket.last(label, time) FROM $t GROUP BY host$$);
+SELECT agg_differs($$SELECT host, tsbucket.first(f8, time), tsbucket.last(label, time), tsbucket.last(bare, time), tsbucket.first(zone, time) FROM $t GROUP BY host$$);
 -- A parallel query inside a statement that is writing the table (a BEFORE
 -- ROW trigger counting its rows) sees the rows the statement wrote so far:
 -- they are written to the store before the workers start.

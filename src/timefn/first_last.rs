@@ -1,0 +1,282 @@
+//! `tsbucket.first(value, time)` and `tsbucket.last(value, time)`: the value
+//! at the least / greatest time (MongoDB's `$first` / `$last` over a sort by
+//! time, TimescaleDB's `first` / `last`). On a tie the earliest row read wins:
+//! the transition replaces the state only on a strictly better time. A NULL
+//! time is skipped; a NULL value is a value (the result is NULL if it won).
+//!
+//! The state is `internal` (any value type), with combine, serial and
+//! deserial functions, so Postgres runs them in parallel and TsBucketScan
+//! computes their partial states per bucket (`am::aggscan`, which builds the
+//! serialized form with `serialized`).
+//!
+//! Serialized state: flags (bit 0: a row was seen; bit 1: its value is not
+//! NULL), the time (i64), the value's typlen (i16) and typbyval (u8), then the
+//! value's bytes as `datum::datum_bytes` gives them.
+
+use crate::datum;
+use crate::error::{ts_error, SqlState};
+use crate::shape::{Attr, Role};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+finfo!(
+    pg_finfo_tsbucket_first_transition,
+    pg_finfo_tsbucket_last_transition,
+    pg_finfo_tsbucket_first_combine,
+    pg_finfo_tsbucket_last_combine,
+    pg_finfo_tsbucket_first_last_serialize,
+    pg_finfo_tsbucket_first_last_deserialize,
+    pg_finfo_tsbucket_first_last_final,
+);
+
+/// The state, in the aggregate's memory context (no Rust-owned memory: a
+/// context reset frees it whole).
+#[repr(C)]
+struct Chosen {
+    seen: bool,
+    time: i64,
+    /// NULL when absent; by-reference values are palloc'd in the aggregate context.
+    value: Option<pg_sys::Datum>,
+    typlen: i16,
+    typbyval: bool,
+}
+
+const SEEN: u8 = 1;
+const HAS_VALUE: u8 = 2;
+const HEADER: usize = 1 + 8 + 2 + 1;
+
+fn value_attr(typlen: i16, typbyval: bool) -> Attr {
+    // datum_bytes / bytes_datum read only the length and by-value flag.
+    Attr { attnum: 0, typlen, typbyval, kind: tsbucket_format::ColumnKind::Bytes, role: Role::Measurement }
+}
+
+/// The serialized state of a chosen row, as the serial function writes it.
+///
+/// # Safety
+/// `value` must be a datum of a type `typlen` long, by value or not as `typbyval` says.
+pub unsafe fn serialized(time: i64, value: Option<pg_sys::Datum>, typlen: i16, typbyval: bool) -> Vec<u8> {
+    let attr = value_attr(typlen, typbyval);
+    let bytes = value.as_ref().map(|v| unsafe { datum::datum_bytes(v, &attr) }).unwrap_or_default();
+    let mut out = Vec::with_capacity(HEADER + bytes.len());
+    out.push(SEEN | if value.is_some() { HAS_VALUE } else { 0 });
+    out.extend_from_slice(&time.to_le_bytes());
+    out.extend_from_slice(&typlen.to_le_bytes());
+    out.push(typbyval as u8);
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// A bytea holding `bytes`, in the current memory context.
+pub unsafe fn bytea(bytes: &[u8]) -> pg_sys::Datum {
+    // SAFETY: a varlena's contents are any bytes.
+    unsafe { datum::bytes_datum(bytes, &value_attr(-1, false)) }
+}
+
+unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> Option<pg_sys::Datum> {
+    unsafe {
+        let a = &*(*fcinfo).args.as_ptr().add(i);
+        if a.isnull { None } else { Some(a.value) }
+    }
+}
+
+unsafe fn aggregate_context(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::MemoryContext {
+    unsafe {
+        let mut cxt: pg_sys::MemoryContext = std::ptr::null_mut();
+        if pg_sys::AggCheckCallContext(fcinfo, &mut cxt) == 0 {
+            ts_error(
+                SqlState::ERRCODE_FEATURE_NOT_SUPPORTED,
+                "first and last must be called as aggregates",
+                "Use tsbucket.first(value, time) or tsbucket.last(value, time) in a query with or without GROUP BY.",
+            );
+        }
+        cxt
+    }
+}
+
+/// A new state in `cxt`, no row seen.
+unsafe fn new_state(cxt: pg_sys::MemoryContext, typlen: i16, typbyval: bool) -> *mut Chosen {
+    unsafe {
+        let p = pg_sys::MemoryContextAlloc(cxt, std::mem::size_of::<Chosen>()) as *mut Chosen;
+        p.write(Chosen { seen: false, time: 0, value: None, typlen, typbyval });
+        p
+    }
+}
+
+/// Makes `state` hold `value` at `time`, the value copied into `cxt`.
+unsafe fn choose(state: &mut Chosen, cxt: pg_sys::MemoryContext, time: i64, value: Option<pg_sys::Datum>) {
+    unsafe {
+        if let Some(old) = state.value.take()
+            && !state.typbyval
+        {
+            pg_sys::pfree(old.cast_mut_ptr());
+        }
+        state.value = value.map(|v| {
+            if state.typbyval {
+                return v;
+            }
+            let attr = value_attr(state.typlen, state.typbyval);
+            let old = pg_sys::MemoryContextSwitchTo(cxt);
+            // Detoasted and copied: the row's memory is gone by the next call.
+            let copy = datum::bytes_datum(datum::datum_bytes(&v, &attr), &attr);
+            pg_sys::MemoryContextSwitchTo(old);
+            copy
+        });
+        state.time = time;
+        state.seen = true;
+    }
+}
+
+fn better(last: bool, candidate: i64, current: i64) -> bool {
+    if last { candidate > current } else { candidate < current }
+}
+
+unsafe fn transition(fcinfo: pg_sys::FunctionCallInfo, last: bool) -> pg_sys::Datum {
+    unsafe {
+        let cxt = aggregate_context(fcinfo);
+        let state = match arg(fcinfo, 0) {
+            Some(d) => d.cast_mut_ptr::<Chosen>(),
+            None => {
+                let typ = pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, 1);
+                let (mut typlen, mut typbyval) = (0i16, false);
+                pg_sys::get_typlenbyval(typ, &mut typlen, &mut typbyval);
+                new_state(cxt, typlen, typbyval)
+            }
+        };
+        if let Some(t) = arg(fcinfo, 2) {
+            let t = t.value() as i64;
+            if !(*state).seen || better(last, t, (*state).time) {
+                choose(&mut *state, cxt, t, arg(fcinfo, 1));
+            }
+        }
+        pg_sys::Datum::from(state)
+    }
+}
+
+unsafe fn combine(fcinfo: pg_sys::FunctionCallInfo, last: bool) -> pg_sys::Datum {
+    unsafe {
+        let cxt = aggregate_context(fcinfo);
+        let s1 = arg(fcinfo, 0).map(|d| d.cast_mut_ptr::<Chosen>());
+        let s2 = arg(fcinfo, 1).map(|d| d.cast_mut_ptr::<Chosen>()).filter(|&s| (*s).seen);
+        let Some(s2) = s2 else {
+            return match s1 {
+                Some(s) => pg_sys::Datum::from(s),
+                None => {
+                    (*fcinfo).isnull = true;
+                    pg_sys::Datum::from(0)
+                }
+            };
+        };
+        // The first state is the earlier rows': it keeps ties.
+        let s1 = s1.unwrap_or_else(|| new_state(cxt, (*s2).typlen, (*s2).typbyval));
+        if !(*s1).seen || better(last, (*s2).time, (*s1).time) {
+            choose(&mut *s1, cxt, (*s2).time, (*s2).value);
+        }
+        pg_sys::Datum::from(s1)
+    }
+}
+
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn tsbucket_first_transition(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    unsafe { transition(fcinfo, false) }
+}
+
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn tsbucket_last_transition(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    unsafe { transition(fcinfo, true) }
+}
+
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn tsbucket_first_combine(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    unsafe { combine(fcinfo, false) }
+}
+
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn tsbucket_last_combine(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    unsafe { combine(fcinfo, true) }
+}
+
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn tsbucket_first_last_serialize(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    unsafe {
+        // Strict: the state is never NULL here.
+        let s = &*arg(fcinfo, 0).expect("strict").cast_mut_ptr::<Chosen>();
+        let bytes = if s.seen {
+            serialized(s.time, s.value, s.typlen, s.typbyval)
+        } else {
+            let mut out = vec![0u8; HEADER];
+            out[9..11].copy_from_slice(&s.typlen.to_le_bytes());
+            out[11] = s.typbyval as u8;
+            out
+        };
+        bytea(&bytes)
+    }
+}
+
+fn corrupt() -> ! {
+    ts_error(
+        SqlState::ERRCODE_DATA_CORRUPTED,
+        "invalid serialized state of tsbucket.first or tsbucket.last",
+        "The partial aggregate state was damaged between workers; report this as a bug.",
+    )
+}
+
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn tsbucket_first_last_deserialize(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    unsafe {
+        aggregate_context(fcinfo);
+        let v = pg_sys::pg_detoast_datum_packed(arg(fcinfo, 0).expect("strict").cast_mut_ptr());
+        let attr = value_attr(-1, false);
+        let d = pg_sys::Datum::from(v);
+        let bytes = datum::datum_bytes(&d, &attr);
+        if bytes.len() < HEADER || bytes[0] & !(SEEN | HAS_VALUE) != 0 {
+            corrupt();
+        }
+        let flags = bytes[0];
+        let time = i64::from_le_bytes(bytes[1..9].try_into().expect("8 bytes"));
+        let typlen = i16::from_le_bytes(bytes[9..11].try_into().expect("2 bytes"));
+        let typbyval = bytes[11] != 0;
+        let payload = &bytes[HEADER..];
+        let fits = match typlen {
+            -1 | -2 => !typbyval,
+            n if n > 0 && typbyval => n <= 8 && (flags & HAS_VALUE == 0 || payload.len() == n as usize),
+            n if n > 0 => flags & HAS_VALUE == 0 || payload.len() == n as usize,
+            _ => false,
+        };
+        if !fits || (flags & HAS_VALUE == 0 && !payload.is_empty()) || (flags & SEEN == 0 && flags != 0) {
+            corrupt();
+        }
+        // In the current (per-call) context: combine copies what it keeps.
+        let state = new_state(pg_sys::CurrentMemoryContext, typlen, typbyval);
+        if flags & SEEN != 0 {
+            (*state).seen = true;
+            (*state).time = time;
+            (*state).value = (flags & HAS_VALUE != 0).then(|| datum::bytes_datum(payload, &value_attr(typlen, typbyval)));
+        }
+        pg_sys::Datum::from(state)
+    }
+}
+
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn tsbucket_first_last_final(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    unsafe {
+        let chosen = arg(fcinfo, 0).map(|d| &*d.cast_mut_ptr::<Chosen>()).filter(|s| s.seen).and_then(|s| s.value.map(|v| (v, s)));
+        match chosen {
+            Some((v, s)) if s.typbyval => v,
+            Some((v, s)) => {
+                let attr = value_attr(s.typlen, s.typbyval);
+                datum::bytes_datum(datum::datum_bytes(&v, &attr), &attr)
+            }
+            None => {
+                (*fcinfo).isnull = true;
+                pg_sys::Datum::from(0)
+            }
+        }
+    }
+}
