@@ -72,6 +72,12 @@ fn check_sql_version() {
     if SQL_VERSION_CHECKED.with(|c| c.get()) {
         return;
     }
+    // tsbucket's own update scripts run at each intermediate version of a
+    // chain (0.3.0 -> 0.4.0 -> ...), written for the library that ends it.
+    // SAFETY: plain reads of backend globals; get_extension_oid reads the catalog.
+    if unsafe { pg_sys::creating_extension && pg_sys::CurrentExtensionObject == pg_sys::get_extension_oid(c"tsbucket".as_ptr(), true) } {
+        return;
+    }
     let installed = installed_version();
     let library = env!("CARGO_PKG_VERSION");
     if let Some(v) = installed.filter(|v| v != library) {
