@@ -37,8 +37,18 @@ pub fn lookup(relid: pg_sys::Oid) -> Option<Rc<Config>> {
     }
     let config = load(relid)?;
     let config = Rc::new(config);
-    CACHE.with(|c| c.borrow_mut().insert(relid, config.clone()));
+    // Not kept while an update script runs: after it, the version check must
+    // run again (the script may stop at another version than the library's).
+    if !running_own_script() {
+        CACHE.with(|c| c.borrow_mut().insert(relid, config.clone()));
+    }
     Some(config)
+}
+
+/// Whether tsbucket's own extension script (CREATE or ALTER EXTENSION) is running.
+fn running_own_script() -> bool {
+    // SAFETY: plain reads of backend globals; get_extension_oid reads the catalog.
+    unsafe { pg_sys::creating_extension && pg_sys::CurrentExtensionObject == pg_sys::get_extension_oid(c"tsbucket".as_ptr(), true) }
 }
 
 /// Like `lookup`, but a table that was never configured is an error.
@@ -74,8 +84,7 @@ fn check_sql_version() {
     }
     // tsbucket's own update scripts run at each intermediate version of a
     // chain (0.3.0 -> 0.4.0 -> ...), written for the library that ends it.
-    // SAFETY: plain reads of backend globals; get_extension_oid reads the catalog.
-    if unsafe { pg_sys::creating_extension && pg_sys::CurrentExtensionObject == pg_sys::get_extension_oid(c"tsbucket".as_ptr(), true) } {
+    if running_own_script() {
         return;
     }
     let installed = installed_version();

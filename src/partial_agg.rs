@@ -101,7 +101,7 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::
         );
         let combinefn = pg_sys::SysCacheGetAttr(pg_sys::SysCacheIdentifier::AGGFNOID as i32, tuple, ANUM_AGGCOMBINEFN, &mut isnull).value() as u32;
         pg_sys::ReleaseSysCache(tuple);
-        if let Some(kind) = first_or_last(pg_sys::Oid::from(transfn)) {
+        if let Some(kind) = first_or_last(a.aggfnoid, transfn) {
             return classify_first_last(kind, args, config, rel, scanrelid);
         }
         let arg = match args {
@@ -159,21 +159,30 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::
     }
 }
 
-/// First or Last, when `transfn` is the transition function of
-/// tsbucket.first / tsbucket.last.
-unsafe fn first_or_last(transfn: pg_sys::Oid) -> Option<AggKind> {
+/// First or Last, when `aggfnoid` is tsbucket.first / tsbucket.last (an
+/// aggregate of the extension's schema with their name and transition
+/// function: an aggregate a user made of the same transition function has
+/// other support functions, or none).
+///
+/// # Safety
+/// Reads the catalog: a transaction must be open.
+unsafe fn first_or_last(aggfnoid: pg_sys::Oid, transfn: pg_sys::Oid) -> Option<AggKind> {
+    // SAFETY: catalog lookups by OID; names are NUL-terminated strings Postgres returns.
     unsafe {
         let schema = pg_sys::get_namespace_oid(c"tsbucket".as_ptr(), true);
-        if schema == pg_sys::InvalidOid || pg_sys::get_func_namespace(transfn) != schema {
+        if schema == pg_sys::InvalidOid {
             return None;
         }
-        let name = pg_sys::get_func_name(transfn);
-        if name.is_null() {
-            return None;
-        }
-        match std::ffi::CStr::from_ptr(name).to_bytes() {
-            b"_first_transition" => Some(AggKind::First),
-            b"_last_transition" => Some(AggKind::Last),
+        let name_in_schema = |f: pg_sys::Oid| -> Option<Vec<u8>> {
+            if pg_sys::get_func_namespace(f) != schema {
+                return None;
+            }
+            let name = pg_sys::get_func_name(f);
+            (!name.is_null()).then(|| std::ffi::CStr::from_ptr(name).to_bytes().to_vec())
+        };
+        match (name_in_schema(aggfnoid)?.as_slice(), name_in_schema(transfn)?.as_slice()) {
+            (b"first", b"_first_transition") => Some(AggKind::First),
+            (b"last", b"_last_transition") => Some(AggKind::Last),
             _ => None,
         }
     }
@@ -181,7 +190,11 @@ unsafe fn first_or_last(transfn: pg_sys::Oid) -> Option<AggKind> {
 
 /// first(value, time) / last(value, time) over the table's time column, the
 /// value any column of the table (its datum is what the row would hold).
+///
+/// # Safety
+/// `args` must be valid expressions; `rel` the open table of `config`.
 unsafe fn classify_first_last(kind: AggKind, args: &[*mut pg_sys::Node], config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
+    // SAFETY: node reads of valid expressions; the attribute is within the table's descriptor.
     unsafe {
         let [value, time] = args else { return None };
         let column = |e: *mut pg_sys::Node| -> Option<i16> {

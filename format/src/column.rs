@@ -277,7 +277,7 @@ impl Column {
         }
     }
 
-    /// Bytes this column holds in memory, for the bucket size limit.
+    /// Bytes this column holds in memory (EXPLAIN's Bytes Decompressed).
     pub fn approx_bytes(&self) -> usize {
         match &self.values {
             Values::Int(v) => v.len() * 8,

@@ -358,6 +358,10 @@ impl AggregatingScan {
 
     /// The serialized first / last state of row `row` (at `time`) of the
     /// bucket: the datum the row holds in the aggregate's argument column.
+    ///
+    /// # Safety
+    /// `column` (the argument's column, for a column argument) and `prepared`
+    /// must be of the bucket `row` is a row of.
     #[allow(clippy::too_many_arguments)]
     unsafe fn chosen_value(
         &self,
@@ -368,6 +372,8 @@ impl AggregatingScan {
         time: i64,
         row: usize,
     ) -> Vec<u8> {
+        // SAFETY: `row` is a row of the bucket `column` and `prepared` belong to;
+        // the datum is read before the per-tuple context is reset.
         unsafe {
             let (value, attr) = match agg.arg {
                 ArgSource::Meta(m) => (prepared.meta[m], shape.meta_attrs()[m].clone()),

@@ -56,6 +56,7 @@ fn value_attr(typlen: i16, typbyval: bool) -> Attr {
 /// `value` must be a datum of a type `typlen` long, by value or not as `typbyval` says.
 pub unsafe fn serialized(time: i64, value: Option<pg_sys::Datum>, typlen: i16, typbyval: bool) -> Vec<u8> {
     let attr = value_attr(typlen, typbyval);
+    // SAFETY: `value` is of a type `typlen` long, as the caller promises.
     let bytes = value.as_ref().map(|v| unsafe { datum::datum_bytes(v, &attr) }).unwrap_or_default();
     let mut out = Vec::with_capacity(HEADER + bytes.len());
     out.push(SEEN | if value.is_some() { HAS_VALUE } else { 0 });
@@ -67,19 +68,32 @@ pub unsafe fn serialized(time: i64, value: Option<pg_sys::Datum>, typlen: i16, t
 }
 
 /// A bytea holding `bytes`, in the current memory context.
+///
+/// # Safety
+/// Allocates with palloc: a memory context must be current.
 pub unsafe fn bytea(bytes: &[u8]) -> pg_sys::Datum {
     // SAFETY: a varlena's contents are any bytes.
     unsafe { datum::bytes_datum(bytes, &value_attr(-1, false)) }
 }
 
+/// Argument `i`, or None when NULL.
+///
+/// # Safety
+/// `fcinfo` must be a call's with more than `i` arguments.
 unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> Option<pg_sys::Datum> {
+    // SAFETY: as the caller promises.
     unsafe {
         let a = &*(*fcinfo).args.as_ptr().add(i);
         if a.isnull { None } else { Some(a.value) }
     }
 }
 
+/// The aggregate's memory context; an error outside an aggregate.
+///
+/// # Safety
+/// `fcinfo` must be a call's.
 unsafe fn aggregate_context(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::MemoryContext {
+    // SAFETY: AggCheckCallContext only reads the call's context.
     unsafe {
         let mut cxt: pg_sys::MemoryContext = std::ptr::null_mut();
         if pg_sys::AggCheckCallContext(fcinfo, &mut cxt) == 0 {
@@ -94,7 +108,11 @@ unsafe fn aggregate_context(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::MemoryC
 }
 
 /// A new state in `cxt`, no row seen.
+///
+/// # Safety
+/// `cxt` must be a live memory context.
 unsafe fn new_state(cxt: pg_sys::MemoryContext, typlen: i16, typbyval: bool) -> *mut Chosen {
+    // SAFETY: the allocation is of the struct's size and written before use.
     unsafe {
         let p = pg_sys::MemoryContextAlloc(cxt, std::mem::size_of::<Chosen>()) as *mut Chosen;
         p.write(Chosen { seen: false, time: 0, value: None, typlen, typbyval });
@@ -103,7 +121,12 @@ unsafe fn new_state(cxt: pg_sys::MemoryContext, typlen: i16, typbyval: bool) -> 
 }
 
 /// Makes `state` hold `value` at `time`, the value copied into `cxt`.
+///
+/// # Safety
+/// `value` must be a datum of the state's type; `cxt` the aggregate's context.
 unsafe fn choose(state: &mut Chosen, cxt: pg_sys::MemoryContext, time: i64, value: Option<pg_sys::Datum>) {
+    // SAFETY: the old value was palloc'd by this function (by reference only);
+    // `value` is of the state's type, as the caller promises.
     unsafe {
         if let Some(old) = state.value.take()
             && !state.typbyval
@@ -115,9 +138,11 @@ unsafe fn choose(state: &mut Chosen, cxt: pg_sys::MemoryContext, time: i64, valu
                 return v;
             }
             let attr = value_attr(state.typlen, state.typbyval);
+            // Detoasted in the caller's (per-call) context, copied into the
+            // aggregate's: the row's memory is gone by the next call.
+            let bytes = datum::datum_bytes(&v, &attr);
             let old = pg_sys::MemoryContextSwitchTo(cxt);
-            // Detoasted and copied: the row's memory is gone by the next call.
-            let copy = datum::bytes_datum(datum::datum_bytes(&v, &attr), &attr);
+            let copy = datum::bytes_datum(bytes, &attr);
             pg_sys::MemoryContextSwitchTo(old);
             copy
         });
@@ -130,7 +155,11 @@ fn better(last: bool, candidate: i64, current: i64) -> bool {
     if last { candidate > current } else { candidate < current }
 }
 
+/// # Safety
+/// `fcinfo` must be a call of a transition function declared (internal, anyelement, timestamp[tz]).
 unsafe fn transition(fcinfo: pg_sys::FunctionCallInfo, last: bool) -> pg_sys::Datum {
+    // SAFETY: argument 0 is NULL or a state this module made in the
+    // aggregate context; argument 2 a timestamp (an int64 datum).
     unsafe {
         let cxt = aggregate_context(fcinfo);
         let state = match arg(fcinfo, 0) {
@@ -152,7 +181,10 @@ unsafe fn transition(fcinfo: pg_sys::FunctionCallInfo, last: bool) -> pg_sys::Da
     }
 }
 
+/// # Safety
+/// `fcinfo` must be a call of a combine function declared (internal, internal).
 unsafe fn combine(fcinfo: pg_sys::FunctionCallInfo, last: bool) -> pg_sys::Datum {
+    // SAFETY: both arguments are NULL or states of this module.
     unsafe {
         let cxt = aggregate_context(fcinfo);
         let s1 = arg(fcinfo, 0).map(|d| d.cast_mut_ptr::<Chosen>());
@@ -178,30 +210,35 @@ unsafe fn combine(fcinfo: pg_sys::FunctionCallInfo, last: bool) -> pg_sys::Datum
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn tsbucket_first_transition(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: Postgres calls it with the arguments its SQL declaration names.
     unsafe { transition(fcinfo, false) }
 }
 
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn tsbucket_last_transition(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: Postgres calls it with the arguments its SQL declaration names.
     unsafe { transition(fcinfo, true) }
 }
 
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn tsbucket_first_combine(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: Postgres calls it with the arguments its SQL declaration names.
     unsafe { combine(fcinfo, false) }
 }
 
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn tsbucket_last_combine(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: Postgres calls it with the arguments its SQL declaration names.
     unsafe { combine(fcinfo, true) }
 }
 
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn tsbucket_first_last_serialize(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: argument 0 is a state of this module (the function is strict).
     unsafe {
         // Strict: the state is never NULL here.
         let s = &*arg(fcinfo, 0).expect("strict").cast_mut_ptr::<Chosen>();
@@ -228,6 +265,7 @@ fn corrupt() -> ! {
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn tsbucket_first_last_deserialize(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: argument 0 is a bytea (strict); every length read from it is checked.
     unsafe {
         aggregate_context(fcinfo);
         let v = pg_sys::pg_detoast_datum_packed(arg(fcinfo, 0).expect("strict").cast_mut_ptr());
@@ -265,8 +303,20 @@ pub unsafe extern "C-unwind" fn tsbucket_first_last_deserialize(fcinfo: pg_sys::
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn tsbucket_first_last_final(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: Postgres calls this final function with a state of this module
+    // (or NULL) in argument 0, and the value's type as argument 1 (finalfunc_extra).
     unsafe {
-        let chosen = arg(fcinfo, 0).map(|d| &*d.cast_mut_ptr::<Chosen>()).filter(|s| s.seen).and_then(|s| s.value.map(|v| (v, s)));
+        let state = arg(fcinfo, 0).map(|d| &*d.cast_mut_ptr::<Chosen>());
+        if let Some(s) = state {
+            // A state describing another type than the aggregate's would make
+            // a pointer of an integer: only a damaged serialized state can.
+            let (mut typlen, mut typbyval) = (0i16, false);
+            pg_sys::get_typlenbyval(pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, 1), &mut typlen, &mut typbyval);
+            if s.seen && (s.typlen, s.typbyval) != (typlen, typbyval) {
+                corrupt();
+            }
+        }
+        let chosen = state.filter(|s| s.seen).and_then(|s| s.value.map(|v| (v, s)));
         match chosen {
             Some((v, s)) if s.typbyval => v,
             Some((v, s)) => {

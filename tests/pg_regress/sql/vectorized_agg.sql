@@ -122,6 +122,29 @@ RESET tsbucket.vectorized_aggregation;
 -- Ties: the earliest row read wins; a NULL time is skipped; no rows, NULL.
 SELECT tsbucket.first(v, t), tsbucket.last(v, t) FROM (VALUES (1, '2024-01-01'::timestamp), (2, '2024-01-01'), (3, NULL), (4, '2023-01-01')) x(v, t);
 SELECT tsbucket.first(v, t) IS NULL AS empty FROM (VALUES (1, now())) x(v, t) WHERE false;
+-- Equal times in a time-series table, within a bucket and across series
+-- aggregated together: the scan keeps the row a row-by-row scan keeps.
+CREATE TABLE ties (time timestamptz NOT NULL, s text, v int2) USING tsbucket;
+SELECT tsbucket.create_timeseries('ties', 'time', 's', granularity => 'hours');
+INSERT INTO ties VALUES ('2024-01-01 00:00', 'a', -5), ('2024-01-01 00:00', 'a', -7), ('2024-01-01 00:30', 'a', 1),
+  ('2024-01-01 00:30', 'a', 2), ('2024-01-01 00:00', 'b', -9), ('2024-01-01 00:30', 'b', 3), ('2024-01-01 00:30', 'b', 4);
+SET enable_sort = off;
+SELECT plan_shape($$SELECT s, tsbucket.first(v, time) FROM ties GROUP BY s$$);
+SELECT s, tsbucket.first(v, time), tsbucket.last(v, time) FROM ties GROUP BY s ORDER BY s;
+SELECT tsbucket.first(v, time), tsbucket.last(v, time), tsbucket.first(s, time), tsbucket.last(s, time) FROM ties;
+SET tsbucket.vectorized_aggregation = off;
+SELECT s, tsbucket.first(v, time), tsbucket.last(v, time) FROM ties GROUP BY s ORDER BY s;
+SELECT tsbucket.first(v, time), tsbucket.last(v, time), tsbucket.first(s, time), tsbucket.last(s, time) FROM ties;
+RESET tsbucket.vectorized_aggregation;
+RESET enable_sort;
+DROP TABLE ties;
+-- An aggregate a user made of first's transition function (no combine
+-- function) is not one the scan computes: it runs row by row.
+CREATE AGGREGATE my_first(anyelement, timestamptz) (sfunc = tsbucket._first_transition, stype = internal,
+  finalfunc = tsbucket._first_last_final, finalfunc_extra);
+SELECT plan_shape($$SELECT host, my_first(i4, time) FROM $t GROUP BY host$$);
+SELECT agg_differs($$SELECT host, my_first(i4, time), tsbucket.first(i4, time) FROM $t GROUP BY host$$);
+DROP AGGREGATE my_first(anyelement, timestamptz);
 -- Not computed in the scan (same answers, row by row): FILTER, DISTINCT,
 -- expressions as arguments, sum/avg of int8 (numeric) and sum of float4,
 -- grouping by a measurement column.
