@@ -171,7 +171,8 @@ impl AggregatingScan {
 
     /// The partial row of a bucket whose header answers every aggregate: it
     /// lies wholly in the query's time range, in one time bucket, and every
-    /// aggregate is count(*) or min/max of a column whose header keeps them.
+    /// aggregate is count(*), count of a meta column, or min/max of a column
+    /// whose header keeps them.
     unsafe fn header_answer(&self, b: &crate::store::StoredBucket) -> Option<PartialRow> {
         unsafe {
             let range = self.from_headers.as_ref()?;
@@ -205,6 +206,8 @@ impl AggregatingScan {
                 let max = agg.kind == AggKind::Max;
                 states.push(Partial::State(match (agg.kind, agg.arg) {
                     (AggKind::CountRows, _) => State::Count(b.rows as i64),
+                    // A meta column holds one value for the whole bucket.
+                    (AggKind::CountValues, ArgSource::Meta(m)) => State::Count(if b.meta_datum(m).is_some() { b.rows as i64 } else { 0 }),
                     (_, ArgSource::Column(i)) if i + 1 == self.config.time_attnum as usize => State::Int(Some(if max { b.max_time } else { b.min_time })),
                     (_, ArgSource::Column(i)) => match stats.iter().find(|s| s.attnum as usize == i + 1)?.range {
                         Range::Int { min, max: hi } => State::Int(Some(if max { hi } else { min })),
@@ -466,8 +469,8 @@ impl PruneSummary {
 /// Whether some buckets may be answered from their headers: no condition is
 /// left to check row by row, none on measurement columns (their NULLs are not
 /// counted in headers), no row-level security, and every aggregate is
-/// count(*) or min/max of a column headers keep them for (integer-like,
-/// timestamp and float kinds). Some(the time range a bucket must lie in).
+/// count(*), count of a meta column, or min/max of a column headers keep
+/// them for (integer-like, timestamp and float kinds). Some(the time range a bucket must lie in).
 unsafe fn headers_may_answer(
     rel: pg_sys::Relation,
     config: &Config,
@@ -484,7 +487,7 @@ unsafe fn headers_may_answer(
         }
         let tupdesc = (*rel).rd_att;
         let answerable = aggs.iter().all(|a| match (a.kind, a.arg) {
-            (AggKind::CountRows, _) => true,
+            (AggKind::CountRows, _) | (AggKind::CountValues, ArgSource::Meta(_)) => true,
             (AggKind::Min | AggKind::Max, ArgSource::Column(i)) => {
                 let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
                 i + 1 == config.time_attnum as usize

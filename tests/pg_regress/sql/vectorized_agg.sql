@@ -191,6 +191,9 @@ SELECT agg_differs($$SELECT date_trunc('day', time), host, count(*), min(i4), ma
 SELECT agg_differs($$SELECT host, zone, count(*), min(i2), max(i8), max(f8), min(time) FROM $t GROUP BY host, zone$$);
 SELECT agg_differs($$SELECT count(*), min(f4), max(f4), max(i2) FROM $t WHERE host = 'h2'$$);
 SELECT scan_counts($$SELECT host, count(*) FROM va WHERE i2 > 0 GROUP BY host$$);
+-- count of a meta column (NULL for series h4: zone is NULL there).
+SELECT scan_counts($$SELECT host, count(zone), count(host) FROM va WHERE time >= '2024-05-01 12:00' GROUP BY host$$);
+SELECT agg_differs($$SELECT host, count(zone), count(host), count(*) FROM $t WHERE time >= '2024-05-01 12:00' GROUP BY host$$);
 -- Parameters (generic plans), rescans under a nested loop, a cursor read backwards.
 PREPARE byhost(text, timestamptz) AS SELECT count(*), max(i4), sum(i2) FROM va WHERE host = $1 AND time >= $2;
 SET plan_cache_mode = force_generic_plan;
