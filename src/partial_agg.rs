@@ -57,6 +57,9 @@ pub struct AggPlan {
     pub arg: ArgSource,
     /// The argument's type (min/max return it); InvalidOid for count(*).
     pub arg_type: pg_sys::Oid,
+    /// avg of float4/float8: its final function reads N and Sx of the
+    /// float8_accum state, not Sxx (so a bucket header's sum answers it).
+    pub avg: bool,
 }
 
 /// A group key the scan computes.
@@ -120,7 +123,7 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::
         }
         let kind = AggKind::from_transition(&std::ffi::CStr::from_ptr(name).to_string_lossy())?;
         let Some(arg) = arg else {
-            return (kind == AggKind::CountRows && a.aggstar).then_some(AggPlan { kind, arg: ArgSource::Rows, arg_type: pg_sys::InvalidOid });
+            return (kind == AggKind::CountRows && a.aggstar).then_some(AggPlan { kind, arg: ArgSource::Rows, arg_type: pg_sys::InvalidOid, avg: false });
         };
         let e = arg;
         if (*e).type_ != pg_sys::NodeTag::T_Var {
@@ -137,7 +140,7 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::
             return None;
         }
         if let Some(m) = config.meta_attnums.iter().position(|&x| x == attnum) {
-            return (kind == AggKind::CountValues).then_some(AggPlan { kind, arg: ArgSource::Meta(m), arg_type: att.atttypid });
+            return (kind == AggKind::CountValues).then_some(AggPlan { kind, arg: ArgSource::Meta(m), arg_type: att.atttypid, avg: false });
         }
         if kind.reads_values() {
             // The kernels read integers and floats as stored: the argument must be
@@ -155,7 +158,8 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::
                 return None;
             }
         }
-        Some(AggPlan { kind, arg: ArgSource::Column(attnum as usize - 1), arg_type: att.atttypid })
+        let avg = matches!(u32::from(a.aggfnoid), pg_sys::F_AVG_FLOAT4 | pg_sys::F_AVG_FLOAT8);
+        Some(AggPlan { kind, arg: ArgSource::Column(attnum as usize - 1), arg_type: att.atttypid, avg })
     }
 }
 
@@ -216,7 +220,7 @@ unsafe fn classify_first_last(kind: AggKind, args: &[*mut pg_sys::Node], config:
             Some(m) => ArgSource::Meta(m),
             None => ArgSource::Column(attnum as usize - 1),
         };
-        Some(AggPlan { kind, arg, arg_type: att.atttypid })
+        Some(AggPlan { kind, arg, arg_type: att.atttypid, avg: false })
     }
 }
 

@@ -1,8 +1,15 @@
 //! Per-column minimum and maximum of a bucket, kept beside the payload so that
-//! scans can skip buckets without decompressing them.
+//! scans can skip buckets without decompressing them, and (since 0.5.0) each
+//! column's NULL count and sum, so that whole buckets answer count, sum and
+//! avg from their headers.
+//!
+//! Each column's entry starts with a kind tag. Tags 0-2 (min/max only) are
+//! what 0.4.0 and earlier wrote and stay readable; tags 3-5 add a summary:
+//! a flags byte (bit 0: a sum follows; bit 1: a NULL count follows), the NULL
+//! count (varint), the sum (zigzag varint for integers, 8 bytes for floats).
 
 use crate::bits::{put_varint, zigzag, unzigzag, Cursor};
-use crate::column::{Column, Values};
+use crate::column::{Column, ColumnKind, Values};
 use crate::error::{DecodeError, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -16,13 +23,53 @@ pub enum Range {
 pub struct ColumnStats {
     pub attnum: u16,
     pub range: Range,
+    /// None in entries written before 0.5.0.
+    pub summary: Option<Summary>,
+}
+
+/// What a column's rows add up to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    pub nulls: u32,
+    /// The sum of the non-NULL values in row order, as Postgres's float8pl /
+    /// int8 addition computes it from the first value on; None when there are
+    /// none, or when it overflowed (an error the rows must raise themselves).
+    pub sum: Option<Sum>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Sum {
+    Int(i64),
+    Float(f64),
 }
 
 impl ColumnStats {
     /// Equal, counting NaN bounds (an all-NaN column) as equal to each other.
+    /// Whether these statistics, as stored, describe what `fresh` (computed
+    /// from the rows) does: a summary only if both have one (earlier releases
+    /// wrote none).
+    pub fn describes(&self, fresh: &ColumnStats) -> bool {
+        let stored_part = ColumnStats { summary: self.summary.and(fresh.summary), ..fresh.clone() };
+        self.matches(&stored_part)
+    }
+
     pub fn matches(&self, other: &ColumnStats) -> bool {
         let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-        self.attnum == other.attnum
+        let same_summary = match (self.summary, other.summary) {
+            (None, None) => true,
+            (Some(a), Some(b)) => {
+                a.nulls == b.nulls
+                    && match (a.sum, b.sum) {
+                        (None, None) => true,
+                        (Some(Sum::Int(x)), Some(Sum::Int(y))) => x == y,
+                        (Some(Sum::Float(x)), Some(Sum::Float(y))) => same(x, y),
+                        _ => false,
+                    }
+            }
+            _ => false,
+        };
+        same_summary
+            && self.attnum == other.attnum
             && match (self.range, other.range) {
                 (Range::Int { min: a, max: b }, Range::Int { min: c, max: d }) => a == c && b == d,
                 (Range::Float { min: a, max: b, has_nan: x }, Range::Float { min: c, max: d, has_nan: y }) => {
@@ -33,16 +80,22 @@ impl ColumnStats {
     }
 }
 
-/// Min/max of the non-NULL values of ordered kinds; `None` for all-NULL
-/// columns and for kinds whose order lives in Postgres (text collations...).
+/// Min/max, NULL count and sum of the non-NULL values of ordered kinds;
+/// `None` for all-NULL columns and for kinds whose order lives in Postgres
+/// (text collations...).
 pub fn column_stats(col: &Column) -> Option<ColumnStats> {
     let present = |i: usize| !col.is_null(i);
-    let range = match &col.values {
+    let nulls = (0..col.values.len()).filter(|&i| !present(i)).count() as u32;
+    let (range, sum) = match &col.values {
         Values::Int(v) => {
             let mut it = v.iter().enumerate().filter(|(i, _)| present(*i)).map(|(_, x)| *x);
             let first = it.next()?;
             let (min, max) = it.fold((first, first), |(lo, hi), x| (lo.min(x), hi.max(x)));
-            Range::Int { min, max }
+            // No SQL aggregate sums timestamps: their sum would cost bytes for nothing.
+            let sum = (col.kind != ColumnKind::Timestamp)
+                .then(|| v.iter().enumerate().filter(|(i, _)| present(*i)).try_fold(0i64, |acc, (_, &x)| acc.checked_add(x)))
+                .flatten();
+            (Range::Int { min, max }, sum.map(Sum::Int))
         }
         Values::Float(v) => {
             let mut has_nan = false;
@@ -58,11 +111,23 @@ pub fn column_stats(col: &Column) -> Option<ColumnStats> {
             if bounds.is_none() && !has_nan {
                 return None;
             }
-            Range::Float { min, max, has_nan }
+            let sum = float_sum(v.iter().enumerate().filter(|(i, _)| present(*i)).map(|(_, &x)| x));
+            (Range::Float { min, max, has_nan }, sum.map(Sum::Float))
         }
         Values::Bool(_) | Values::Bytes(_) => return None,
     };
-    Some(ColumnStats { attnum: col.attnum, range })
+    Some(ColumnStats { attnum: col.attnum, range, summary: Some(Summary { nulls, sum }) })
+}
+
+/// float8pl over `values` in order: the first value, then `sum + x`; None for
+/// no values, or when a finite sum of finite values became infinite (Postgres
+/// raises "value out of range: overflow" there).
+pub fn float_sum(mut values: impl Iterator<Item = f64>) -> Option<f64> {
+    let first = values.next()?;
+    values.try_fold(first, |acc, x| {
+        let sum = acc + x;
+        (!(sum.is_infinite() && !acc.is_infinite() && !x.is_infinite())).then_some(sum)
+    })
 }
 
 pub fn encode_stats(stats: &[ColumnStats]) -> Vec<u8> {
@@ -70,21 +135,39 @@ pub fn encode_stats(stats: &[ColumnStats]) -> Vec<u8> {
     put_varint(&mut out, stats.len() as u64);
     for s in stats {
         put_varint(&mut out, u64::from(s.attnum));
+        let summarised = if s.summary.is_some() { SUMMARISED } else { 0 };
         match s.range {
             Range::Int { min, max } => {
-                out.push(0);
+                out.push(summarised);
                 put_varint(&mut out, zigzag(min));
                 put_varint(&mut out, zigzag(max));
             }
             Range::Float { min, max, has_nan } => {
-                out.push(if has_nan { 2 } else { 1 });
+                out.push(summarised + if has_nan { 2 } else { 1 });
                 out.extend_from_slice(&min.to_bits().to_le_bytes());
                 out.extend_from_slice(&max.to_bits().to_le_bytes());
+            }
+        }
+        if let Some(summary) = s.summary {
+            let flags = u8::from(summary.sum.is_some()) * HAS_SUM + u8::from(summary.nulls > 0) * HAS_NULLS;
+            out.push(flags);
+            if summary.nulls > 0 {
+                put_varint(&mut out, u64::from(summary.nulls));
+            }
+            match summary.sum {
+                Some(Sum::Int(v)) => put_varint(&mut out, zigzag(v)),
+                Some(Sum::Float(v)) => out.extend_from_slice(&v.to_bits().to_le_bytes()),
+                None => {}
             }
         }
     }
     out
 }
+
+/// Added to a min/max tag (0-2) when a summary follows.
+const SUMMARISED: u8 = 3;
+const HAS_SUM: u8 = 1;
+const HAS_NULLS: u8 = 2;
 
 pub fn decode_stats(bytes: &[u8]) -> Result<Vec<ColumnStats>> {
     let mut c = Cursor::new(bytes);
@@ -92,16 +175,36 @@ pub fn decode_stats(bytes: &[u8]) -> Result<Vec<ColumnStats>> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
-        let range = match c.u8("stats kind")? {
+        let tag = c.u8("stats kind")?;
+        let range = match tag % SUMMARISED {
+            _ if tag >= 2 * SUMMARISED => return Err(DecodeError::UnknownTag { what: "stats kind", tag }),
             0 => Range::Int { min: unzigzag(c.varint("min")?), max: unzigzag(c.varint("max")?) },
-            tag @ (1 | 2) => Range::Float {
+            kind => Range::Float {
                 min: f64::from_bits(c.u64_le("min")?),
                 max: f64::from_bits(c.u64_le("max")?),
-                has_nan: tag == 2,
+                has_nan: kind == 2,
             },
-            tag => return Err(DecodeError::UnknownTag { what: "stats kind", tag }),
         };
-        out.push(ColumnStats { attnum, range });
+        let summary = if tag >= SUMMARISED {
+            let flags = c.u8("summary flags")?;
+            if flags & !(HAS_SUM | HAS_NULLS) != 0 {
+                return Err(DecodeError::Invalid("unknown summary flags"));
+            }
+            let nulls = if flags & HAS_NULLS != 0 {
+                u32::try_from(c.varint("null count")?).map_err(|_| DecodeError::Invalid("null count out of range"))?
+            } else {
+                0
+            };
+            let sum = match (flags & HAS_SUM != 0, range) {
+                (false, _) => None,
+                (true, Range::Int { .. }) => Some(Sum::Int(unzigzag(c.varint("sum")?))),
+                (true, Range::Float { .. }) => Some(Sum::Float(f64::from_bits(c.u64_le("sum")?))),
+            };
+            Some(Summary { nulls, sum })
+        } else {
+            None
+        };
+        out.push(ColumnStats { attnum, range, summary });
     }
     Ok(out)
 }
@@ -113,12 +216,48 @@ mod tests {
     #[test]
     fn stats_round_trip_and_match_with_nan() {
         let stats = vec![
-            ColumnStats { attnum: 1, range: Range::Int { min: i64::MIN, max: i64::MAX } },
-            ColumnStats { attnum: 2, range: Range::Float { min: f64::NAN, max: f64::NAN, has_nan: true } },
-            ColumnStats { attnum: 3, range: Range::Float { min: -0.5, max: 7.25, has_nan: false } },
+            ColumnStats { attnum: 1, range: Range::Int { min: i64::MIN, max: i64::MAX }, summary: None },
+            ColumnStats { attnum: 2, range: Range::Float { min: f64::NAN, max: f64::NAN, has_nan: true }, summary: Some(Summary { nulls: 3, sum: Some(Sum::Float(f64::NAN)) }) },
+            ColumnStats { attnum: 3, range: Range::Float { min: -0.5, max: 7.25, has_nan: false }, summary: Some(Summary { nulls: 0, sum: None }) },
+            ColumnStats { attnum: 4, range: Range::Int { min: -3, max: 9 }, summary: Some(Summary { nulls: 0, sum: Some(Sum::Int(-70_000_000_000)) }) },
         ];
         let back = decode_stats(&encode_stats(&stats)).unwrap();
         assert!(stats.iter().zip(&back).all(|(a, b)| a.matches(b)));
         assert!(!stats[0].matches(&stats[2]));
+    }
+
+    #[test]
+    fn entries_of_earlier_releases_still_decode() {
+        // 0.4.0's encoding of one int and one float column (tags 0 and 1).
+        let mut old = vec![2, 1, 0];
+        put_varint(&mut old, zigzag(-4));
+        put_varint(&mut old, zigzag(10));
+        old.extend_from_slice(&[5, 1]);
+        old.extend_from_slice(&1.5f64.to_bits().to_le_bytes());
+        old.extend_from_slice(&2.5f64.to_bits().to_le_bytes());
+        let back = decode_stats(&old).unwrap();
+        assert_eq!(back[0], ColumnStats { attnum: 1, range: Range::Int { min: -4, max: 10 }, summary: None });
+        assert_eq!(back[1], ColumnStats { attnum: 5, range: Range::Float { min: 1.5, max: 2.5, has_nan: false }, summary: None });
+        assert!(decode_stats(&[1, 1, 6]).is_err());
+        assert!(decode_stats(&[1, 1, 3, 0, 0, 4]).is_err(), "unknown summary flag");
+    }
+
+    #[test]
+    fn summaries_count_nulls_and_add_in_row_order() {
+        let mut col = Column::new(7, crate::column::ColumnKind::Float64);
+        for v in [Some(0.1), None, Some(0.2), Some(-0.0), None, Some(1e308), Some(1e308)] {
+            match v {
+                Some(x) => col.push_float(x),
+                None => col.push_null(),
+            }
+        }
+        let s = column_stats(&col).unwrap();
+        assert_eq!(s.summary, Some(Summary { nulls: 2, sum: None }), "an overflowing sum is not kept");
+        assert_eq!(float_sum([0.1, 0.2, 0.3].into_iter()), Some(0.1 + 0.2 + 0.3));
+        assert_eq!(float_sum([-0.0].into_iter()).map(f64::to_bits), Some((-0.0f64).to_bits()));
+        assert_eq!(float_sum([f64::INFINITY, 1.0].into_iter()), Some(f64::INFINITY), "infinite inputs are no overflow");
+        let mut ints = Column::new(8, crate::column::ColumnKind::Int);
+        [i64::MAX, 1].iter().for_each(|&x| ints.push_int(x));
+        assert_eq!(column_stats(&ints).unwrap().summary, Some(Summary { nulls: 0, sum: None }));
     }
 }

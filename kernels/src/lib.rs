@@ -28,6 +28,7 @@ pub mod predicate;
 mod runs;
 
 pub use runs::runs;
+use tsbucket_format::stats::{ColumnStats, Range, Sum};
 use tsbucket_format::{Column, Values};
 
 /// The aggregates the scan computes itself, by their transition function.
@@ -230,6 +231,39 @@ pub fn accumulate(kind: AggKind, input: &Input, rows: &[u32], state: &mut State)
         (kind, state, _) => panic!("aggregate {kind:?} with state {state:?} over a {:?} column", column.kind),
     }
     Ok(())
+}
+
+/// The partial state `kind` reaches over every row of a bucket, from the
+/// bucket's header statistics of the argument column (`rows` rows), when the
+/// header holds enough: the same state `accumulate` computes from the rows.
+/// `AccumFloat` only for `avg` (its final function reads N and Sx, not Sxx,
+/// which is left 0), and only when no value is so large that Sxx could
+/// overflow (an error the rows must raise).
+pub fn from_header(kind: AggKind, rows: u32, stats: &ColumnStats) -> Option<State> {
+    let summary = stats.summary?;
+    let present = rows.checked_sub(summary.nulls)?;
+    Some(match (kind, summary.sum) {
+        (AggKind::CountValues, _) => State::Count(i64::from(present)),
+        (AggKind::SumFloat8, _) if present == 0 => State::Float8(None),
+        (AggKind::SumFloat8, Some(Sum::Float(s))) => State::Float8(Some(s)),
+        (AggKind::SumInt, _) if present == 0 => State::Int(None),
+        (AggKind::SumInt, Some(Sum::Int(s))) => State::Int(Some(s)),
+        (AggKind::AvgInt, _) if present == 0 => State::AvgInt { count: 0, sum: 0 },
+        (AggKind::AvgInt, Some(Sum::Int(s))) => State::AvgInt { count: i64::from(present), sum: s },
+        (AggKind::AccumFloat, _) if present == 0 => State::Accum { n: 0.0, sx: 0.0, sxx: 0.0 },
+        (AggKind::AccumFloat, Some(Sum::Float(s))) => {
+            const SAFE: f64 = 1e100;
+            match stats.range {
+                Range::Float { min, max, .. } if min.abs() <= SAFE && max.abs() <= SAFE => {}
+                _ => return None,
+            }
+            // float8_accum adds from 0.0, float8pl from the first value: the
+            // sums differ only where every value was -0 (then 0.0 + -0 = 0).
+            let sx = if s == 0.0 { 0.0 } else { s };
+            State::Accum { n: f64::from(present), sx, sxx: 0.0 }
+        }
+        _ => return None,
+    })
 }
 
 /// The row of least (greatest when `last`) time among `rows`, starting from

@@ -235,4 +235,39 @@ proptest! {
             prop_assert_eq!(parts, whole);
         }
     }
+
+    #[test]
+    fn header_states_equal_the_rows_states(values in nullable_floats(), ints in prop::collection::vec(prop::option::of(any::<i32>()), 1..300)) {
+        use tsbucket_format::stats::column_stats;
+        let c = float_column(&values);
+        let rows = all(values.len());
+        if let Some(stats) = column_stats(&c) {
+            for kind in [AggKind::CountValues, AggKind::SumFloat8, AggKind::AccumFloat] {
+                let mut state = initial(kind, false, true);
+                let got = accumulate(kind, &Input::Column(&c), &rows, &mut state);
+                match (from_header(kind, values.len() as u32, &stats), got) {
+                    (None, _) => prop_assert!(kind != AggKind::CountValues),
+                    (Some(_), Err(Overflow)) => prop_assert!(false, "{:?}: the header answers where the rows overflow", kind),
+                    (Some(State::Accum { n, sx, .. }), Ok(())) => {
+                        let State::Accum { n: n2, sx: sx2, .. } = state else { panic!() };
+                        prop_assert!(n.to_bits() == n2.to_bits() && (sx.to_bits() == sx2.to_bits() || sx.is_nan() && sx2.is_nan()));
+                    }
+                    (Some(State::Float8(Some(a))), Ok(())) => {
+                        let State::Float8(Some(b)) = state else { panic!() };
+                        prop_assert!(a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan());
+                    }
+                    (Some(h), Ok(())) => prop_assert_eq!(h, state),
+                }
+            }
+        }
+        let c = int_column(&ints.iter().map(|v| v.map(i64::from)).collect::<Vec<_>>());
+        let rows = all(ints.len());
+        if let Some(stats) = column_stats(&c) {
+            for kind in [AggKind::CountValues, AggKind::SumInt, AggKind::AvgInt] {
+                let mut state = initial(kind, false, false);
+                accumulate(kind, &Input::Column(&c), &rows, &mut state).unwrap();
+                prop_assert_eq!(from_header(kind, ints.len() as u32, &stats), Some(state));
+            }
+        }
+    }
 }

@@ -171,8 +171,9 @@ impl AggregatingScan {
 
     /// The partial row of a bucket whose header answers every aggregate: it
     /// lies wholly in the query's time range, in one time bucket, and every
-    /// aggregate is count(*), count of a meta column, or min/max of a column
-    /// whose header keeps them.
+    /// aggregate is count(*), count of a meta column, min/max of a column
+    /// whose header keeps them, or count/sum/avg of a column whose header
+    /// keeps its NULL count and sum.
     unsafe fn header_answer(&self, b: &crate::store::StoredBucket) -> Option<PartialRow> {
         unsafe {
             let range = self.from_headers.as_ref()?;
@@ -204,11 +205,21 @@ impl AggregatingScan {
             for agg in self.aggs.iter() {
                 use tsbucket_format::stats::Range;
                 let max = agg.kind == AggKind::Max;
+                let is_time = |i: usize| i + 1 == self.config.time_attnum as usize;
                 states.push(Partial::State(match (agg.kind, agg.arg) {
                     (AggKind::CountRows, _) => State::Count(b.rows as i64),
                     // A meta column holds one value for the whole bucket.
                     (AggKind::CountValues, ArgSource::Meta(m)) => State::Count(if b.meta_datum(m).is_some() { b.rows as i64 } else { 0 }),
-                    (_, ArgSource::Column(i)) if i + 1 == self.config.time_attnum as usize => State::Int(Some(if max { b.max_time } else { b.min_time })),
+                    // The time column is never NULL.
+                    (AggKind::CountValues, ArgSource::Column(i)) if is_time(i) => State::Count(b.rows as i64),
+                    (AggKind::Min | AggKind::Max, ArgSource::Column(i)) if is_time(i) => State::Int(Some(if max { b.max_time } else { b.min_time })),
+                    // count, sum and avg from the column's NULL count and sum (headers since 0.5.0).
+                    (kind, ArgSource::Column(i)) if !matches!(kind, AggKind::Min | AggKind::Max) => {
+                        if kind == AggKind::AccumFloat && !agg.avg {
+                            return None;
+                        }
+                        tsbucket_kernels::from_header(kind, b.rows as u32, stats.iter().find(|s| s.attnum as usize == i + 1)?)?
+                    }
                     (_, ArgSource::Column(i)) => match stats.iter().find(|s| s.attnum as usize == i + 1)?.range {
                         Range::Int { min, max: hi } => State::Int(Some(if max { hi } else { min })),
                         Range::Float { min, max: hi, has_nan } => {
@@ -470,7 +481,9 @@ impl PruneSummary {
 /// left to check row by row, none on measurement columns (their NULLs are not
 /// counted in headers), no row-level security, and every aggregate is
 /// count(*), count of a meta column, or min/max of a column headers keep
-/// them for (integer-like, timestamp and float kinds). Some(the time range a bucket must lie in).
+/// them for (integer-like, timestamp and float kinds), or count, sum or avg of
+/// a column (answered by the buckets whose headers keep its NULL count and
+/// sum). Some(the time range a bucket must lie in).
 unsafe fn headers_may_answer(
     rel: pg_sys::Relation,
     config: &Config,
@@ -488,6 +501,9 @@ unsafe fn headers_may_answer(
         let tupdesc = (*rel).rd_att;
         let answerable = aggs.iter().all(|a| match (a.kind, a.arg) {
             (AggKind::CountRows, _) | (AggKind::CountValues, ArgSource::Meta(_)) => true,
+            // From the column's NULL count and sum, where its header keeps them.
+            (AggKind::CountValues | AggKind::SumFloat8 | AggKind::SumInt | AggKind::AvgInt, ArgSource::Column(_)) => true,
+            (AggKind::AccumFloat, ArgSource::Column(_)) => a.avg,
             (AggKind::Min | AggKind::Max, ArgSource::Column(i)) => {
                 let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
                 i + 1 == config.time_attnum as usize

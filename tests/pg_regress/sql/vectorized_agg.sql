@@ -191,6 +191,23 @@ SELECT agg_differs($$SELECT date_trunc('day', time), host, count(*), min(i4), ma
 SELECT agg_differs($$SELECT host, zone, count(*), min(i2), max(i8), max(f8), min(time) FROM $t GROUP BY host, zone$$);
 SELECT agg_differs($$SELECT count(*), min(f4), max(f4), max(i2) FROM $t WHERE host = 'h2'$$);
 SELECT scan_counts($$SELECT host, count(*) FROM va WHERE i2 > 0 GROUP BY host$$);
+-- Headers also keep each column's NULL count and sum (buckets written since
+-- 0.5.0): count(x), sum and avg come from them too, not for avg of columns
+-- holding values beyond 1e100 (infinity here; Sxx could overflow) nor for
+-- variance. The answers equal those of decoding the rows (an always-true
+-- volatile condition keeps the headers out), and heap's.
+SELECT scan_counts($$SELECT date_trunc('day', time), host, count(f8), count(i4), sum(i4), avg(i2), sum(f8), avg(f4), avg(i4) FROM va WHERE time >= '2024-05-01 12:00' GROUP BY 1, 2$$);
+SELECT scan_counts($$SELECT host, avg(f8) FROM va WHERE time >= '2024-05-01 12:00' GROUP BY 1$$);
+SELECT scan_counts($$SELECT host, variance(f4) FROM va WHERE time >= '2024-05-01 12:00' GROUP BY 1$$);
+CREATE TEMP TABLE from_headers AS SELECT date_trunc('day', time) d, host, count(f8) c8, count(i4) c4, sum(i4) s4, avg(i2) a2,
+  sum(f8) s8, avg(f4) a4, avg(i4) ai4, avg(f8) a8 FROM va WHERE time >= '2024-05-01 12:00' GROUP BY 1, 2;
+CREATE TEMP TABLE from_rows AS SELECT date_trunc('day', time) d, host, count(f8) c8, count(i4) c4, sum(i4) s4, avg(i2) a2,
+  sum(f8) s8, avg(f4) a4, avg(i4) ai4, avg(f8) a8 FROM va WHERE time >= '2024-05-01 12:00' AND random() >= 0 GROUP BY 1, 2;
+SELECT count(*) AS groups, (SELECT count(*) FROM (TABLE from_headers EXCEPT ALL TABLE from_rows) x) AS extra,
+       (SELECT count(*) FROM (TABLE from_rows EXCEPT ALL TABLE from_headers) x) AS missing FROM from_headers;
+DROP TABLE from_headers, from_rows;
+SELECT agg_differs($$SELECT date_trunc('day', time), host, count(f8), count(i4), sum(i4), avg(i2)::numeric(20,6), round(sum(f8)::numeric, 6),
+  round(avg(f4)::numeric, 9), avg(i4)::numeric(20,6) FROM $t WHERE time >= '2024-05-01 12:00' GROUP BY 1, 2$$);
 -- count of a meta column (NULL for series h4: zone is NULL there).
 SELECT scan_counts($$SELECT host, count(zone), count(host) FROM va WHERE time >= '2024-05-01 12:00' GROUP BY host$$);
 SELECT agg_differs($$SELECT host, count(zone), count(host), count(*) FROM $t WHERE time >= '2024-05-01 12:00' GROUP BY host$$);
