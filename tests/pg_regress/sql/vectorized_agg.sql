@@ -192,8 +192,8 @@ SELECT agg_differs($$SELECT host, zone, count(*), min(i2), max(i8), max(f8), min
 SELECT agg_differs($$SELECT count(*), min(f4), max(f4), max(i2) FROM $t WHERE host = 'h2'$$);
 SELECT scan_counts($$SELECT host, count(*) FROM va WHERE i2 > 0 GROUP BY host$$);
 -- Headers also keep each column's NULL count and sum (buckets written since
--- 0.5.0): count(x), sum and avg come from them too, not for avg of columns
--- holding values beyond 1e100 (infinity here; Sxx could overflow) nor for
+-- 0.5.0): count(x), sum and avg come from them too, not avg of a bucket
+-- holding a value beyond 1e100 (its sum of squares could overflow), nor
 -- variance. The answers equal those of decoding the rows (an always-true
 -- volatile condition keeps the headers out), and heap's.
 SELECT scan_counts($$SELECT date_trunc('day', time), host, count(f8), count(i4), sum(i4), avg(i2), sum(f8), avg(f4), avg(i4) FROM va WHERE time >= '2024-05-01 12:00' GROUP BY 1, 2$$);
