@@ -208,6 +208,20 @@ SELECT count(*) AS groups, (SELECT count(*) FROM (TABLE from_headers EXCEPT ALL 
 DROP TABLE from_headers, from_rows;
 SELECT agg_differs($$SELECT date_trunc('day', time), host, count(f8), count(i4), sum(i4), avg(i2)::numeric(20,6), round(sum(f8)::numeric, 6),
   round(avg(f4)::numeric, 9), avg(i4)::numeric(20,6) FROM $t WHERE time >= '2024-05-01 12:00' GROUP BY 1, 2$$);
+-- Header sums at the edges: signed zeros (sum keeps -0, avg gives 0), NaN,
+-- NULLs only, values beyond 1e100 (read from the rows), and a sum that
+-- overflows (not kept: the rows raise the error).
+CREATE TABLE hs (time timestamptz NOT NULL, s text, v float8, i int4) USING tsbucket;
+SELECT tsbucket.create_timeseries('hs', 'time', 's', granularity => 'hours');
+INSERT INTO hs VALUES ('2024-01-01 00:00', 'zero', '-0', -1), ('2024-01-01 00:01', 'zero', '-0', 1),
+  ('2024-01-01 00:00', 'big', 1e300, 2147483647), ('2024-01-01 00:01', 'big', 1e300, 2147483647),
+  ('2024-01-01 00:00', 'nan', 'NaN', NULL), ('2024-01-01 00:01', 'nan', 1, 5), ('2024-01-01 00:00', 'null', NULL, NULL),
+  ('2024-01-01 00:00', 'ovf', 1e308, 0), ('2024-01-01 00:01', 'ovf', 1e308, 0);
+SELECT scan_counts($$SELECT s, sum(v), avg(v), count(v), sum(i), avg(i) FROM hs WHERE s IN ('big', 'nan', 'null', 'zero') GROUP BY s$$);
+SELECT s, sum(v), avg(v), count(v), sum(i), avg(i) FROM hs WHERE s IN ('big', 'nan', 'null', 'zero') GROUP BY s ORDER BY s;
+SELECT s, sum(v), avg(v), count(v), sum(i), avg(i) FROM hs WHERE s IN ('big', 'nan', 'null', 'zero') AND random() >= 0 GROUP BY s ORDER BY s;
+SELECT sum(v) FROM hs WHERE s = 'ovf';
+DROP TABLE hs;
 -- count of a meta column (NULL for series h4: zone is NULL there).
 SELECT scan_counts($$SELECT host, count(zone), count(host) FROM va WHERE time >= '2024-05-01 12:00' GROUP BY host$$);
 SELECT agg_differs($$SELECT host, count(zone), count(host), count(*) FROM $t WHERE time >= '2024-05-01 12:00' GROUP BY host$$);
