@@ -44,7 +44,6 @@ pub enum Sum {
 }
 
 impl ColumnStats {
-    /// Equal, counting NaN bounds (an all-NaN column) as equal to each other.
     /// Whether these statistics, as stored, describe what `fresh` (computed
     /// from the rows) does: a summary only if both have one (earlier releases
     /// wrote none).
@@ -53,6 +52,7 @@ impl ColumnStats {
         self.matches(&stored_part)
     }
 
+    /// Equal, counting NaN bounds (an all-NaN column) as equal to each other.
     pub fn matches(&self, other: &ColumnStats) -> bool {
         let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
         let same_summary = match (self.summary, other.summary) {
@@ -84,50 +84,83 @@ impl ColumnStats {
 /// `None` for all-NULL columns and for kinds whose order lives in Postgres
 /// (text collations...).
 pub fn column_stats(col: &Column) -> Option<ColumnStats> {
-    let present = |i: usize| !col.is_null(i);
-    let nulls = (0..col.values.len()).filter(|&i| !present(i)).count() as u32;
+    // One pass per column: this runs for every column of every bucket written.
+    let validity = col.validity.as_deref();
+    let nulls = || validity.map_or(0, |v| v.iter().filter(|p| !**p).count()) as u32;
     let (range, sum) = match &col.values {
         Values::Int(v) => {
-            let mut it = v.iter().enumerate().filter(|(i, _)| present(*i)).map(|(_, x)| *x);
+            let mut it = present_values(v, validity);
             let first = it.next()?;
-            let (min, max) = it.fold((first, first), |(lo, hi), x| (lo.min(x), hi.max(x)));
             // No SQL aggregate sums timestamps: their sum would cost bytes for nothing.
-            let sum = (col.kind != ColumnKind::Timestamp)
-                .then(|| v.iter().enumerate().filter(|(i, _)| present(*i)).try_fold(0i64, |acc, (_, &x)| acc.checked_add(x)))
-                .flatten();
+            let summed = col.kind != ColumnKind::Timestamp;
+            let (mut min, mut max, mut sum) = (first, first, if summed { Some(first) } else { None });
+            for x in it {
+                min = min.min(x);
+                max = max.max(x);
+                sum = sum.and_then(|s| s.checked_add(x));
+            }
             (Range::Int { min, max }, sum.map(Sum::Int))
         }
         Values::Float(v) => {
             let mut has_nan = false;
             let mut bounds: Option<(f64, f64)> = None;
-            for (_, &x) in v.iter().enumerate().filter(|(i, _)| present(*i)) {
+            let mut sum = FloatSum::default();
+            for x in present_values(v, validity) {
                 if x.is_nan() {
                     has_nan = true;
                 } else {
                     bounds = Some(bounds.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
                 }
+                sum.add(x);
             }
             let (min, max) = bounds.unwrap_or((f64::NAN, f64::NAN));
             if bounds.is_none() && !has_nan {
                 return None;
             }
-            let sum = float_sum(v.iter().enumerate().filter(|(i, _)| present(*i)).map(|(_, &x)| x));
-            (Range::Float { min, max, has_nan }, sum.map(Sum::Float))
+            (Range::Float { min, max, has_nan }, sum.value().map(Sum::Float))
         }
         Values::Bool(_) | Values::Bytes(_) => return None,
     };
-    Some(ColumnStats { attnum: col.attnum, range, summary: Some(Summary { nulls, sum }) })
+    Some(ColumnStats { attnum: col.attnum, range, summary: Some(Summary { nulls: nulls(), sum }) })
+}
+
+/// The values of the rows `validity` marks present (all when None).
+fn present_values<'a, T: Copy>(values: &'a [T], validity: Option<&'a [bool]>) -> impl Iterator<Item = T> + 'a {
+    values.iter().enumerate().filter(move |(i, _)| validity.is_none_or(|v| v[*i])).map(|(_, x)| *x)
+}
+
+/// float8pl's running sum: the first value, then `sum + x`; an infinite sum
+/// of finite operands is Postgres's overflow error, kept as no sum.
+#[derive(Default)]
+struct FloatSum {
+    sum: Option<f64>,
+    overflowed: bool,
+}
+
+impl FloatSum {
+    fn add(&mut self, x: f64) {
+        self.sum = Some(match self.sum {
+            None => x,
+            Some(acc) => {
+                let s = acc + x;
+                self.overflowed |= s.is_infinite() && !acc.is_infinite() && !x.is_infinite();
+                s
+            }
+        });
+    }
+
+    fn value(&self) -> Option<f64> {
+        if self.overflowed { None } else { self.sum }
+    }
 }
 
 /// float8pl over `values` in order: the first value, then `sum + x`; None for
 /// no values, or when a finite sum of finite values became infinite (Postgres
 /// raises "value out of range: overflow" there).
-pub fn float_sum(mut values: impl Iterator<Item = f64>) -> Option<f64> {
-    let first = values.next()?;
-    values.try_fold(first, |acc, x| {
-        let sum = acc + x;
-        (!(sum.is_infinite() && !acc.is_infinite() && !x.is_infinite())).then_some(sum)
-    })
+pub fn float_sum(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut sum = FloatSum::default();
+    values.for_each(|x| sum.add(x));
+    sum.value()
 }
 
 pub fn encode_stats(stats: &[ColumnStats]) -> Vec<u8> {

@@ -499,19 +499,20 @@ unsafe fn headers_may_answer(
             return None;
         }
         let tupdesc = (*rel).rd_att;
+        let summarised = |tupdesc: pg_sys::TupleDesc, i: usize| {
+            let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
+            matches!(
+                crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval),
+                tsbucket_format::ColumnKind::Int | tsbucket_format::ColumnKind::Timestamp | tsbucket_format::ColumnKind::Float64 | tsbucket_format::ColumnKind::Float32
+            )
+        };
         let answerable = aggs.iter().all(|a| match (a.kind, a.arg) {
             (AggKind::CountRows, _) | (AggKind::CountValues, ArgSource::Meta(_)) => true,
-            // From the column's NULL count and sum, where its header keeps them.
-            (AggKind::CountValues | AggKind::SumFloat8 | AggKind::SumInt | AggKind::AvgInt, ArgSource::Column(_)) => true,
-            (AggKind::AccumFloat, ArgSource::Column(_)) => a.avg,
-            (AggKind::Min | AggKind::Max, ArgSource::Column(i)) => {
-                let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
-                i + 1 == config.time_attnum as usize
-                    || matches!(
-                        crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval),
-                        tsbucket_format::ColumnKind::Int | tsbucket_format::ColumnKind::Timestamp | tsbucket_format::ColumnKind::Float64 | tsbucket_format::ColumnKind::Float32
-                    )
-            }
+            // From the column's NULL count and sum, kept for the kinds headers
+            // hold min/max of (sum and avg take only those anyway).
+            (AggKind::CountValues | AggKind::SumFloat8 | AggKind::SumInt | AggKind::AvgInt, ArgSource::Column(i)) => summarised(tupdesc, i),
+            (AggKind::AccumFloat, ArgSource::Column(i)) => a.avg && summarised(tupdesc, i),
+            (AggKind::Min | AggKind::Max, ArgSource::Column(i)) => i + 1 == config.time_attnum as usize || summarised(tupdesc, i),
             _ => false,
         });
         answerable.then_some(prune.time)

@@ -23,6 +23,12 @@ CURRENT_VERSION = re.search(r'^version = "([^"]+)"', open(os.path.join(REPO, "Ca
 ROWS = {
     "readings": "SELECT time, site, sensor, v, note FROM readings ORDER BY time, site, sensor, v",
     "plain": "SELECT time, x FROM plain ORDER BY time, x",
+    # Aggregates over the previous release's buckets (headers without sums):
+    # computed from the rows, the same answers (floats to the rounding of
+    # partial sums).
+    "aggregates": "SELECT site, count(*), count(v), round(sum(v)::numeric, 6), round(avg(v)::numeric, 9), min(v), max(v) "
+                  "FROM readings WHERE time >= '2024-01-01 01:00' GROUP BY site ORDER BY site",
+    "plain_aggregates": "SELECT count(x), sum(x), avg(x)::numeric(20, 6) FROM plain",
 }
 SETTINGS = "SELECT table_name::text, time_column::text, meta_columns::text, granularity, bucket_max_span, expire_after FROM tsbucket.timeseries ORDER BY 1"
 RETENTION = "SELECT relid::regclass::text, meta, expire_after FROM tsbucket.series_retention ORDER BY 1, 2"
