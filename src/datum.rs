@@ -26,7 +26,8 @@ pub unsafe fn push_datum(col: &mut Column, attr: &Attr, value: pg_sys::Datum) ->
     8
 }
 
-fn int_of(value: pg_sys::Datum, typlen: i16) -> i64 {
+/// The integer a by-value datum `typlen` bytes long holds (sign-extended).
+pub fn int_of(value: pg_sys::Datum, typlen: i16) -> i64 {
     let v = value.value();
     match typlen {
         1 => v as u8 as i8 as i64,

@@ -479,14 +479,10 @@ unsafe fn partial_in_scan(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStm
             let resno = (i + 1) as i16;
             let expr = if (*e).type_ == pg_sys::NodeTag::T_Aggref {
                 let aggref = e as *mut pg_sys::Aggref;
-                let Some(args) = scan_args(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc))) else {
+                let Some(args) = computable_args(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc)), &config, rel, scanrelid) else {
                     ok = false;
                     break;
                 };
-                if classify_aggref(aggref, &args, &config, rel, scanrelid).is_none() {
-                    ok = false;
-                    break;
-                }
                 let partial = pg_sys::copyObjectImpl(aggref as *const _) as *mut pg_sys::Aggref;
                 (*partial).args = arg_list(&args);
                 aggs += 1;
@@ -584,12 +580,28 @@ unsafe fn references(output: *mut pg_sys::List, varno: i32) -> *mut pg_sys::List
 /// The argument of an Aggref above the scan, as the scan's expression for it
 /// (`resolve` maps the node's input column to it): Some(None) for count(*),
 /// None when it is not a single input column.
-unsafe fn scan_args(aggref: *mut pg_sys::Aggref, resolve: impl Fn(i16) -> Option<*mut pg_sys::Node>) -> Option<Vec<*mut pg_sys::Node>> {
+/// The arguments of `aggref` (an Aggref of an Agg over the scan, whose
+/// arguments reference its input columns) as expressions over the scan's
+/// relation, when the scan computes the aggregate; `resolve` maps an input
+/// column to the scan's expression for it.
+///
+/// # Safety
+/// `aggref` must be a valid Aggref; `rel` the open table of `config`.
+unsafe fn computable_args(
+    aggref: *mut pg_sys::Aggref,
+    resolve: impl Fn(i16) -> Option<*mut pg_sys::Node>,
+    config: &Config,
+    rel: pg_sys::Relation,
+    scanrelid: u32,
+) -> Option<Vec<*mut pg_sys::Node>> {
+    // SAFETY: node reads of a valid Aggref's argument list.
     unsafe {
-        list_ptrs((*aggref).args)
+        let args = list_ptrs((*aggref).args)
             .into_iter()
             .map(|te| outer_attno((*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node).and_then(&resolve).map(|x| strip(x)))
-            .collect()
+            .collect::<Option<Vec<_>>>()?;
+        classify_aggref(aggref, &args, config, rel, scanrelid)?;
+        Some(args)
     }
 }
 
@@ -715,14 +727,10 @@ unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
                         uses.push((aggref, i));
                         continue;
                     }
-                    let Some(args) = scan_args(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc))) else {
+                    let Some(args) = computable_args(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc)), &config, rel, scanrelid) else {
                         ok = false;
                         break;
                     };
-                    if classify_aggref(aggref, &args, &config, rel, scanrelid).is_none() {
-                        ok = false;
-                        break;
-                    }
                     uses.push((aggref, distinct.len()));
                     distinct.push((aggref, args));
                 }

@@ -242,5 +242,45 @@ macro_rules! finfo {
     };
 }
 
+/// Argument `i` of a call with Postgres's calling convention, or None when NULL.
+///
+/// # Safety
+/// `fcinfo` must be a call's with more than `i` arguments.
+unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> Option<pg_sys::Datum> {
+    // SAFETY: as the caller promises.
+    unsafe {
+        let a = &*(*fcinfo).args.as_ptr().add(i);
+        if a.isnull { None } else { Some(a.value) }
+    }
+}
+
+/// Returns SQL NULL from a call with Postgres's calling convention.
+///
+/// # Safety
+/// `fcinfo` must be a call's.
+unsafe fn return_null(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: as the caller promises.
+    unsafe { (*fcinfo).isnull = true };
+    pg_sys::Datum::from(0)
+}
+
+/// The calling aggregate's memory context, where states live; an error
+/// naming `what` when the function is not called as an aggregate.
+///
+/// # Safety
+/// `fcinfo` must be a call's.
+unsafe fn aggregate_context(fcinfo: pg_sys::FunctionCallInfo, what: &str) -> pg_sys::MemoryContext {
+    let mut cxt: pg_sys::MemoryContext = std::ptr::null_mut();
+    // SAFETY: AggCheckCallContext only reads the call's context.
+    if unsafe { pg_sys::AggCheckCallContext(fcinfo, &mut cxt) } == 0 {
+        ts_error(
+            pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            &format!("{what} must be called as an aggregate"),
+            "Use it in SELECT ... OVER (...) or with GROUP BY.",
+        );
+    }
+    cxt
+}
+
 pub mod aggregates;
 pub mod first_last;

@@ -18,6 +18,12 @@ pub enum ColumnKind {
 }
 
 impl ColumnKind {
+    /// Kinds stored as numbers, whose order and sum are the SQL type's: bucket
+    /// headers keep their min/max, NULL count and sum (`stats::column_stats`).
+    pub fn summarised(self) -> bool {
+        matches!(self, ColumnKind::Timestamp | ColumnKind::Int | ColumnKind::Float64 | ColumnKind::Float32)
+    }
+
     pub fn from_tag(tag: u8) -> Option<Self> {
         Some(match tag {
             0 => ColumnKind::Timestamp,
@@ -61,7 +67,7 @@ impl ByteValues {
     /// Rows given as codes into `entries` (a plain ByteValues); `None` when a
     /// code is out of range.
     pub fn from_dictionary(entries: ByteValues, codes: Vec<u32>) -> Option<Self> {
-        let entries = entries.into_plain();
+        debug_assert!(entries.codes.is_none(), "dictionary entries are plain");
         let n = entries.entry_count() as u32;
         codes.iter().all(|&c| c < n).then_some(ByteValues { codes: Some(codes), ..entries })
     }
@@ -123,31 +129,21 @@ impl ByteValues {
         }
     }
 
-    /// One entry per row.
-    pub fn into_plain(self) -> ByteValues {
-        if self.codes.is_none() {
-            return self;
-        }
-        let mut out = ByteValues::default();
-        self.iter().for_each(|v| out.push(v));
-        out
-    }
-
     /// The present values spread over all rows, an empty placeholder where
     /// `valid` is false; the dictionary form stays one.
     pub fn spread(self, valid: &[bool]) -> ByteValues {
-        match self.codes {
-            Some(ref codes) => {
-                let mut out = ByteValues { offsets: self.offsets.clone(), data: self.data.clone(), codes: None };
+        match self {
+            ByteValues { offsets, data, codes: Some(codes) } => {
+                let mut out = ByteValues { offsets, data, codes: None };
                 out.push(&[]);
                 let placeholder = out.entry_count() as u32 - 1;
                 let mut it = codes.iter();
                 out.codes = Some(valid.iter().map(|&p| if p { *it.next().expect("counted") } else { placeholder }).collect());
                 out
             }
-            None => {
+            plain => {
                 let mut out = ByteValues::default();
-                let mut it = self.iter();
+                let mut it = plain.iter();
                 for &p in valid {
                     out.push(if p { it.next().expect("counted") } else { &[] });
                 }

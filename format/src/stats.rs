@@ -104,20 +104,18 @@ pub fn column_stats(col: &Column) -> Option<ColumnStats> {
         Values::Float(v) => {
             let mut has_nan = false;
             let mut bounds: Option<(f64, f64)> = None;
-            let mut sum = FloatSum::default();
             for x in present_values(v, validity) {
                 if x.is_nan() {
                     has_nan = true;
                 } else {
                     bounds = Some(bounds.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
                 }
-                sum.add(x);
             }
             let (min, max) = bounds.unwrap_or((f64::NAN, f64::NAN));
             if bounds.is_none() && !has_nan {
                 return None;
             }
-            (Range::Float { min, max, has_nan }, sum.value().map(Sum::Float))
+            (Range::Float { min, max, has_nan }, float_sum(present_values(v, validity)).map(Sum::Float))
         }
         Values::Bool(_) | Values::Bytes(_) => return None,
     };
@@ -129,38 +127,19 @@ fn present_values<'a, T: Copy>(values: &'a [T], validity: Option<&'a [bool]>) ->
     values.iter().enumerate().filter(move |(i, _)| validity.is_none_or(|v| v[*i])).map(|(_, x)| *x)
 }
 
-/// float8pl's running sum: the first value, then `sum + x`; an infinite sum
-/// of finite operands is Postgres's overflow error, kept as no sum.
-#[derive(Default)]
-struct FloatSum {
-    sum: Option<f64>,
-    overflowed: bool,
-}
-
-impl FloatSum {
-    fn add(&mut self, x: f64) {
-        self.sum = Some(match self.sum {
-            None => x,
-            Some(acc) => {
-                let s = acc + x;
-                self.overflowed |= s.is_infinite() && !acc.is_infinite() && !x.is_infinite();
-                s
-            }
-        });
-    }
-
-    fn value(&self) -> Option<f64> {
-        if self.overflowed { None } else { self.sum }
-    }
+/// float8pl: `acc + x`, or None where Postgres raises "value out of range:
+/// overflow" (an infinite sum of finite operands).
+pub fn float8pl(acc: f64, x: f64) -> Option<f64> {
+    let sum = acc + x;
+    (!(sum.is_infinite() && !acc.is_infinite() && !x.is_infinite())).then_some(sum)
 }
 
 /// float8pl over `values` in order: the first value, then `sum + x`; None for
 /// no values, or when a finite sum of finite values became infinite (Postgres
 /// raises "value out of range: overflow" there).
-pub fn float_sum(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let mut sum = FloatSum::default();
-    values.for_each(|x| sum.add(x));
-    sum.value()
+pub fn float_sum(mut values: impl Iterator<Item = f64>) -> Option<f64> {
+    let first = values.next()?;
+    values.try_fold(first, float8pl)
 }
 
 pub fn encode_stats(stats: &[ColumnStats]) -> Vec<u8> {

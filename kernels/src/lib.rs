@@ -28,7 +28,7 @@ pub mod predicate;
 mod runs;
 
 pub use runs::runs;
-use tsbucket_format::stats::{ColumnStats, Range, Sum};
+use tsbucket_format::stats::{float8pl, ColumnStats, Range, Sum};
 use tsbucket_format::{Column, Values};
 
 /// The aggregates the scan computes itself, by their transition function.
@@ -181,13 +181,7 @@ pub fn accumulate(kind: AggKind, input: &Input, rows: &[u32], state: &mut State)
                 let x = v[r as usize];
                 *s = Some(match *s {
                     None => x,
-                    Some(acc) => {
-                        let sum = acc + x;
-                        if sum.is_infinite() && !acc.is_infinite() && !x.is_infinite() {
-                            return Err(Overflow);
-                        }
-                        sum
-                    }
+                    Some(acc) => float8pl(acc, x).ok_or(Overflow)?,
                 });
             }
         }
@@ -240,17 +234,15 @@ pub fn accumulate(kind: AggKind, input: &Input, rows: &[u32], state: &mut State)
 /// which is left 0), and only when no value is so large that Sxx could
 /// overflow (an error the rows must raise).
 pub fn from_header(kind: AggKind, rows: u32, stats: &ColumnStats) -> Option<State> {
+    // A column has statistics only where some row holds a value: a sum, when
+    // kept, is of at least one value.
     let summary = stats.summary?;
     let present = rows.checked_sub(summary.nulls)?;
     Some(match (kind, summary.sum) {
         (AggKind::CountValues, _) => State::Count(i64::from(present)),
-        (AggKind::SumFloat8, _) if present == 0 => State::Float8(None),
         (AggKind::SumFloat8, Some(Sum::Float(s))) => State::Float8(Some(s)),
-        (AggKind::SumInt, _) if present == 0 => State::Int(None),
         (AggKind::SumInt, Some(Sum::Int(s))) => State::Int(Some(s)),
-        (AggKind::AvgInt, _) if present == 0 => State::AvgInt { count: 0, sum: 0 },
         (AggKind::AvgInt, Some(Sum::Int(s))) => State::AvgInt { count: i64::from(present), sum: s },
-        (AggKind::AccumFloat, _) if present == 0 => State::Accum { n: 0.0, sx: 0.0, sxx: 0.0 },
         (AggKind::AccumFloat, Some(Sum::Float(s))) => {
             const SAFE: f64 = 1e100;
             match stats.range {

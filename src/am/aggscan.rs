@@ -202,10 +202,10 @@ impl AggregatingScan {
                 Vec::new()
             };
             let mut states = Vec::with_capacity(self.aggs.len());
+            let is_time = |i: usize| i + 1 == self.config.time_attnum as usize;
             for agg in self.aggs.iter() {
                 use tsbucket_format::stats::Range;
                 let max = agg.kind == AggKind::Max;
-                let is_time = |i: usize| i + 1 == self.config.time_attnum as usize;
                 states.push(Partial::State(match (agg.kind, agg.arg) {
                     (AggKind::CountRows, _) => State::Count(b.rows as i64),
                     // A meta column holds one value for the whole bucket.
@@ -213,11 +213,9 @@ impl AggregatingScan {
                     // The time column is never NULL.
                     (AggKind::CountValues, ArgSource::Column(i)) if is_time(i) => State::Count(b.rows as i64),
                     (AggKind::Min | AggKind::Max, ArgSource::Column(i)) if is_time(i) => State::Int(Some(if max { b.max_time } else { b.min_time })),
-                    // count, sum and avg from the column's NULL count and sum (headers since 0.5.0).
+                    // count, sum and avg (not variance: headers_may_answer) from the
+                    // column's NULL count and sum (headers since 0.5.0).
                     (kind, ArgSource::Column(i)) if !matches!(kind, AggKind::Min | AggKind::Max) => {
-                        if kind == AggKind::AccumFloat && !agg.avg {
-                            return None;
-                        }
                         tsbucket_kernels::from_header(kind, b.rows as u32, stats.iter().find(|s| s.attnum as usize == i + 1)?)?
                     }
                     (_, ArgSource::Column(i)) => match stats.iter().find(|s| s.attnum as usize == i + 1)?.range {
@@ -326,10 +324,13 @@ impl AggregatingScan {
                     .collect();
                 for (range, time_value) in groups {
                     // Each group's rows in their stored order, as a row-by-row scan adds them.
-                    let mut group_rows = selected[range].to_vec();
-                    if resorted {
-                        group_rows.sort_unstable();
-                    }
+                    let group_rows: std::borrow::Cow<[u32]> = if resorted {
+                        let mut rows = selected[range].to_vec();
+                        rows.sort_unstable();
+                        rows.into()
+                    } else {
+                        (&selected[range]).into()
+                    };
                     let group_rows = &group_rows[..];
                     let keys = self
                         .keys
@@ -390,13 +391,13 @@ impl AggregatingScan {
         // the datum is read before the per-tuple context is reset.
         unsafe {
             let (value, attr) = match agg.arg {
-                ArgSource::Meta(m) => (prepared.meta[m], shape.meta_attrs()[m].clone()),
+                ArgSource::Meta(m) => (prepared.meta[m], shape.attrs.iter().find(|a| a.role == crate::shape::Role::Meta(m)).expect("a meta column")),
                 ArgSource::Column(i) => {
                     let col = column.expect("read above");
-                    let attr = shape.attrs[i].clone();
+                    let attr = &shape.attrs[i];
                     // By-reference datums are allocated in the per-tuple context, serialized at once.
                     let old = pg_sys::MemoryContextSwitchTo((*self.econtext).ecxt_per_tuple_memory);
-                    let value = (!col.is_null(row)).then(|| crate::datum::column_datum(col, row, &attr));
+                    let value = (!col.is_null(row)).then(|| crate::datum::column_datum(col, row, attr));
                     pg_sys::MemoryContextSwitchTo(old);
                     (value, attr)
                 }
@@ -499,20 +500,17 @@ unsafe fn headers_may_answer(
             return None;
         }
         let tupdesc = (*rel).rd_att;
-        let summarised = |tupdesc: pg_sys::TupleDesc, i: usize| {
+        let summarised = |i: usize| {
             let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
-            matches!(
-                crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval),
-                tsbucket_format::ColumnKind::Int | tsbucket_format::ColumnKind::Timestamp | tsbucket_format::ColumnKind::Float64 | tsbucket_format::ColumnKind::Float32
-            )
+            crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval).summarised()
         };
         let answerable = aggs.iter().all(|a| match (a.kind, a.arg) {
             (AggKind::CountRows, _) | (AggKind::CountValues, ArgSource::Meta(_)) => true,
             // From the column's NULL count and sum, kept for the kinds headers
             // hold min/max of (sum and avg take only those anyway).
-            (AggKind::CountValues | AggKind::SumFloat8 | AggKind::SumInt | AggKind::AvgInt, ArgSource::Column(i)) => summarised(tupdesc, i),
-            (AggKind::AccumFloat, ArgSource::Column(i)) => a.avg && summarised(tupdesc, i),
-            (AggKind::Min | AggKind::Max, ArgSource::Column(i)) => i + 1 == config.time_attnum as usize || summarised(tupdesc, i),
+            (AggKind::CountValues | AggKind::SumFloat8 | AggKind::SumInt | AggKind::AvgInt, ArgSource::Column(i)) => summarised(i),
+            (AggKind::AccumFloat, ArgSource::Column(i)) => a.avg && summarised(i),
+            (AggKind::Min | AggKind::Max, ArgSource::Column(i)) => i + 1 == config.time_attnum as usize || summarised(i),
             _ => false,
         });
         answerable.then_some(prune.time)

@@ -497,12 +497,25 @@ pub fn datum_bound(value: pg_sys::Datum, kind: tsbucket_format::ColumnKind, typl
     match kind {
         ColumnKind::Float64 => Bound::Float(f64::from_bits(value.value() as u64)),
         ColumnKind::Float32 => Bound::Float(f32::from_bits(value.value() as u32) as f64),
-        _ => Bound::Int(match typlen {
-            1 => value.value() as u8 as i8 as i64,
-            2 => value.value() as u16 as i16 as i64,
-            4 => value.value() as u32 as i32 as i64,
-            _ => value.value() as i64,
-        }),
+        _ => Bound::Int(crate::datum::int_of(value, typlen)),
+    }
+}
+
+/// The value of column `attr` (attnum - 1) in buckets written before the
+/// column was added (its default, or NULL): as a Bound when by value, and
+/// whether it is NULL.
+///
+/// # Safety
+/// `tupdesc` is the table's; `attr` one of its attributes.
+pub unsafe fn missing_bound(tupdesc: pg_sys::TupleDesc, attr: usize) -> (Option<Bound>, bool) {
+    // SAFETY: as the caller promises.
+    unsafe {
+        let att = &*crate::shape::tuple_desc_attr(tupdesc, attr);
+        let mut isnull = false;
+        let d = pg_sys::getmissingattr(tupdesc, attr as i32 + 1, &mut isnull);
+        let bound = (!isnull && att.attbyval && !att.attisdropped)
+            .then(|| datum_bound(d, crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen));
+        (bound, isnull)
     }
 }
 
@@ -522,16 +535,8 @@ pub unsafe fn row_filters(config: &Config, prune: &[Prune], tupdesc: pg_sys::Tup
         })
         .map(|(attr, range)| {
             // SAFETY: attr is an attribute of the table (the planner found it in the quals).
-            let missing_passes = unsafe {
-                let att = &*crate::shape::tuple_desc_attr(tupdesc, attr);
-                let mut isnull = false;
-                let missing = pg_sys::getmissingattr(tupdesc, attr as i32 + 1, &mut isnull);
-                !isnull && att.attbyval && {
-                    let v = datum_bound(missing, crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen);
-                    let nan = matches!(v, Bound::Float(f) if f.is_nan());
-                    range.admits(v, v, nan)
-                }
-            };
+            let (missing, _) = unsafe { missing_bound(tupdesc, attr) };
+            let missing_passes = missing.is_some_and(|v| range.admits(v, v, matches!(v, Bound::Float(f) if f.is_nan())));
             RowFilter { attr, range, missing_passes }
         })
         .collect()

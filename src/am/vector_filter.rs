@@ -7,7 +7,7 @@
 //! pass mask (`VectorFilter::mask`).
 
 use super::read::LoadedBucket;
-use super::scan::{datum_bound, Bound};
+use super::scan::{datum_bound, missing_bound, Bound};
 use crate::pgutil::list_ptrs;
 use crate::planner::strip;
 use pgrx::pg_sys;
@@ -178,11 +178,9 @@ impl VectorPlan {
             let mut missing = Vec::with_capacity(natts);
             let mut missing_null = Vec::with_capacity(natts);
             for i in 0..natts {
-                let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
-                let mut isnull = false;
-                let d = pg_sys::getmissingattr(tupdesc, i as i32 + 1, &mut isnull);
+                let (bound, isnull) = missing_bound(tupdesc, i);
+                missing.push(bound);
                 missing_null.push(isnull);
-                missing.push((!isnull && att.attbyval && !att.attisdropped).then(|| datum_bound(d, crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen)));
             }
             VectorFilter { pred, missing, missing_null }
         }

@@ -3,7 +3,7 @@
 //! lives in the aggregate's memory context and moving frames cost O(1) per row
 //! (`moving_avg` has an inverse transition function).
 
-use super::{output_unit_micros, INVALID};
+use super::{aggregate_context, arg, output_unit_micros, return_null, INVALID};
 use crate::error::ts_error;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -23,19 +23,6 @@ finfo!(
     pg_finfo_tsbucket_linear_fill,
 );
 
-/// Argument `i`, or None when NULL.
-unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> Option<pg_sys::Datum> {
-    unsafe {
-        let a = &*(*fcinfo).args.as_ptr().add(i);
-        if a.isnull { None } else { Some(a.value) }
-    }
-}
-
-unsafe fn return_null(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    unsafe { (*fcinfo).isnull = true };
-    pg_sys::Datum::from(0)
-}
-
 fn float8(d: pg_sys::Datum) -> f64 {
     f64::from_bits(d.value() as u64)
 }
@@ -50,14 +37,7 @@ unsafe fn state<'a, S: Default>(fcinfo: pg_sys::FunctionCallInfo, what: &str) ->
         if let Some(d) = arg(fcinfo, 0) {
             return &mut *(d.cast_mut_ptr::<S>());
         }
-        let mut aggcxt: pg_sys::MemoryContext = std::ptr::null_mut();
-        if pg_sys::AggCheckCallContext(fcinfo, &mut aggcxt) == 0 {
-            ts_error(
-                pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-                &format!("{what} must be called as an aggregate"),
-                "Use it in SELECT ... OVER (...) or with GROUP BY.",
-            );
-        }
+        let aggcxt = aggregate_context(fcinfo, what);
         let p = pg_sys::MemoryContextAllocZero(aggcxt, std::mem::size_of::<S>()) as *mut S;
         std::ptr::write(p, S::default());
         &mut *p

@@ -9,10 +9,12 @@
 //! computes their partial states per bucket (`am::aggscan`, which builds the
 //! serialized form with `serialized`).
 //!
-//! Serialized state: flags (bit 0: a row was seen; bit 1: its value is not
-//! NULL), the time (i64), the value's typlen (i16) and typbyval (u8), then the
-//! value's bytes as `datum::datum_bytes` gives them.
+//! A state exists once a row with a time was seen (until then it is NULL).
+//! Serialized: flags (bit 0: the value is not NULL), the time (i64), the
+//! value's typlen (i16) and typbyval (u8), then the value's bytes as
+//! `datum::datum_bytes` gives them.
 
+use super::{aggregate_context, arg, return_null};
 use crate::datum;
 use crate::error::{ts_error, SqlState};
 use crate::shape::{Attr, Role};
@@ -33,7 +35,6 @@ finfo!(
 /// context reset frees it whole).
 #[repr(C)]
 struct Chosen {
-    seen: bool,
     time: i64,
     /// NULL when absent; by-reference values are palloc'd in the aggregate context.
     value: Option<pg_sys::Datum>,
@@ -41,8 +42,7 @@ struct Chosen {
     typbyval: bool,
 }
 
-const SEEN: u8 = 1;
-const HAS_VALUE: u8 = 2;
+const HAS_VALUE: u8 = 1;
 const HEADER: usize = 1 + 8 + 2 + 1;
 
 fn value_attr(typlen: i16, typbyval: bool) -> Attr {
@@ -59,7 +59,7 @@ pub unsafe fn serialized(time: i64, value: Option<pg_sys::Datum>, typlen: i16, t
     // SAFETY: `value` is of a type `typlen` long, as the caller promises.
     let bytes = value.as_ref().map(|v| unsafe { datum::datum_bytes(v, &attr) }).unwrap_or_default();
     let mut out = Vec::with_capacity(HEADER + bytes.len());
-    out.push(SEEN | if value.is_some() { HAS_VALUE } else { 0 });
+    out.push(if value.is_some() { HAS_VALUE } else { 0 });
     out.extend_from_slice(&time.to_le_bytes());
     out.extend_from_slice(&typlen.to_le_bytes());
     out.push(typbyval as u8);
@@ -76,47 +76,36 @@ pub unsafe fn bytea(bytes: &[u8]) -> pg_sys::Datum {
     unsafe { datum::bytes_datum(bytes, &value_attr(-1, false)) }
 }
 
-/// Argument `i`, or None when NULL.
-///
-/// # Safety
-/// `fcinfo` must be a call's with more than `i` arguments.
-unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> Option<pg_sys::Datum> {
-    // SAFETY: as the caller promises.
-    unsafe {
-        let a = &*(*fcinfo).args.as_ptr().add(i);
-        if a.isnull { None } else { Some(a.value) }
-    }
-}
-
-/// The aggregate's memory context; an error outside an aggregate.
-///
-/// # Safety
-/// `fcinfo` must be a call's.
-unsafe fn aggregate_context(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::MemoryContext {
-    // SAFETY: AggCheckCallContext only reads the call's context.
-    unsafe {
-        let mut cxt: pg_sys::MemoryContext = std::ptr::null_mut();
-        if pg_sys::AggCheckCallContext(fcinfo, &mut cxt) == 0 {
-            ts_error(
-                SqlState::ERRCODE_FEATURE_NOT_SUPPORTED,
-                "first and last must be called as aggregates",
-                "Use tsbucket.first(value, time) or tsbucket.last(value, time) in a query with or without GROUP BY.",
-            );
-        }
-        cxt
-    }
-}
-
-/// A new state in `cxt`, no row seen.
+/// A new state in `cxt`: `value` (already in `cxt`, or by value) at `time`.
 ///
 /// # Safety
 /// `cxt` must be a live memory context.
-unsafe fn new_state(cxt: pg_sys::MemoryContext, typlen: i16, typbyval: bool) -> *mut Chosen {
+unsafe fn new_state(cxt: pg_sys::MemoryContext, time: i64, value: Option<pg_sys::Datum>, typlen: i16, typbyval: bool) -> *mut Chosen {
     // SAFETY: the allocation is of the struct's size and written before use.
     unsafe {
         let p = pg_sys::MemoryContextAlloc(cxt, std::mem::size_of::<Chosen>()) as *mut Chosen;
-        p.write(Chosen { seen: false, time: 0, value: None, typlen, typbyval });
+        p.write(Chosen { time, value, typlen, typbyval });
         p
+    }
+}
+
+/// `value` copied into `cxt` (detoasted), when by reference.
+///
+/// # Safety
+/// `value` must be a datum of a type `typlen` long, by value or not as `typbyval` says.
+unsafe fn copied(cxt: pg_sys::MemoryContext, value: pg_sys::Datum, typlen: i16, typbyval: bool) -> pg_sys::Datum {
+    if typbyval {
+        return value;
+    }
+    let attr = value_attr(typlen, typbyval);
+    // SAFETY: as the caller promises. Detoasted in the caller's (per-call)
+    // context, copied into `cxt`: the row's memory is gone by the next call.
+    unsafe {
+        let bytes = datum::datum_bytes(&value, &attr);
+        let old = pg_sys::MemoryContextSwitchTo(cxt);
+        let copy = datum::bytes_datum(bytes, &attr);
+        pg_sys::MemoryContextSwitchTo(old);
+        copy
     }
 }
 
@@ -133,21 +122,8 @@ unsafe fn choose(state: &mut Chosen, cxt: pg_sys::MemoryContext, time: i64, valu
         {
             pg_sys::pfree(old.cast_mut_ptr());
         }
-        state.value = value.map(|v| {
-            if state.typbyval {
-                return v;
-            }
-            let attr = value_attr(state.typlen, state.typbyval);
-            // Detoasted in the caller's (per-call) context, copied into the
-            // aggregate's: the row's memory is gone by the next call.
-            let bytes = datum::datum_bytes(&v, &attr);
-            let old = pg_sys::MemoryContextSwitchTo(cxt);
-            let copy = datum::bytes_datum(bytes, &attr);
-            pg_sys::MemoryContextSwitchTo(old);
-            copy
-        });
+        state.value = value.map(|v| copied(cxt, v, state.typlen, state.typbyval));
         state.time = time;
-        state.seen = true;
     }
 }
 
@@ -161,22 +137,26 @@ unsafe fn transition(fcinfo: pg_sys::FunctionCallInfo, last: bool) -> pg_sys::Da
     // SAFETY: argument 0 is NULL or a state this module made in the
     // aggregate context; argument 2 a timestamp (an int64 datum).
     unsafe {
-        let cxt = aggregate_context(fcinfo);
-        let state = match arg(fcinfo, 0) {
-            Some(d) => d.cast_mut_ptr::<Chosen>(),
+        let cxt = aggregate_context(fcinfo, "tsbucket.first / tsbucket.last");
+        let state = arg(fcinfo, 0).map(|d| d.cast_mut_ptr::<Chosen>());
+        let Some(t) = arg(fcinfo, 2).map(|t| t.value() as i64) else {
+            // A NULL time is skipped.
+            return state.map_or_else(|| return_null(fcinfo), pg_sys::Datum::from);
+        };
+        let value = arg(fcinfo, 1);
+        let state = match state {
+            Some(s) => {
+                if better(last, t, (*s).time) {
+                    choose(&mut *s, cxt, t, value);
+                }
+                s
+            }
             None => {
-                let typ = pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, 1);
                 let (mut typlen, mut typbyval) = (0i16, false);
-                pg_sys::get_typlenbyval(typ, &mut typlen, &mut typbyval);
-                new_state(cxt, typlen, typbyval)
+                pg_sys::get_typlenbyval(pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, 1), &mut typlen, &mut typbyval);
+                new_state(cxt, t, value.map(|v| copied(cxt, v, typlen, typbyval)), typlen, typbyval)
             }
         };
-        if let Some(t) = arg(fcinfo, 2) {
-            let t = t.value() as i64;
-            if !(*state).seen || better(last, t, (*state).time) {
-                choose(&mut *state, cxt, t, arg(fcinfo, 1));
-            }
-        }
         pg_sys::Datum::from(state)
     }
 }
@@ -186,23 +166,22 @@ unsafe fn transition(fcinfo: pg_sys::FunctionCallInfo, last: bool) -> pg_sys::Da
 unsafe fn combine(fcinfo: pg_sys::FunctionCallInfo, last: bool) -> pg_sys::Datum {
     // SAFETY: both arguments are NULL or states of this module.
     unsafe {
-        let cxt = aggregate_context(fcinfo);
+        let cxt = aggregate_context(fcinfo, "tsbucket.first / tsbucket.last");
         let s1 = arg(fcinfo, 0).map(|d| d.cast_mut_ptr::<Chosen>());
-        let s2 = arg(fcinfo, 1).map(|d| d.cast_mut_ptr::<Chosen>()).filter(|&s| (*s).seen);
-        let Some(s2) = s2 else {
-            return match s1 {
-                Some(s) => pg_sys::Datum::from(s),
-                None => {
-                    (*fcinfo).isnull = true;
-                    pg_sys::Datum::from(0)
-                }
-            };
+        let Some(s2) = arg(fcinfo, 1).map(|d| &*d.cast_mut_ptr::<Chosen>()) else {
+            return s1.map_or_else(|| return_null(fcinfo), pg_sys::Datum::from);
         };
-        // The first state is the earlier rows': it keeps ties.
-        let s1 = s1.unwrap_or_else(|| new_state(cxt, (*s2).typlen, (*s2).typbyval));
-        if !(*s1).seen || better(last, (*s2).time, (*s1).time) {
-            choose(&mut *s1, cxt, (*s2).time, (*s2).value);
-        }
+        // The first state is the earlier rows': it keeps ties. The second may
+        // live in a per-call context (deserialized): what is kept is copied.
+        let s1 = match s1 {
+            Some(s1) => {
+                if better(last, s2.time, (*s1).time) {
+                    choose(&mut *s1, cxt, s2.time, s2.value);
+                }
+                s1
+            }
+            None => new_state(cxt, s2.time, s2.value.map(|v| copied(cxt, v, s2.typlen, s2.typbyval)), s2.typlen, s2.typbyval),
+        };
         pg_sys::Datum::from(s1)
     }
 }
@@ -240,17 +219,8 @@ pub unsafe extern "C-unwind" fn tsbucket_last_combine(fcinfo: pg_sys::FunctionCa
 pub unsafe extern "C-unwind" fn tsbucket_first_last_serialize(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: argument 0 is a state of this module (the function is strict).
     unsafe {
-        // Strict: the state is never NULL here.
         let s = &*arg(fcinfo, 0).expect("strict").cast_mut_ptr::<Chosen>();
-        let bytes = if s.seen {
-            serialized(s.time, s.value, s.typlen, s.typbyval)
-        } else {
-            let mut out = vec![0u8; HEADER];
-            out[9..11].copy_from_slice(&s.typlen.to_le_bytes());
-            out[11] = s.typbyval as u8;
-            out
-        };
-        bytea(&bytes)
+        bytea(&serialized(s.time, s.value, s.typlen, s.typbyval))
     }
 }
 
@@ -267,12 +237,12 @@ fn corrupt() -> ! {
 pub unsafe extern "C-unwind" fn tsbucket_first_last_deserialize(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: argument 0 is a bytea (strict); every length read from it is checked.
     unsafe {
-        aggregate_context(fcinfo);
+        aggregate_context(fcinfo, "tsbucket.first / tsbucket.last");
         let v = pg_sys::pg_detoast_datum_packed(arg(fcinfo, 0).expect("strict").cast_mut_ptr());
         let attr = value_attr(-1, false);
         let d = pg_sys::Datum::from(v);
         let bytes = datum::datum_bytes(&d, &attr);
-        if bytes.len() < HEADER || bytes[0] & !(SEEN | HAS_VALUE) != 0 {
+        if bytes.len() < HEADER || bytes[0] & !HAS_VALUE != 0 {
             corrupt();
         }
         let flags = bytes[0];
@@ -286,17 +256,12 @@ pub unsafe extern "C-unwind" fn tsbucket_first_last_deserialize(fcinfo: pg_sys::
             n if n > 0 => flags & HAS_VALUE == 0 || payload.len() == n as usize,
             _ => false,
         };
-        if !fits || (flags & HAS_VALUE == 0 && !payload.is_empty()) || (flags & SEEN == 0 && flags != 0) {
+        if !fits || (flags & HAS_VALUE == 0 && !payload.is_empty()) {
             corrupt();
         }
         // In the current (per-call) context: combine copies what it keeps.
-        let state = new_state(pg_sys::CurrentMemoryContext, typlen, typbyval);
-        if flags & SEEN != 0 {
-            (*state).seen = true;
-            (*state).time = time;
-            (*state).value = (flags & HAS_VALUE != 0).then(|| datum::bytes_datum(payload, &value_attr(typlen, typbyval)));
-        }
-        pg_sys::Datum::from(state)
+        let value = (flags & HAS_VALUE != 0).then(|| datum::bytes_datum(payload, &value_attr(typlen, typbyval)));
+        pg_sys::Datum::from(new_state(pg_sys::CurrentMemoryContext, time, value, typlen, typbyval))
     }
 }
 
@@ -312,21 +277,13 @@ pub unsafe extern "C-unwind" fn tsbucket_first_last_final(fcinfo: pg_sys::Functi
             // a pointer of an integer: only a damaged serialized state can.
             let (mut typlen, mut typbyval) = (0i16, false);
             pg_sys::get_typlenbyval(pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, 1), &mut typlen, &mut typbyval);
-            if s.seen && (s.typlen, s.typbyval) != (typlen, typbyval) {
+            if (s.typlen, s.typbyval) != (typlen, typbyval) {
                 corrupt();
             }
         }
-        let chosen = state.filter(|s| s.seen).and_then(|s| s.value.map(|v| (v, s)));
-        match chosen {
-            Some((v, s)) if s.typbyval => v,
-            Some((v, s)) => {
-                let attr = value_attr(s.typlen, s.typbyval);
-                datum::bytes_datum(datum::datum_bytes(&v, &attr), &attr)
-            }
-            None => {
-                (*fcinfo).isnull = true;
-                pg_sys::Datum::from(0)
-            }
+        match state.and_then(|s| s.value.map(|v| (v, s))) {
+            Some((v, s)) => copied(pg_sys::CurrentMemoryContext, v, s.typlen, s.typbyval),
+            None => return_null(fcinfo),
         }
     }
 }

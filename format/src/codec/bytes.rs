@@ -155,7 +155,7 @@ mod tests {
         // A dictionary grows by pushing, and re-encodes like its plain twin.
         let mut grown = got;
         grown.push(b"ccc");
-        let mut twin = bv.into_plain();
+        let mut twin = bv.clone();
         twin.push(b"ccc");
         assert_eq!(grown, twin);
         let (mut a, mut b) = (Vec::new(), Vec::new());
