@@ -223,7 +223,9 @@ fn _expire(relid: pg_sys::Oid) -> TableIterator<'static, (name!(buckets_expired,
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
         let mut types = crate::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len());
         let cid = pg_sys::GetCurrentCommandId(true);
-        let mut scan = store::StoreScan::begin(store_rel, store::current_snapshot());
+        // What committed before our lock (an expiry or compaction we waited for may have run).
+        let snapshot = store::snapshot_after_lock();
+        let mut scan = store::StoreScan::begin(store_rel, snapshot);
         while let Some(tuple) = scan.next(true) {
             let b = store::read_header(store_rel, tuple);
             if b.max_time >= latest {
@@ -248,6 +250,7 @@ fn _expire(relid: pg_sys::Oid) -> TableIterator<'static, (name!(buckets_expired,
             }
         }
         scan.end();
+        pg_sys::UnregisterSnapshot(snapshot);
         pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
     }
     TableIterator::once((buckets, rows))

@@ -43,8 +43,10 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
         let meta_attrs = shape.meta_attrs();
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
         let max_count = gucs::bucket_max_count();
-        let snapshot = store::current_snapshot();
-        store::prune_moves(store_rel, &config);
+        // What committed before our lock, not before our statement began (a
+        // compaction we waited for has rewritten buckets and moves since).
+        let snapshot = store::snapshot_after_lock();
+        store::prune_moves(store_rel, &config, snapshot);
 
         // 1. Find the under-filled buckets, grouped by series and window.
         let mut groups: BTreeMap<GroupKey, Vec<Candidate>> = BTreeMap::new();
@@ -63,6 +65,7 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
             groups.entry((meta, b.window_start)).or_default().push(Candidate { bucket_id: b.bucket_id, rows: b.rows });
         }
         scan.end();
+        pg_sys::UnregisterSnapshot(snapshot);
 
         // 2. Merge each group that merging makes smaller, longest-waiting first
         // (lowest bucket id), so no group starves behind the per-round cap.

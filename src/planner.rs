@@ -864,6 +864,11 @@ unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> *mut
         (*node).css.ss.ps.type_ = pg_sys::NodeTag::T_CustomScanState;
         (*node).css.flags = (*cscan).flags;
         (*node).css.methods = &methods().exec;
+        // Rows of the table carry their bucket version (system columns).
+        #[cfg(not(feature = "pg15"))]
+        {
+            (*node).css.slotOps = crate::am::slot::ops();
+        }
         node as *mut pg_sys::Node
     }
 }
@@ -1178,9 +1183,20 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, _estate: *mut pg_sys::EState, eflags: i32) {
+unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *mut pg_sys::EState, eflags: i32) {
     unsafe {
         let rel = (*node).ss.ss_currentRelation;
+        // PostgreSQL 15 gives every custom scan a virtual scan slot (16 on take
+        // css.slotOps): ours is a virtual slot that also knows its row's bucket
+        // version, so the plan's expressions, compiled for a virtual slot, read
+        // it alike, and system columns from it.
+        #[cfg(feature = "pg15")]
+        if (*((*node).ss.ps.plan as *mut pg_sys::CustomScan)).custom_scan_tlist.is_null() {
+            let tupdesc = (*(*node).ss.ss_ScanTupleSlot).tts_tupleDescriptor;
+            (*node).ss.ss_ScanTupleSlot = pg_sys::ExecAllocTableSlot(&mut (*estate).es_tupleTable, tupdesc, crate::am::slot::ops());
+        }
+        #[cfg(not(feature = "pg15"))]
+        let _ = estate;
         let config = catalog::require((*rel).rd_id);
         let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
         let natts = (*(*rel).rd_att).natts as usize;

@@ -59,6 +59,8 @@ pub struct StoredBucket {
     pub min_time: i64,
     pub max_time: i64,
     pub rows: i32,
+    /// Its store tuple's transaction and command ids (the rows' system columns).
+    pub version: crate::am::slot::Version,
     pub values: Vec<pg_sys::Datum>,
     pub nulls: Vec<bool>,
     payload: *const u8,
@@ -297,6 +299,11 @@ pub unsafe fn read_header(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> 
             min_time: values[COL_MIN_TIME].value() as i64,
             max_time: values[COL_MAX_TIME].value() as i64,
             rows: values[COL_ROW_COUNT].value() as i32,
+            version: crate::am::slot::Version {
+                xmin: (*(*tuple).t_data).t_choice.t_heap.t_xmin,
+                xmax: (*(*tuple).t_data).t_choice.t_heap.t_xmax,
+                cid: (*(*tuple).t_data).t_choice.t_heap.t_field3.t_cid,
+            },
             payload: std::ptr::null(),
             payload_len: 0,
             stats,
@@ -740,10 +747,28 @@ unsafe fn forget_moves(config: &Config, old_id: i64) {
             if tuple.is_null() {
                 break;
             }
-            pg_sys::simple_heap_delete(rel, &mut (*tuple).t_self);
+            retire_moves_entry(rel, (*tuple).t_self);
         }
         pg_sys::systable_endscan(scan);
         pg_sys::table_close(rel, pg_sys::NoLock as i32);
+    }
+}
+
+/// Deletes a moves entry unless another transaction (a compaction that held
+/// the table's maintenance lock before us, or a writer reusing the id) or an
+/// earlier command of ours already did: either way the entry is gone, which
+/// is all that is asked.
+///
+/// # Safety
+/// `rel` must be the open moves table, locked RowExclusive; `tid` one of its tuples.
+unsafe fn retire_moves_entry(rel: pg_sys::Relation, tid: pg_sys::ItemPointerData) {
+    let mut tid = tid;
+    let mut tmfd = pg_sys::TM_FailureData::default();
+    // SAFETY: as the caller promises; waits for a concurrent deleter like simple_heap_delete.
+    let result = unsafe { pg_sys::heap_delete(rel, &mut tid, pg_sys::GetCurrentCommandId(true), std::ptr::null_mut(), true, &mut tmfd, false) };
+    match result {
+        pg_sys::TM_Result::TM_Ok | pg_sys::TM_Result::TM_Deleted | pg_sys::TM_Result::TM_Updated | pg_sys::TM_Result::TM_SelfModified => {}
+        other => ts_error(DATA_CORRUPTED, &format!("unexpected result {other} removing a moves entry"), "This is a bug in tsbucket; please report it."),
     }
 }
 
@@ -753,17 +778,17 @@ unsafe fn forget_moves(config: &Config, old_id: i64) {
 /// recently rewritten buckets.
 ///
 /// # Safety
-/// `store` must be `config`'s open bucket store.
-pub unsafe fn prune_moves(store: pg_sys::Relation, config: &Config) {
+/// `store` must be `config`'s open bucket store; `snapshot` registered (`snapshot_after_lock`).
+pub unsafe fn prune_moves(store: pg_sys::Relation, config: &Config, snapshot: pg_sys::Snapshot) {
     let Some((moves_relid, _)) = config.moves else { return };
     unsafe {
         let rel = pg_sys::table_open(moves_relid, pg_sys::RowExclusiveLock as i32);
-        let mut scan = StoreScan::begin(rel, current_snapshot());
+        let mut scan = StoreScan::begin(rel, snapshot);
         while let Some(tuple) = scan.next(true) {
             let mut isnull = false;
             let old_id = pg_sys::heap_getattr(tuple, 1, (*rel).rd_att, &mut isnull).value() as i64;
             if !id_in_use(store, config.id_index, old_id) {
-                pg_sys::simple_heap_delete(rel, &mut (*tuple).t_self);
+                retire_moves_entry(rel, (*tuple).t_self);
             }
         }
         scan.end();
@@ -912,6 +937,27 @@ pub unsafe fn estimate(store: pg_sys::Relation) -> (f64, usize, f64, pg_sys::Blo
             }
         };
         (buckets, n, rows, nblocks)
+    }
+}
+
+/// The snapshot maintenance (compaction, expiry) reads the store with, taken
+/// once the caller holds the table's maintenance lock and registered (the
+/// caller unregisters it). Under READ COMMITTED it sees every rewrite that
+/// committed before the lock was granted: the statement's snapshot, taken
+/// before the lock was waited for, still shows the buckets and moves entries
+/// a maintenance run that held the lock first rewrote or removed.
+/// REPEATABLE READ and SERIALIZABLE keep the transaction's snapshot, as for
+/// any statement: the buckets rewritten since are gone when locked and left
+/// alone (`lock_bucket`), so the run merges or expires what is left.
+///
+/// # Safety
+/// In a transaction, after the caller's lock on the table.
+pub unsafe fn snapshot_after_lock() -> pg_sys::Snapshot {
+    // SAFETY: plain reads of the transaction's state; the snapshot is registered before use.
+    unsafe {
+        let uses_xact_snapshot = pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32;
+        let snapshot = if uses_xact_snapshot { pg_sys::GetTransactionSnapshot() } else { pg_sys::GetLatestSnapshot() };
+        pg_sys::RegisterSnapshot(snapshot)
     }
 }
 

@@ -319,6 +319,17 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
     }
     let db = pg_sys::Oid::from(arg.value() as u32);
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(db), None);
+    // Maintenance sees what committed before it took each table's lock
+    // (README "Background worker"), whatever isolation the DBA made the default.
+    // SAFETY: sets a GUC of this process before its first transaction.
+    unsafe {
+        pg_sys::SetConfigOption(
+            c"default_transaction_isolation".as_ptr(),
+            c"read committed".as_ptr(),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_OVERRIDE,
+        )
+    };
     // Commits from now on make the next visit due; read the generation before
     // this visit's snapshot, so a CREATE EXTENSION committing after it is not lost.
     let generation = {

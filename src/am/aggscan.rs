@@ -90,7 +90,7 @@ impl AggregatingScan {
             // Rows a vector filter removes are counted in no header.
             options_prune_summary.column_filters |= options.vector_filter.is_some();
             let scan = scan::begin_with(rel, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
-            let row_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, &pg_sys::TTSOpsVirtual);
+            let row_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, super::slot::ops());
             let residual = if exact { quals.residual } else { quals.all };
             let from_headers = headers_may_answer(rel, &config, &options_prune_summary, &aggs, residual);
             AggregatingScan {

@@ -87,7 +87,7 @@ impl LastPointScan {
             let cxt = pg_sys::CurrentMemoryContext;
             let series_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point series".as_ptr(), 0, 1024, 8 * 1024);
             let bucket_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
-            let best_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, &pg_sys::TTSOpsVirtual);
+            let best_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, super::slot::ops());
             LastPointScan {
                 config,
                 shape,

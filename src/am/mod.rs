@@ -8,6 +8,7 @@ pub mod lastpoint;
 pub mod ordered;
 pub mod read;
 pub mod scan;
+pub mod slot;
 pub mod vector_filter;
 
 use crate::catalog;
@@ -107,7 +108,7 @@ fn build() -> pg_sys::TableAmRoutine {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn slot_callbacks(_rel: pg_sys::Relation) -> *const pg_sys::TupleTableSlotOps {
-    &raw const pg_sys::TTSOpsVirtual
+    slot::ops()
 }
 
 #[pg_guard]
@@ -263,7 +264,11 @@ unsafe extern "C-unwind" fn tuple_insert(
     _options: i32,
     _bistate: *mut pg_sys::BulkInsertStateData,
 ) {
-    unsafe { write::insert_row(rel, slot, cid) }
+    // SAFETY: the executor passes an open tsbucket table and a slot holding a row of it.
+    unsafe {
+        write::insert_row(rel, slot, cid);
+        slot::set_version(slot, slot::Version::written_now(cid));
+    }
 }
 
 #[pg_guard]
@@ -300,6 +305,7 @@ unsafe extern "C-unwind" fn multi_insert(
     unsafe {
         for i in 0..nslots as usize {
             write::insert_row(rel, *slots.add(i), cid);
+            slot::set_version(*slots.add(i), slot::Version::written_now(cid));
         }
     }
 }
@@ -369,6 +375,8 @@ unsafe extern "C-unwind" fn tuple_update(
         }
         (*slot).tts_tid = *otid;
         (*slot).tts_tableOid = (*rel).rd_id;
+        // The row lives on in a bucket this transaction writes at the end of the statement.
+        slot::set_version(slot, slot::Version::written_now(cid));
         #[cfg(feature = "pg15")]
         {
             *update_indexes = false;

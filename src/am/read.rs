@@ -21,6 +21,8 @@ pub struct LoadedBucket {
     pub meta: Vec<Option<Vec<u8>>>,
     /// Attributes not decoded because the query does not read them (NULL in slots).
     pub skipped: Option<Vec<bool>>,
+    /// The store tuple version the rows come from (their system columns).
+    pub version: super::slot::Version,
 }
 
 pub fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display) -> ! {
@@ -61,7 +63,7 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
         .map(|(i, attr)| stored.meta_datum(i).map(|d| unsafe { datum::datum_bytes(&d, attr) }.to_vec()))
         .collect();
     let skipped = needed.map(|n| n.iter().map(|x| !x).collect());
-    LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped }
+    LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped, version: stored.version }
 }
 
 /// The size of `bucket`'s decoded columns in memory (EXPLAIN's Bytes Decompressed).
@@ -192,6 +194,7 @@ pub unsafe fn fill_slot(
         pg_sys::ExecStoreVirtualTuple(slot);
         crate::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
         (*slot).tts_tableOid = (*rel).rd_id;
+        super::slot::set_version(slot, bucket.version);
     }
 }
 

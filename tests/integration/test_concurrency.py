@@ -106,3 +106,31 @@ def test_delete_and_insert_concurrently(cluster):
     a.close()
     with cluster.connect() as c:
         assert c.execute("SELECT count(*) FILTER (WHERE n > 0), count(*) FILTER (WHERE n < 0) FROM di").fetchone() == (1000, 500)
+
+
+def test_xmax_shows_a_deleter_and_a_locker_as_heap_does(cluster):
+    """Another session sees, in xmax, the transaction deleting a row (for
+    tsbucket: rewriting its bucket) and the one holding its bucket's lock."""
+    with cluster.connect() as c:
+        make_table(c, "cx")
+        c.execute("DROP TABLE IF EXISTS cx_heap")
+        c.execute("CREATE TABLE cx_heap (time timestamptz NOT NULL, sensor text, v float8, n int8)")
+        for t in ("cx", "cx_heap"):
+            c.execute(f"INSERT INTO {t} SELECT '2024-01-01'::timestamptz + i * interval '1 s', 'a', i, i FROM generate_series(1, 10) i")
+        assert c.execute("SELECT count(*) FROM cx WHERE xmax::text = '0'").fetchone()[0] == 10
+    a = cluster.connect(autocommit=False)
+    xid = a.execute("SELECT txid_current()::text").fetchone()[0]
+    for t in ("cx", "cx_heap"):
+        a.execute(f"DELETE FROM {t} WHERE n = 3")
+    with cluster.connect() as b:
+        heap = b.execute("SELECT xmax::text FROM cx_heap WHERE n = 3").fetchone()[0]
+        ours = b.execute("SELECT xmax::text FROM cx WHERE n = 3").fetchone()[0]
+        assert heap == ours == xid
+        # The bucket's other rows go with it: their version is being replaced.
+        assert b.execute("SELECT count(*) FROM cx WHERE xmax::text = %s", (xid,)).fetchone()[0] == 10
+    a.rollback()
+    with cluster.connect() as b:
+        # A rolled-back deleter stays in xmax, as on heap, until the row is written again.
+        assert b.execute("SELECT xmax::text FROM cx WHERE n = 3").fetchone()[0] == xid
+        assert b.execute("SELECT xmax::text FROM cx_heap WHERE n = 3").fetchone()[0] == xid
+    a.close()
