@@ -20,7 +20,36 @@ pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(2);
 /// (`partial_agg`); off gives Postgres's row-by-row plan, for comparison.
 pub static VECTORIZED_AGGREGATION: GucSetting<bool> = GucSetting::<bool>::new(true);
 
+/// A bug planted for the randomized differential fuzzer to find (tests/fuzz):
+/// 1 reads an inclusive upper time bound as exclusive when pruning buckets.
+/// Debug builds only (tests run them); release builds have no such setting.
+#[cfg(debug_assertions)]
+pub static DEBUG_PLANT_BUG: GucSetting<i32> = GucSetting::<i32>::new(0);
+
+/// The planted bug in force (0: none; always 0 in release builds).
+pub fn planted_bug() -> i32 {
+    #[cfg(debug_assertions)]
+    {
+        DEBUG_PLANT_BUG.get()
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        0
+    }
+}
+
 pub fn init() {
+    #[cfg(debug_assertions)]
+    GucRegistry::define_int_guc(
+        c"tsbucket.debug_plant_bug",
+        c"Plants a known bug, for the fuzzer's self-test (debug builds only).",
+        c"0 = none; 1 = an off-by-one in the time-pruning bound. Never set it on data you care about.",
+        &DEBUG_PLANT_BUG,
+        0,
+        1,
+        GucContext::Suset,
+        GucFlags::NO_SHOW_ALL,
+    );
     GucRegistry::define_bool_guc(
         c"tsbucket.vectorized_aggregation",
         c"Whether aggregates over tsbucket tables are computed inside the scan, bucket by bucket.",
