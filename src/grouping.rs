@@ -10,8 +10,9 @@
 //! aggregate with that estimate; Postgres then picks the cheaper plan.
 
 use crate::am::access;
-use crate::catalog::{self, Config};
-use crate::pgutil::list_ptrs;
+use crate::catalog::config;
+use crate::catalog::config::Config;
+use crate::pg::nodes::list_ptrs;
 use pgrx::pg_sys;
 
 unsafe extern "C-unwind" {
@@ -45,13 +46,13 @@ fn unit_micros(unit: &str) -> Option<f64> {
 /// date_bin(constant stride, time, origin) of `rel`'s time column.
 unsafe fn bucket_width(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> Option<f64> {
     unsafe {
-        let e = crate::planner::strip(e);
+        let e = crate::pg::nodes::strip(e);
         if (*e).type_ != pg_sys::NodeTag::T_FuncExpr {
             return None;
         }
         let f = e as *mut pg_sys::FuncExpr;
         let args = list_ptrs((*f).args);
-        let time = args.get(1).map(|a| crate::planner::strip(*a as *mut pg_sys::Node))?;
+        let time = args.get(1).map(|a| crate::pg::nodes::strip(*a as *mut pg_sys::Node))?;
         let is_time = (*time).type_ == pg_sys::NodeTag::T_Var && {
             let v = time as *mut pg_sys::Var;
             (*v).varno as u32 == relid && (*v).varlevelsup == 0 && (*v).varattno == time_attnum
@@ -142,10 +143,10 @@ pub unsafe fn add_time_bucket_hashagg(
             }
         }
         let rte = *(*root).simple_rte_array.add((*input_rel).relid as usize);
-        if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || (*rte).inh || !crate::hooks::is_tsbucket_oid((*rte).relid) {
+        if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || (*rte).inh || !crate::catalog::config::is_tsbucket_table((*rte).relid) {
             return;
         }
-        let Some(config) = catalog::lookup((*rte).relid) else { return };
+        let Some(config) = config::lookup((*rte).relid) else { return };
         let mut width = None;
         let mut others: *mut pg_sys::List = std::ptr::null_mut();
         for sc in list_ptrs(group_clause) {

@@ -8,9 +8,9 @@
 //!   and pending deletes/updates applied.
 //! - transaction callbacks: pre-commit flush, abort discards, savepoints.
 
-use crate::error::{ts_error, FEATURE_NOT_SUPPORTED};
-use crate::pgutil::{list_ptrs, referenced_attnums};
-use crate::{am, catalog, modify, write};
+use crate::pg::error::{ts_error, FEATURE_NOT_SUPPORTED};
+use crate::pg::nodes::{list_ptrs, referenced_attnums};
+use crate::catalog::config;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -59,8 +59,8 @@ pub fn init() {
 /// nested in a trigger or function has a later command id than the statement
 /// that runs it, so its end never touches the outer statement's work.
 pub fn end_of_statement(from_cid: Option<pg_sys::CommandId>) {
-    write::flush(None, crate::store::CloseReason::EndOfStatement, from_cid);
-    modify::apply(from_cid);
+    crate::write::flush::flush(None, crate::store::bucket::CloseReason::EndOfStatement, from_cid);
+    crate::dml::apply::apply(from_cid);
 }
 
 #[pg_guard]
@@ -94,9 +94,12 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
     match event {
         XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => end_of_statement(None),
         XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT | XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {
-            write::discard_all();
-            modify::discard_all();
-            crate::worker::at_transaction_end(matches!(event, XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE));
+            crate::write::buffer::discard_all();
+            crate::dml::pending::discard_all();
+            crate::maintenance::schedule::at_transaction_end(
+                matches!(event, XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE),
+                crate::store::insert::take_buckets_written(),
+            );
         }
         _ => {}
     }
@@ -113,12 +116,12 @@ unsafe extern "C-unwind" fn subxact_callback(
     match event {
         SUBXACT_EVENT_PRE_COMMIT_SUB => end_of_statement(None),
         SUBXACT_EVENT_COMMIT_SUB => {
-            write::reassign_subxact(my_subid, parent_subid);
-            modify::reassign_subxact(my_subid, parent_subid);
+            crate::write::buffer::reassign_subxact(my_subid, parent_subid);
+            crate::dml::pending::reassign_subxact(my_subid, parent_subid);
         }
         SUBXACT_EVENT_ABORT_SUB => {
-            write::discard_subxact(my_subid);
-            modify::discard_subxact(my_subid);
+            crate::write::buffer::discard_subxact(my_subid);
+            crate::dml::pending::discard_subxact(my_subid);
         }
         _ => {}
     }
@@ -148,10 +151,10 @@ unsafe fn check_query(query: *mut pg_sys::Query) {
         for mark in list_ptrs((*query).rowMarks) {
             let rti = (*(mark as *mut pg_sys::RowMarkClause)).rti;
             let relid = pg_sys::rt_fetch(rti, (*query).rtable).as_ref().map(|rte| rte.relid);
-            if let Some(relid) = relid.filter(|r| *r != pg_sys::InvalidOid && is_tsbucket_oid(*r)) {
+            if let Some(relid) = relid.filter(|r| *r != pg_sys::InvalidOid && config::is_tsbucket_table(*r)) {
                 ts_error(
                     FEATURE_NOT_SUPPORTED,
-                    &format!("row locking (SELECT ... FOR UPDATE/SHARE) is not supported on time-series table \"{}\"", catalog::relation_name(relid)),
+                    &format!("row locking (SELECT ... FOR UPDATE/SHARE) is not supported on time-series table \"{}\"", crate::pg::relation::relation_name(relid)),
                     "Lock the table instead: LOCK TABLE ... IN SHARE ROW EXCLUSIVE MODE.",
                 );
             }
@@ -162,10 +165,10 @@ unsafe fn check_query(query: *mut pg_sys::Query) {
         }
         let relid = pg_sys::rt_fetch(result_rel as u32, (*query).rtable).as_ref().map(|rte| rte.relid);
         let Some(relid) = relid else { return };
-        if relid == pg_sys::InvalidOid || !is_tsbucket_oid(relid) {
+        if relid == pg_sys::InvalidOid || !config::is_tsbucket_table(relid) {
             return;
         }
-        let name = catalog::relation_name(relid);
+        let name = crate::pg::relation::relation_name(relid);
         match (*query).commandType {
             pg_sys::CmdType::CMD_INSERT if !(*query).onConflict.is_null() => ts_error(
                 FEATURE_NOT_SUPPORTED,
@@ -183,21 +186,9 @@ unsafe fn check_query(query: *mut pg_sys::Query) {
     }
 }
 
-pub fn is_tsbucket_oid(relid: pg_sys::Oid) -> bool {
-    unsafe {
-        let rel = pg_sys::RelationIdGetRelation(relid);
-        if rel.is_null() {
-            return false;
-        }
-        let yes = am::is_tsbucket(rel);
-        pg_sys::RelationClose(rel);
-        yes
-    }
-}
-
 unsafe fn check_update(query: *mut pg_sys::Query, relid: pg_sys::Oid, name: &str) {
     unsafe {
-        let Some(config) = catalog::lookup(relid) else { return };
+        let Some(config) = config::lookup(relid) else { return };
         let rel = pg_sys::RelationIdGetRelation(relid);
         let violation = update_violation(query, rel, &config, name);
         pg_sys::RelationClose(rel);
@@ -208,15 +199,15 @@ unsafe fn check_update(query: *mut pg_sys::Query, relid: pg_sys::Oid, name: &str
 }
 
 /// The first way this UPDATE breaks the meta-only rule, as (message, hint).
-unsafe fn update_violation(query: *mut pg_sys::Query, rel: pg_sys::Relation, config: &catalog::Config, name: &str) -> Option<(String, String)> {
+unsafe fn update_violation(query: *mut pg_sys::Query, rel: pg_sys::Relation, config: &config::Config, name: &str) -> Option<(String, String)> {
     unsafe {
         let is_meta = |attnum: i32| config.meta_attnums.iter().any(|&m| i32::from(m) == attnum);
         let column_name = |attnum: i32| match attnum {
             0 => "the whole row".to_string(),
             a if a < 0 => "a system column".to_string(),
-            a => format!("column \"{}\"", crate::shape::attr_name(rel, a as i16)),
+            a => format!("column \"{}\"", crate::pg::relation::attr_name(rel, a as i16)),
         };
-        let meta_names = config.meta_attnums.iter().map(|&m| crate::shape::attr_name(rel, m)).collect::<Vec<_>>().join(", ");
+        let meta_names = config.meta_attnums.iter().map(|&m| crate::pg::relation::attr_name(rel, m)).collect::<Vec<_>>().join(", ");
         let result_rel = (*query).resultRelation as u32;
         if config.meta_attnums.is_empty() {
             return Some((
@@ -286,7 +277,7 @@ unsafe extern "C-unwind" fn process_utility(
                 .flatten()
                 .unwrap_or(false);
                 if may_drop {
-                    crate::worker::stop_workers_in(&name);
+                    crate::maintenance::worker::stop_workers_in(&name);
                 }
             }
         }
@@ -308,7 +299,7 @@ unsafe extern "C-unwind" fn process_utility(
         }
         // ANALYZE found no rows in the (empty) user relation: gather the statistics from the store.
         for relid in analyze {
-            crate::stats::analyze(relid);
+            crate::maintenance::analyze::analyze(relid);
         }
     }
 }
@@ -322,12 +313,12 @@ unsafe fn tables_to_analyze(stmt: *mut pg_sys::VacuumStmt) -> Vec<pg_sys::Oid> {
                 let name = (*(*o as *mut pg_sys::DefElem)).defname;
                 !name.is_null() && std::ffi::CStr::from_ptr(name).to_bytes() == b"analyze"
             });
-        if !analyzes || !crate::catalog::extension_installed() {
+        if !analyzes || !crate::catalog::config::extension_installed() {
             return Vec::new();
         }
         let rels = list_ptrs((*stmt).rels);
         if rels.is_empty() {
-            return crate::catalog::all_tables();
+            return crate::catalog::config::all_tables();
         }
         rels.iter()
             .filter_map(|r| {
@@ -339,7 +330,7 @@ unsafe fn tables_to_analyze(stmt: *mut pg_sys::VacuumStmt) -> Vec<pg_sys::Oid> {
                 } else {
                     pg_sys::InvalidOid
                 };
-                (relid != pg_sys::InvalidOid && is_tsbucket_oid(relid) && catalog::lookup(relid).is_some()).then_some(relid)
+                (relid != pg_sys::InvalidOid && config::is_tsbucket_table(relid) && config::lookup(relid).is_some()).then_some(relid)
             })
             .collect()
     }
@@ -357,11 +348,11 @@ unsafe fn check_alter_table(stmt: *mut pg_sys::AlterTableStmt) {
             None,
             std::ptr::null_mut(),
         );
-        if relid == pg_sys::InvalidOid || !is_tsbucket_oid(relid) {
+        if relid == pg_sys::InvalidOid || !config::is_tsbucket_table(relid) {
             return;
         }
-        let Some(config) = catalog::lookup(relid) else { return };
-        let name = catalog::relation_name(relid);
+        let Some(config) = config::lookup(relid) else { return };
+        let name = crate::pg::relation::relation_name(relid);
         for cmd in list_ptrs((*stmt).cmds) {
             let cmd = cmd as *mut pg_sys::AlterTableCmd;
             let column = if (*cmd).name.is_null() {

@@ -9,27 +9,17 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 mod am;
-mod api;
 mod catalog;
-mod compact;
-mod datum;
-mod error;
+mod dml;
 mod grouping;
-mod gucs;
 mod hooks;
-mod label;
-mod meta_text;
-mod modify;
+mod maintenance;
 mod partial_agg;
-mod pgutil;
+mod pg;
 mod planner;
-mod privileges;
-mod shape;
-mod stats;
+mod sql;
 mod store;
-mod tid;
 mod timefn;
-mod worker;
 mod write;
 
 #[cfg(any(test, feature = "pg_test"))]
@@ -50,14 +40,14 @@ pub extern "C-unwind" fn _PG_init() {
     // SAFETY: Postgres backends (and the postmaster loading preloaded libraries)
     // are single-threaded, so nothing reads the environment concurrently.
     unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
-    gucs::init();
-    catalog::init();
+    catalog::gucs::init();
+    catalog::config::init();
     hooks::init();
-    label::init();
+    catalog::label::init();
     planner::init();
     // No background maintenance while pg_upgrade restores a cluster.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress && !pg_sys::IsBinaryUpgrade } {
-        worker::register();
+        crate::maintenance::launcher::register();
     }
 }
 

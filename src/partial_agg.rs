@@ -33,9 +33,10 @@
 //!
 //! Anything else keeps Postgres's plan and gives the same answers row by row.
 
-use crate::catalog::{self, Config};
-use crate::pgutil::list_ptrs;
-use crate::planner::strip;
+use crate::catalog::config;
+use crate::catalog::config::Config;
+use crate::pg::nodes::list_ptrs;
+use crate::pg::nodes::strip;
 use pgrx::pg_sys;
 use tsbucket_kernels::AggKind;
 
@@ -134,7 +135,7 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::
             return None;
         }
         let attnum = (*v).varattno;
-        let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
+        let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
         // Not domains: their storage follows the type OID, not the base type's.
         if att.attisdropped || pg_sys::get_typtype(att.atttypid) != pg_sys::TYPTYPE_BASE as std::ffi::c_char {
             return None;
@@ -145,7 +146,7 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::
         if kind.reads_values() {
             // The kernels read integers and floats as stored: the argument must be
             // the column itself, of a type stored that way.
-            let stored = crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval);
+            let stored = crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval);
             use tsbucket_format::ColumnKind as K;
             let float = matches!(stored, K::Float64 | K::Float32);
             let fits = match kind {
@@ -212,7 +213,7 @@ unsafe fn classify_first_last(kind: AggKind, args: &[*mut pg_sys::Node], config:
             return None;
         }
         let attnum = column(*value)?;
-        let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
+        let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
         if att.attisdropped {
             return None;
         }
@@ -331,7 +332,7 @@ pub unsafe fn monotone_in_time(e: *mut pg_sys::Node, relid: u32, time_attnum: i1
             _ if is_tsbucket_date_trunc(funcid) && args.get(3).is_some_and(|z| is_text_constant(*z, "utc")) => 1,
             _ => return false,
         };
-        args.iter().enumerate().all(|(i, &a)| if i == time_arg { monotone_in_time(a, relid, time_attnum) } else { crate::planner::is_pseudo_constant(a) })
+        args.iter().enumerate().all(|(i, &a)| if i == time_arg { monotone_in_time(a, relid, time_attnum) } else { crate::pg::nodes::is_pseudo_constant(a) })
     }
 }
 
@@ -374,7 +375,7 @@ const MODE_SCAN: i32 = 0;
 /// `stmt` must be a freshly planned statement.
 pub unsafe fn rewrite(stmt: *mut pg_sys::PlannedStmt) {
     unsafe {
-        if !crate::gucs::VECTORIZED_AGGREGATION.get() {
+        if !crate::catalog::gucs::VECTORIZED_AGGREGATION.get() {
             return;
         }
         walk((*stmt).planTree, stmt);
@@ -460,7 +461,7 @@ unsafe fn partial_in_scan(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStm
         };
         let scanrelid = (*scan).scan.scanrelid;
         let rte = pg_sys::rt_fetch(scanrelid, (*stmt).rtable);
-        let config = catalog::lookup((*rte).relid)?;
+        let config = config::lookup((*rte).relid)?;
         let scan_tlist = (*scan).scan.plan.targetlist;
         let group_cols: Vec<i16> = (0..a.numCols as usize).map(|i| *a.grpColIdx.add(i) as i16).collect();
         let rel = pg_sys::RelationIdGetRelation((*rte).relid);
@@ -663,7 +664,7 @@ unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
         let sort = between.filter(|p| (**p).type_ == pg_sys::NodeTag::T_Sort).map(|p| p as *mut pg_sys::Sort);
         let scanrelid = (*scan).scan.scanrelid;
         let rte = pg_sys::rt_fetch(scanrelid, (*stmt).rtable);
-        let Some(config) = catalog::lookup((*rte).relid) else { return };
+        let Some(config) = config::lookup((*rte).relid) else { return };
         let scan_tlist = (*scan).scan.plan.targetlist;
         // Agg input column -> scan output column (through the node between).
         let to_scan_column = |k: i16| -> Option<i16> {

@@ -11,8 +11,9 @@ use crate::am::lastpoint::LastPointScan;
 use crate::am::ordered::OrderedScan;
 use crate::am::scan::{self, Bound, BoundRange, Prune, ScanOptions};
 use tsbucket_format::ColumnKind;
-use crate::catalog::{self, Config};
-use crate::pgutil::{list_ptrs, referenced_attnums};
+use crate::catalog::config;
+use crate::catalog::config::Config;
+use crate::pg::nodes::{is_pseudo_constant, list_ptrs, referenced_attnums, strip};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::rc::Rc;
@@ -149,8 +150,8 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
         }
         if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
             || (*rte).relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
-            || !crate::hooks::is_tsbucket_oid((*rte).relid)
-            || catalog::lookup((*rte).relid).is_none()
+            || !crate::catalog::config::is_tsbucket_table((*rte).relid)
+            || config::lookup((*rte).relid).is_none()
         {
             return;
         }
@@ -208,7 +209,7 @@ unsafe fn parallel_path(
             return None;
         }
         let base = *paths.iter().find(|&&p| (*p).path.param_info.is_null() && (*p).path.pathkeys.is_null() && (*p).custom_private.is_null())?;
-        let config = catalog::lookup((*rte).relid)?;
+        let config = config::lookup((*rte).relid)?;
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let mut blocks = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM) as f64;
         let toast = (*(*store).rd_rel).reltoastrelid;
@@ -283,7 +284,7 @@ unsafe fn parameterized_paths(
 ) -> Vec<*mut pg_sys::CustomPath> {
     unsafe {
         let mut out = Vec::new();
-        let Some(config) = catalog::lookup(relid) else { return out };
+        let Some(config) = config::lookup(relid) else { return out };
         // The series index serves the leading meta column.
         let Some(&attnum) = config.meta_attnums.first() else { return out };
         let mut arg = attnum;
@@ -329,7 +330,7 @@ unsafe fn parameterized_paths(
 /// planner's own selectivity estimates.
 unsafe fn reached_fraction(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, relid: pg_sys::Oid, with_time: bool) -> f64 {
     unsafe {
-        let Some(config) = catalog::lookup(relid) else { return 1.0 };
+        let Some(config) = config::lookup(relid) else { return 1.0 };
         let mut reaching: *mut pg_sys::List = std::ptr::null_mut();
         for ri in list_ptrs((*rel).baserestrictinfo) {
             let clause = (*(ri as *mut pg_sys::RestrictInfo)).clause as *mut pg_sys::Node;
@@ -418,7 +419,7 @@ unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelO
         let &first = list_ptrs((*root).query_pathkeys).first()?;
         let pk = first as *mut pg_sys::PathKey;
         let rte = *(*root).simple_rte_array.add((*rel).relid as usize);
-        let config = catalog::lookup((*rte).relid)?;
+        let config = config::lookup((*rte).relid)?;
         let ec = (*pk).pk_eclass;
         let members: Vec<*mut pg_sys::Node> =
             list_ptrs((*ec).ec_members).iter().map(|m| (*(*m as *mut pg_sys::EquivalenceMember)).em_expr as *mut pg_sys::Node).collect();
@@ -488,7 +489,7 @@ unsafe fn time_order_path(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelO
 unsafe fn meta_pathkey(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, relid: pg_sys::Oid, attnum: i16, descending: bool) -> Option<*mut pg_sys::PathKey> {
     unsafe {
         let r = pg_sys::RelationIdGetRelation(relid);
-        let att = *crate::shape::tuple_desc_attr((*r).rd_att, attnum as usize - 1);
+        let att = *crate::pg::relation::tuple_desc_attr((*r).rd_att, attnum as usize - 1);
         pg_sys::RelationClose(r);
         let cache = pg_sys::lookup_type_cache(att.atttypid, (pg_sys::TYPECACHE_LT_OPR | pg_sys::TYPECACHE_GT_OPR) as i32);
         let opno = if descending { (*cache).gt_opr } else { (*cache).lt_opr };
@@ -513,7 +514,7 @@ unsafe fn meta_pathkey(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptI
 unsafe fn series_order_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, unordered: *mut pg_sys::CustomPath) -> Vec<*mut pg_sys::CustomPath> {
     unsafe {
         let rte = *(*root).simple_rte_array.add((*rel).relid as usize);
-        let Some(config) = catalog::lookup((*rte).relid) else { return Vec::new() };
+        let Some(config) = config::lookup((*rte).relid) else { return Vec::new() };
         if config.meta_attnums.is_empty() || (*rte).inh {
             return Vec::new();
         }
@@ -659,11 +660,11 @@ unsafe fn add_last_point_path(root: *mut pg_sys::PlannerInfo, input_rel: *mut pg
         if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
             || (*rte).relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
             || (*rte).inh
-            || !crate::hooks::is_tsbucket_oid((*rte).relid)
+            || !crate::catalog::config::is_tsbucket_table((*rte).relid)
         {
             return;
         }
-        let Some(config) = catalog::lookup((*rte).relid) else { return };
+        let Some(config) = config::lookup((*rte).relid) else { return };
         let nmeta = config.meta_attnums.len();
         if nmeta == 0 {
             return;
@@ -807,7 +808,7 @@ enum Target {
 struct TsBucketScanState {
     css: pg_sys::CustomScanState,
     /// In the executor's query context: freed with it on ERROR.
-    state: *mut crate::pgutil::Owned<ExecState>,
+    state: *mut crate::pg::memory::Owned<ExecState>,
 }
 
 struct ExecState {
@@ -867,7 +868,7 @@ unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> *mut
         // Rows of the table carry their bucket version (system columns).
         #[cfg(not(feature = "pg15"))]
         {
-            (*node).css.slotOps = crate::am::slot::ops();
+            (*node).css.slotOps = crate::store::slot::ops();
         }
         node as *mut pg_sys::Node
     }
@@ -935,7 +936,7 @@ impl SharedScan {
 /// scan itself holds a lock on it while it runs).
 unsafe fn with_store<R>(node: *mut pg_sys::CustomScanState, f: impl FnOnce(pg_sys::Relation) -> R) -> R {
     unsafe {
-        let config = catalog::require((*(*node).ss.ss_currentRelation).rd_id);
+        let config = config::require((*(*node).ss.ss_currentRelation).rd_id);
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let r = f(store);
         pg_sys::table_close(store, pg_sys::NoLock as i32);
@@ -998,28 +999,14 @@ unsafe extern "C-unwind" fn shutdown(node: *mut pg_sys::CustomScanState) {
 }
 
 unsafe fn exec_state<'a>(node: *mut pg_sys::CustomScanState) -> &'a mut ExecState {
-    unsafe { crate::pgutil::owned_mut((*(node as *mut TsBucketScanState)).state) }
-}
-
-/// Strips binary-compatible casts (varchar -> text and the like).
-pub(crate) unsafe fn strip(mut n: *mut pg_sys::Node) -> *mut pg_sys::Node {
-    unsafe {
-        while !n.is_null() && (*n).type_ == pg_sys::NodeTag::T_RelabelType {
-            n = (*(n as *mut pg_sys::RelabelType)).arg as *mut pg_sys::Node;
-        }
-        n
-    }
-}
-
-pub(crate) unsafe fn is_pseudo_constant(n: *mut pg_sys::Node) -> bool {
-    unsafe { !pg_sys::contain_var_clause(n) && !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n) }
+    unsafe { crate::pg::memory::owned_mut((*(node as *mut TsBucketScanState)).state) }
 }
 
 unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, scanrelid: u32, quals: *mut pg_sys::List) -> Vec<Candidate> {
     unsafe {
         let time_type = {
             let rel = (*node).ss.ss_currentRelation;
-            (*crate::shape::tuple_desc_attr((*rel).rd_att, config.time_attnum as usize - 1)).atttypid
+            (*crate::pg::relation::tuple_desc_attr((*rel).rd_att, config.time_attnum as usize - 1)).atttypid
         };
         let rls_active = pg_sys::check_enable_rls((*(*node).ss.ss_currentRelation).rd_id, pg_sys::InvalidOid, true)
             == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32;
@@ -1073,7 +1060,7 @@ unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, s
                 // a leakproof one: pruning sees every bucket's meta value before the
                 // policies filter rows.
                 let rel = (*node).ss.ss_currentRelation;
-                let meta_type = (*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1)).atttypid;
+                let meta_type = (*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1)).atttypid;
                 let cache = pg_sys::lookup_type_cache(meta_type, pg_sys::TYPECACHE_BTREE_OPFAMILY as i32);
                 let family = if cache.is_null() { pg_sys::InvalidOid } else { (*cache).btree_opf };
                 if family == pg_sys::InvalidOid
@@ -1163,11 +1150,11 @@ unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate])
                         // per-tuple context, which the executor resets row by row, and its
                         // elements are read for as long as the scan runs.
                         let array = pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr()) as *mut pg_sys::ArrayType;
-                        crate::pgutil::array_elements(array).into_iter().flatten().collect()
+                        crate::pg::datum::array_elements(array).into_iter().flatten().collect()
                     } else {
                         let (mut len, mut byval) = (0i16, false);
                         pg_sys::get_typlenbyval(c.value_type, &mut len, &mut byval);
-                        vec![crate::pgutil::copy_datum(value, byval, len)]
+                        vec![crate::pg::datum::copy_datum(value, byval, len)]
                     };
                     pg_sys::MemoryContextSwitchTo(old);
                     out.push(Prune::Meta { meta, op: c.op, collation: c.collation, meta_first: c.var_first, values });
@@ -1193,11 +1180,11 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
         #[cfg(feature = "pg15")]
         if (*((*node).ss.ps.plan as *mut pg_sys::CustomScan)).custom_scan_tlist.is_null() {
             let tupdesc = (*(*node).ss.ss_ScanTupleSlot).tts_tupleDescriptor;
-            (*node).ss.ss_ScanTupleSlot = pg_sys::ExecAllocTableSlot(&mut (*estate).es_tupleTable, tupdesc, crate::am::slot::ops());
+            (*node).ss.ss_ScanTupleSlot = pg_sys::ExecAllocTableSlot(&mut (*estate).es_tupleTable, tupdesc, crate::store::slot::ops());
         }
         #[cfg(not(feature = "pg15"))]
         let _ = estate;
-        let config = catalog::require((*rel).rd_id);
+        let config = config::require((*rel).rd_id);
         let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
         let natts = (*(*rel).rd_att).natts as usize;
         let private: Vec<i32> = list_ptrs((*cscan).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect();
@@ -1282,7 +1269,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
         if (*(*(*node).ss.ps.state).es_plannedstmt).parallelModeNeeded && eflags & pg_sys::EXEC_FLAG_EXPLAIN_ONLY as i32 == 0 {
             scan::write_buffered_rows(rel, (*(*node).ss.ps.state).es_snapshot);
         }
-        (*(node as *mut TsBucketScanState)).state = crate::pgutil::own_in_context(pg_sys::CurrentMemoryContext, state);
+        (*(node as *mut TsBucketScanState)).state = crate::pg::memory::own_in_context(pg_sys::CurrentMemoryContext, state);
     }
 }
 
@@ -1363,7 +1350,7 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
             return;
         }
         if st.last_point_mode {
-            let config = catalog::require((*rel).rd_id);
+            let config = config::require((*rel).rd_id);
             let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
             let index = access::require_series_index(store, &config);
             pg_sys::table_close(store, pg_sys::NoLock as i32);
@@ -1488,7 +1475,7 @@ unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_
 unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
     unsafe {
         finish_scan(node);
-        drop(crate::pgutil::take_owned((*(node as *mut TsBucketScanState)).state));
+        drop(crate::pg::memory::take_owned((*(node as *mut TsBucketScanState)).state));
     }
 }
 
@@ -1533,7 +1520,7 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
                     .iter()
                     .enumerate()
                     .filter(|(_, n)| **n)
-                    .map(|(i, _)| crate::shape::attr_name(rel, (i + 1) as i16))
+                    .map(|(i, _)| crate::pg::relation::attr_name(rel, (i + 1) as i16))
                     .collect();
                 if names.is_empty() { "none".to_string() } else { names.join(", ") }
             }
@@ -1555,18 +1542,18 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
         let access = if st.last_point_mode {
             "Last Point per Series (Series Index skip scan)".to_string()
         } else if let Some(descending) = st.series_order {
-            let config = catalog::require((*rel).rd_id);
-            let mut columns: Vec<String> = config.meta_attnums.iter().map(|&a| crate::shape::attr_name(rel, a)).collect();
+            let config = config::require((*rel).rd_id);
+            let mut columns: Vec<String> = config.meta_attnums.iter().map(|&a| crate::pg::relation::attr_name(rel, a)).collect();
             columns.push("window_start".to_string());
             format!("Series Index ({}), rows merged in series and time order{}", columns.join(", "), if descending { " DESC" } else { "" })
         } else if let Some(descending) = st.time_order {
-            let config = catalog::require((*rel).rd_id);
+            let config = config::require((*rel).rd_id);
             let walks = match planned_access(node, st) {
                 a if a.pins_every_series(&config) => describe_access(rel, &a) + " per series",
                 _ => "Window Index (window_start)".to_string(),
             };
             let ties = match st.meta_ties {
-                Some(d) => format!(", then {}{}", config.meta_attnums.iter().map(|&a| crate::shape::attr_name(rel, a)).collect::<Vec<_>>().join(", "), if d { " DESC" } else { "" }),
+                Some(d) => format!(", then {}{}", config.meta_attnums.iter().map(|&a| crate::pg::relation::attr_name(rel, a)).collect::<Vec<_>>().join(", "), if d { " DESC" } else { "" }),
                 None => String::new(),
             };
             format!("{walks}, rows merged in time order{}{ties}", if descending { " DESC" } else { "" })
@@ -1603,7 +1590,7 @@ unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestor
 /// The access a scan with these conditions takes (values assumed not NULL).
 unsafe fn planned_access(node: *mut pg_sys::CustomScanState, st: &ExecState) -> Access {
     unsafe {
-        let config = catalog::require((*(*node).ss.ss_currentRelation).rd_id);
+        let config = config::require((*(*node).ss.ss_currentRelation).rd_id);
         let metas: Vec<MetaCondition> = st
             .candidates
             .iter()
@@ -1628,9 +1615,9 @@ unsafe fn describe_access(rel: pg_sys::Relation, access: &Access) -> String {
             Access::Heap => "Seq Scan".to_string(),
             Access::Window { .. } => "Window Index (window_start)".to_string(),
             Access::Series { keys, window, .. } => {
-                let config = catalog::require((*rel).rd_id);
+                let config = config::require((*rel).rd_id);
                 let mut columns: Vec<String> =
-                    (0..keys.len()).map(|i| crate::shape::attr_name(rel, config.meta_attnums[i])).collect();
+                    (0..keys.len()).map(|i| crate::pg::relation::attr_name(rel, config.meta_attnums[i])).collect();
                 if *window {
                     columns.push("window_start".to_string());
                 }

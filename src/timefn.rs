@@ -5,7 +5,7 @@
 //! SQLSTATE 22023, and the aggregate / window-function calling conventions.
 //! The SQL signatures (defaults, volatility, aggregates) are in sql/time_functions.sql.
 
-use crate::error::ts_error;
+use crate::pg::error::ts_error;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use tsbucket_timecalc::{self as tc, FixedOffset, Offset, Unit, WeekStart, Zone, US_PER_SECOND};

@@ -12,8 +12,10 @@
 //! `time <= hi` in one with `window_start <= hi`.
 
 use super::scan::{Bound, BoundRange};
-use crate::catalog::Config;
-use crate::store::{self, IndexRanges};
+use crate::catalog::config::Config;
+use crate::store::bucket;
+use crate::store::reader;
+use crate::store::reader::IndexRanges;
 use pgrx::pg_sys;
 
 /// Buckets an `IN` list may expand to at most, as separate index scans.
@@ -72,8 +74,8 @@ pub unsafe fn series_index(store: pg_sys::Relation, config: &Config) -> Option<p
     if nmeta == 0 {
         return None;
     }
-    let columns: Vec<i16> = (0..nmeta).map(|i| (store::COL_FIRST_META + 1 + i) as i16).chain([(store::COL_WINDOW_START + 1) as i16]).collect();
-    unsafe { store::index_on(store, &columns) }
+    let columns: Vec<i16> = (0..nmeta).map(|i| (bucket::COL_FIRST_META + 1 + i) as i16).chain([(bucket::COL_WINDOW_START + 1) as i16]).collect();
+    unsafe { reader::index_on(store, &columns) }
 }
 
 /// The series index of a table with meta columns; an error if it is gone.
@@ -82,9 +84,9 @@ pub unsafe fn series_index(store: pg_sys::Relation, config: &Config) -> Option<p
 /// As `series_index`.
 pub unsafe fn require_series_index(store: pg_sys::Relation, config: &Config) -> pg_sys::Oid {
     unsafe { series_index(store, config) }.unwrap_or_else(|| {
-        crate::error::ts_error(
-            crate::error::DATA_CORRUPTED,
-            &format!("the bucket store of table \"{}\" has lost its series index", crate::catalog::relation_name(config.relid)),
+        crate::pg::error::ts_error(
+            crate::pg::error::DATA_CORRUPTED,
+            &format!("the bucket store of table \"{}\" has lost its series index", crate::pg::relation::relation_name(config.relid)),
             "Run SELECT * FROM tsbucket.verify(...) on the table; re-create the table from a dump if the index is gone.",
         )
     })
@@ -97,7 +99,7 @@ pub unsafe fn require_series_index(store: pg_sys::Relation, config: &Config) -> 
 /// `store` must be `config`'s open bucket store.
 pub unsafe fn window_ranges(store: pg_sys::Relation, config: &Config, time: Option<&BoundRange>) -> Option<IndexRanges> {
     unsafe {
-        let index = store::index_on(store, &[(store::COL_WINDOW_START + 1) as i16])?;
+        let index = reader::index_on(store, &[(bucket::COL_WINDOW_START + 1) as i16])?;
         Some(IndexRanges { index, key_sets: vec![window_keys(store, config, time)] })
     }
 }
@@ -110,11 +112,11 @@ pub unsafe fn window_ranges(store: pg_sys::Relation, config: &Config, time: Opti
 pub unsafe fn window_extent(store: pg_sys::Relation, config: &Config) -> Option<(i64, i64)> {
     unsafe {
         let ranges = window_ranges(store, config, None)?;
-        let mut walk = store::StoreScan::begin_index(store, store::current_snapshot(), ranges);
+        let mut walk = reader::StoreScan::begin_index(store, reader::current_snapshot(), ranges);
         let window_of = |t: Option<pg_sys::HeapTuple>| {
             t.map(|t| {
                 let mut isnull = false;
-                pg_sys::heap_getattr(t, (store::COL_WINDOW_START + 1) as i32, (*store).rd_att, &mut isnull).value() as i64
+                pg_sys::heap_getattr(t, (bucket::COL_WINDOW_START + 1) as i32, (*store).rd_att, &mut isnull).value() as i64
             })
         };
         let first = window_of(walk.next(true));
@@ -188,7 +190,7 @@ pub unsafe fn choose(store: pg_sys::Relation, config: &Config, metas: &[MetaCond
             }
         }
         if has_time {
-            if let Some(index) = store::index_on(store, &[(store::COL_WINDOW_START + 1) as i16]) {
+            if let Some(index) = reader::index_on(store, &[(bucket::COL_WINDOW_START + 1) as i16]) {
                 return Access::Window { index };
             }
         }
@@ -210,11 +212,11 @@ pub unsafe fn open(
     access: &Access,
     meta_values: &[&[pg_sys::Datum]],
     time: Option<&BoundRange>,
-) -> store::StoreScan {
+) -> reader::StoreScan {
     unsafe {
         match ranges(store, config, access, meta_values, time) {
-            Some(r) => store::StoreScan::begin_index(store, snapshot, r),
-            None => store::StoreScan::begin(store, snapshot),
+            Some(r) => reader::StoreScan::begin_index(store, snapshot, r),
+            None => reader::StoreScan::begin(store, snapshot),
         }
     }
 }
@@ -254,7 +256,7 @@ pub unsafe fn ranges(
                                 pg_sys::ScanKeyEntryInitialize(
                                     &mut k,
                                     0,
-                                    (store::COL_FIRST_META + 1 + column) as i16,
+                                    (bucket::COL_FIRST_META + 1 + column) as i16,
                                     pg_sys::BTEqualStrategyNumber as u16,
                                     key.subtype,
                                     key.collation,
@@ -299,12 +301,12 @@ unsafe fn distinct(values: &[pg_sys::Datum], key: &MetaKey) -> Vec<pg_sys::Datum
 unsafe fn window_keys(store: pg_sys::Relation, config: &Config, time: Option<&BoundRange>) -> Vec<pg_sys::ScanKeyData> {
     unsafe {
         let Some(range) = time else { return Vec::new() };
-        let time_type = (*crate::shape::tuple_desc_attr((*store).rd_att, store::COL_WINDOW_START)).atttypid;
+        let time_type = (*crate::pg::relation::tuple_desc_attr((*store).rd_att, bucket::COL_WINDOW_START)).atttypid;
         let tz = time_type == pg_sys::TIMESTAMPTZOID;
         let mut keys = Vec::new();
         let mut push = |strategy: u32, proc: u32, value: i64| {
             let mut k = pg_sys::ScanKeyData::default();
-            pg_sys::ScanKeyInit(&mut k, (store::COL_WINDOW_START + 1) as i16, strategy as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(value));
+            pg_sys::ScanKeyInit(&mut k, (bucket::COL_WINDOW_START + 1) as i16, strategy as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(value));
             keys.push(k);
         };
         if let Some((Bound::Int(lo), _)) = range.lo {

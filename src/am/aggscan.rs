@@ -5,10 +5,10 @@
 //! and bucket goes up to the Finalize Aggregate. No row becomes a tuple,
 //! except to evaluate conditions the range filters do not decide.
 
-use super::read;
+use crate::store::rows as read;
 use super::scan::{self, BoundRange, NextBucket, Prune, ScanCounters, ScanOptions};
-use crate::catalog::Config;
-use crate::error::{ts_error, SqlState};
+use crate::catalog::config::Config;
+use crate::pg::error::{ts_error, SqlState};
 use crate::partial_agg::{AggPlan, ArgSource, KeyPlan};
 use pgrx::pg_sys;
 use pgrx::IntoDatum;
@@ -85,12 +85,12 @@ impl AggregatingScan {
         econtext: *mut pg_sys::ExprContext,
     ) -> AggregatingScan {
         unsafe {
-            let config = crate::catalog::require((*rel).rd_id);
+            let config = crate::catalog::config::require((*rel).rd_id);
             let mut options_prune_summary = PruneSummary::of(&options.prune);
             // Rows a vector filter removes are counted in no header.
             options_prune_summary.column_filters |= options.vector_filter.is_some();
             let scan = scan::begin_with(rel, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
-            let row_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, super::slot::ops());
+            let row_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, crate::store::slot::ops());
             let residual = if exact { quals.residual } else { quals.all };
             let from_headers = headers_may_answer(rel, &config, &options_prune_summary, &aggs, residual);
             AggregatingScan {
@@ -158,7 +158,7 @@ impl AggregatingScan {
             for (j, (state, agg)) in row.states.iter().zip(self.aggs.iter()).enumerate() {
                 let (d, null) = match state {
                     Partial::State(state) => state_datum(state, agg),
-                    Partial::Serialized(bytes) => (crate::timefn::first_last::bytea(bytes), false),
+                    Partial::Serialized(bytes) => (crate::pg::datum::bytea(bytes), false),
                 };
                 *values.add(nkeys + j) = d;
                 *nulls.add(nkeys + j) = null;
@@ -174,7 +174,7 @@ impl AggregatingScan {
     /// aggregate is count(*), count of a meta column, min/max of a column
     /// whose header keeps them, or count/sum/avg of a column whose header
     /// keeps its NULL count and sum.
-    unsafe fn header_answer(&self, b: &crate::store::StoredBucket) -> Option<PartialRow> {
+    unsafe fn header_answer(&self, b: &crate::store::bucket::StoredBucket) -> Option<PartialRow> {
         unsafe {
             let range = self.from_headers.as_ref()?;
             if range.as_ref().is_some_and(|r| !r.contains(b.min_time, b.max_time)) {
@@ -381,7 +381,7 @@ impl AggregatingScan {
     unsafe fn chosen_value(
         &self,
         agg: &AggPlan,
-        shape: &crate::shape::TableShape,
+        shape: &crate::catalog::shape::TableShape,
         prepared: &read::Prepared,
         column: Option<&tsbucket_format::Column>,
         time: i64,
@@ -391,13 +391,13 @@ impl AggregatingScan {
         // the datum is read before the per-tuple context is reset.
         unsafe {
             let (value, attr) = match agg.arg {
-                ArgSource::Meta(m) => (prepared.meta[m], shape.attrs.iter().find(|a| a.role == crate::shape::Role::Meta(m)).expect("a meta column")),
+                ArgSource::Meta(m) => (prepared.meta[m], shape.attrs.iter().find(|a| a.role == crate::catalog::shape::Role::Meta(m)).expect("a meta column")),
                 ArgSource::Column(i) => {
                     let col = column.expect("read above");
                     let attr = &shape.attrs[i];
                     // By-reference datums are allocated in the per-tuple context, serialized at once.
                     let old = pg_sys::MemoryContextSwitchTo((*self.econtext).ecxt_per_tuple_memory);
-                    let value = (!col.is_null(row)).then(|| crate::datum::column_datum(col, row, attr));
+                    let value = (!col.is_null(row)).then(|| crate::pg::datum::column_datum(col, row, attr.layout()));
                     pg_sys::MemoryContextSwitchTo(old);
                     (value, attr)
                 }
@@ -501,8 +501,8 @@ unsafe fn headers_may_answer(
         }
         let tupdesc = (*rel).rd_att;
         let summarised = |i: usize| {
-            let att = &*crate::shape::tuple_desc_attr(tupdesc, i);
-            crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval).summarised()
+            let att = &*crate::pg::relation::tuple_desc_attr(tupdesc, i);
+            crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval).summarised()
         };
         let answerable = aggs.iter().all(|a| match (a.kind, a.arg) {
             (AggKind::CountRows, _) | (AggKind::CountValues, ArgSource::Meta(_)) => true,

@@ -12,11 +12,13 @@
 //! unread. The candidate row must pass the plan's quals, evaluated here; the
 //! series yields nothing when no row passes.
 
-use super::read::{self, LoadedBucket};
+use crate::store::rows::{self as read, LoadedBucket};
 use super::scan::{self, Prune, ScanCounters};
-use crate::catalog::{self, Config};
-use crate::shape::TableShape;
-use crate::store;
+use crate::catalog::config;
+use crate::catalog::config::Config;
+use crate::catalog::shape::TableShape;
+use crate::store::bucket;
+use crate::store::tuple;
 use pgrx::pg_sys;
 use std::rc::Rc;
 
@@ -57,7 +59,7 @@ impl LastPointScan {
     ) -> LastPointScan {
         unsafe {
             scan::write_buffered_rows(rel, snapshot);
-            let config = catalog::require((*rel).rd_id);
+            let config = config::require((*rel).rd_id);
             let shape = TableShape::new((*rel).rd_att, &config);
             let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
             let index = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
@@ -76,7 +78,7 @@ impl LastPointScan {
             let equal = support(pg_sys::BTEqualStrategyNumber);
             let meta_types = (0..nmeta)
                 .map(|i| {
-                    let att = &*crate::shape::tuple_desc_attr((*store).rd_att, store::COL_FIRST_META + i);
+                    let att = &*crate::pg::relation::tuple_desc_attr((*store).rd_att, bucket::COL_FIRST_META + i);
                     (att.attbyval, att.attlen)
                 })
                 .collect();
@@ -87,7 +89,7 @@ impl LastPointScan {
             let cxt = pg_sys::CurrentMemoryContext;
             let series_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point series".as_ptr(), 0, 1024, 8 * 1024);
             let bucket_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
-            let best_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, super::slot::ops());
+            let best_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, crate::store::slot::ops());
             LastPointScan {
                 config,
                 shape,
@@ -151,7 +153,7 @@ impl LastPointScan {
     unsafe fn key(&self, i: usize, value: Option<pg_sys::Datum>, strategy: u32) -> pg_sys::ScanKeyData {
         unsafe {
             let mut k = pg_sys::ScanKeyData::default();
-            let attno = (store::COL_FIRST_META + 1 + i) as i16;
+            let attno = (bucket::COL_FIRST_META + 1 + i) as i16;
             match value {
                 None => pg_sys::ScanKeyEntryInitialize(
                     &mut k,
@@ -184,9 +186,9 @@ impl LastPointScan {
                 let values = (0..self.meta_types.len())
                     .map(|i| {
                         let mut isnull = false;
-                        let d = pg_sys::heap_getattr(tuple, (store::COL_FIRST_META + 1 + i) as i32, tupdesc, &mut isnull);
+                        let d = pg_sys::heap_getattr(tuple, (bucket::COL_FIRST_META + 1 + i) as i32, tupdesc, &mut isnull);
                         let (byval, len) = self.meta_types[i];
-                        (!isnull).then(|| crate::pgutil::copy_datum(d, byval, len))
+                        (!isnull).then(|| crate::pg::datum::copy_datum(d, byval, len))
                     })
                     .collect();
                 pg_sys::MemoryContextSwitchTo(old);
@@ -245,7 +247,7 @@ impl LastPointScan {
                 }
                 pg_sys::MemoryContextReset(self.bucket_cxt);
                 let old = pg_sys::MemoryContextSwitchTo(self.bucket_cxt);
-                let mut stored = store::read_header(self.store, tuple);
+                let mut stored = tuple::read_header(self.store, tuple);
                 if best.is_some_and(|b| stored.window_start.saturating_add(self.config.span_micros) <= b) {
                     pg_sys::MemoryContextSwitchTo(old);
                     break;

@@ -6,15 +6,15 @@ pub mod access;
 pub mod aggscan;
 pub mod lastpoint;
 pub mod ordered;
-pub mod read;
 pub mod scan;
-pub mod slot;
 pub mod vector_filter;
 
-use crate::catalog;
-use crate::error::{ts_error, FEATURE_NOT_SUPPORTED};
-use crate::shape::TableShape;
-use crate::{modify, write};
+use crate::catalog::config;
+use crate::pg::error::{ts_error, FEATURE_NOT_SUPPORTED};
+use crate::catalog::shape::TableShape;
+use crate::store::rows as read;
+use crate::store::slot;
+
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::sync::OnceLock;
@@ -28,14 +28,6 @@ static ROUTINE: OnceLock<Routine> = OnceLock::new();
 
 pub fn routine() -> *const pg_sys::TableAmRoutine {
     &ROUTINE.get_or_init(|| Routine(build())).0
-}
-
-/// Whether `rel` is a tsbucket table.
-///
-/// # Safety
-/// `rel` must be an open relation.
-pub unsafe fn is_tsbucket(rel: pg_sys::Relation) -> bool {
-    unsafe { std::ptr::eq((*rel).rd_tableam, routine()) }
 }
 
 #[unsafe(no_mangle)]
@@ -204,9 +196,9 @@ unsafe extern "C-unwind" fn tuple_fetch_row_version(
     slot: *mut pg_sys::TupleTableSlot,
 ) -> bool {
     unsafe {
-        let Some(config) = catalog::lookup((*rel).rd_id) else { return false };
+        let Some(config) = config::lookup((*rel).rd_id) else { return false };
         let shape = TableShape::new((*rel).rd_att, &config);
-        let (bucket_id, row) = crate::tid::get(&*tid);
+        let (bucket_id, row) = crate::store::tid::get(&*tid);
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let bucket = read::fetch_bucket(&config, &shape, store, bucket_id, snapshot);
         pg_sys::table_close(store, pg_sys::NoLock as i32);
@@ -236,10 +228,10 @@ unsafe extern "C-unwind" fn tuple_satisfies_snapshot(
     snapshot: pg_sys::Snapshot,
 ) -> bool {
     unsafe {
-        let Some(config) = catalog::lookup((*rel).rd_id) else { return false };
-        let (bucket_id, _) = crate::tid::get(&(*slot).tts_tid);
+        let Some(config) = config::lookup((*rel).rd_id) else { return false };
+        let (bucket_id, _) = crate::store::tid::get(&(*slot).tts_tid);
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let found = crate::store::find_bucket_tuple(store, config.id_index, bucket_id, snapshot);
+        let found = crate::store::tuple::find_bucket_tuple(store, config.id_index, bucket_id, snapshot);
         pg_sys::table_close(store, pg_sys::NoLock as i32);
         match found {
             Some(t) => {
@@ -266,7 +258,7 @@ unsafe extern "C-unwind" fn tuple_insert(
 ) {
     // SAFETY: the executor passes an open tsbucket table and a slot holding a row of it.
     unsafe {
-        write::insert_row(rel, slot, cid);
+        crate::write::append::insert_row(rel, slot, cid);
         slot::set_version(slot, slot::Version::written_now(cid));
     }
 }
@@ -304,7 +296,7 @@ unsafe extern "C-unwind" fn multi_insert(
 ) {
     unsafe {
         for i in 0..nslots as usize {
-            write::insert_row(rel, *slots.add(i), cid);
+            crate::write::append::insert_row(rel, *slots.add(i), cid);
             slot::set_version(*slots.add(i), slot::Version::written_now(cid));
         }
     }
@@ -314,8 +306,8 @@ unsafe extern "C-unwind" fn multi_insert(
 /// this command already changed, or TM_Updated / TM_Deleted for a row a
 /// committed transaction moved or deleted (READ COMMITTED then follows it
 /// through tuple_lock and EvalPlanQual; REPEATABLE READ raises 40001).
-unsafe fn report(outcome: modify::Outcome, tid: pg_sys::ItemPointer, cid: pg_sys::CommandId, tmfd: *mut pg_sys::TM_FailureData) -> pg_sys::TM_Result::Type {
-    use modify::Outcome;
+unsafe fn report(outcome: crate::dml::pending::Outcome, tid: pg_sys::ItemPointer, cid: pg_sys::CommandId, tmfd: *mut pg_sys::TM_FailureData) -> pg_sys::TM_Result::Type {
+    use crate::dml::pending::Outcome;
     unsafe {
         (*tmfd).ctid = *tid;
         (*tmfd).xmax = pg_sys::InvalidTransactionId;
@@ -346,7 +338,7 @@ unsafe extern "C-unwind" fn tuple_delete(
     tmfd: *mut pg_sys::TM_FailureData,
     _changing_part: bool,
 ) -> pg_sys::TM_Result::Type {
-    unsafe { report(modify::record_delete(rel, &*tid, cid), tid, cid, tmfd) }
+    unsafe { report(crate::dml::record::record_delete(rel, &*tid, cid), tid, cid, tmfd) }
 }
 
 #[cfg(feature = "pg15")]
@@ -369,7 +361,7 @@ unsafe extern "C-unwind" fn tuple_update(
 ) -> pg_sys::TM_Result::Type {
     unsafe {
         *lockmode = pg_sys::LockTupleMode::LockTupleExclusive;
-        let result = report(modify::record_update(rel, &*otid, slot, cid), otid, cid, tmfd);
+        let result = report(crate::dml::record::record_update(rel, &*otid, slot, cid), otid, cid, tmfd);
         if result != pg_sys::TM_Result::TM_Ok {
             return result;
         }
@@ -405,7 +397,7 @@ unsafe extern "C-unwind" fn tuple_lock(
 ) -> pg_sys::TM_Result::Type {
     unsafe {
         let follow = flags & pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8 != 0;
-        let (result, traversed) = modify::lock_row(rel, &mut *tid, cid, follow, slot);
+        let (result, traversed) = crate::dml::record::lock_row(rel, &mut *tid, cid, follow, slot);
         (*tmfd).ctid = *tid;
         (*tmfd).xmax = pg_sys::InvalidTransactionId;
         // TM_SelfModified here means a later command of ours (a trigger) changed the
@@ -418,7 +410,7 @@ unsafe extern "C-unwind" fn tuple_lock(
 
 #[pg_guard]
 unsafe extern "C-unwind" fn finish_bulk_insert(rel: pg_sys::Relation, _options: i32) {
-    write::flush(Some(unsafe { (*rel).rd_id }), crate::store::CloseReason::EndOfStatement, None);
+    crate::write::flush::flush(Some(unsafe { (*rel).rd_id }), crate::store::bucket::CloseReason::EndOfStatement, None);
 }
 
 #[cfg(feature = "pg15")]
@@ -452,12 +444,12 @@ unsafe extern "C-unwind" fn relation_set_new_filelocator(
 
 unsafe fn truncate_store(rel: pg_sys::Relation) {
     let relid = unsafe { (*rel).rd_id };
-    if let Some(config) = catalog::lookup(relid) {
-        write::discard_table(relid);
-        crate::catalog::as_extension_owner(|| {
-            let mut relations = crate::catalog::qualified_name(config.store_relid);
+    if let Some(config) = config::lookup(relid) {
+        crate::write::buffer::discard_table(relid);
+        crate::catalog::config::as_extension_owner(|| {
+            let mut relations = crate::pg::relation::qualified_name(config.store_relid);
             if let Some((moves, _)) = config.moves {
-                relations = format!("{relations}, {}", crate::catalog::qualified_name(moves));
+                relations = format!("{relations}, {}", crate::pg::relation::qualified_name(moves));
             }
             Spi::run(&format!("TRUNCATE {relations}")).expect("truncate bucket store");
         });
@@ -501,7 +493,7 @@ unsafe extern "C-unwind" fn relation_vacuum(
     bstrategy: pg_sys::BufferAccessStrategy,
 ) {
     unsafe {
-        let Some(config) = catalog::lookup((*rel).rd_id) else { return };
+        let Some(config) = config::lookup((*rel).rd_id) else { return };
         let store = pg_sys::table_open(config.store_relid, pg_sys::ShareUpdateExclusiveLock as i32);
         if let Some(vacuum) = (*(*store).rd_tableam).relation_vacuum {
             vacuum(store, params, bstrategy);
@@ -600,7 +592,7 @@ unsafe extern "C-unwind" fn relation_estimate_size(
         *pages = 0;
         *tuples = 0.0;
         *allvisfrac = 0.0;
-        let Some(config) = catalog::lookup((*rel).rd_id) else { return };
+        let Some(config) = config::lookup((*rel).rd_id) else { return };
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         // After ANALYZE (tsbucket's, src/stats.rs): its row count, scaled by how
         // the store has grown since, as Postgres scales a heap's reltuples.
@@ -610,7 +602,7 @@ unsafe extern "C-unwind" fn relation_estimate_size(
             *pages = nblocks;
             *tuples = (analyzed_rows as f64 * nblocks as f64 / analyzed_pages as f64).round();
         } else {
-            let (buckets, sampled_buckets, sampled_rows, nblocks) = crate::store::estimate(store);
+            let (buckets, sampled_buckets, sampled_rows, nblocks) = crate::store::reader::estimate(store);
             *pages = nblocks;
             *tuples = if sampled_buckets == 0 { 0.0 } else { buckets * sampled_rows / sampled_buckets as f64 };
         }

@@ -16,12 +16,17 @@
 //! span`; ascending, none holds a row before `next_window_start`. The best
 //! loaded row is returned once no unloaded bucket can beat it.
 
-use super::read::{self, LoadedBucket};
+use crate::store::rows::{self as read, LoadedBucket};
 use super::scan::{self, Prune, ScanCounters};
-use crate::catalog::{self, Config};
-use crate::shape::TableShape;
+use crate::catalog::config;
+use crate::catalog::config::Config;
+use crate::catalog::shape::TableShape;
 use super::access;
-use crate::store::{self, IndexRanges, StoredBucket};
+use crate::store::bucket;
+use crate::store::reader;
+use crate::store::tuple;
+use crate::store::reader::IndexRanges;
+use crate::store::bucket::StoredBucket;
 use pgrx::pg_sys;
 use std::cell::Cell;
 use std::collections::BinaryHeap;
@@ -101,7 +106,7 @@ impl SeriesRanks {
             let mut cmp = Vec::new();
             let mut byval_len = Vec::new();
             for &attnum in &config.meta_attnums {
-                let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
+                let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
                 let cache = pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_CMP_PROC_FINFO as i32);
                 let mut finfo = pg_sys::FmgrInfo::default();
                 pg_sys::fmgr_info_copy(&mut finfo, &mut (*cache).cmp_proc_finfo, pg_sys::CurrentMemoryContext);
@@ -143,7 +148,7 @@ impl SeriesRanks {
                         c.set(c.get() + 1);
                     }
                     let old = pg_sys::MemoryContextSwitchTo(cxt);
-                    let copies = metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pgutil::copy_datum(d, byval, len))).collect();
+                    let copies = metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pg::datum::copy_datum(d, byval, len))).collect();
                     pg_sys::MemoryContextSwitchTo(old);
                     let cell = Rc::new(Cell::new(i as u32));
                     self.sorted.insert(i, (copies, cell.clone()));
@@ -185,7 +190,7 @@ impl SeriesTracker {
                 // Only the current series' values are kept.
                 pg_sys::MemoryContextReset(cxt);
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
-                let copies = metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pgutil::copy_datum(d, byval, len))).collect();
+                let copies = metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pg::datum::copy_datum(d, byval, len))).collect();
                 pg_sys::MemoryContextSwitchTo(old);
                 self.current = Some(copies);
             }
@@ -196,7 +201,7 @@ impl SeriesTracker {
 
 /// One index walk and how far it got.
 struct Walk {
-    scan: store::StoreScan,
+    scan: reader::StoreScan,
     /// window_start of the last header it returned.
     last_window: Option<i64>,
     done: bool,
@@ -283,7 +288,7 @@ impl OrderedScan {
             let whole_series = |r: &IndexRanges| {
                 r.key_sets.iter().all(|set| {
                     set.iter()
-                        .filter(|k| k.sk_strategy == pg_sys::BTEqualStrategyNumber as u16 && (k.sk_attno as usize) > store::COL_FIRST_META)
+                        .filter(|k| k.sk_strategy == pg_sys::BTEqualStrategyNumber as u16 && (k.sk_attno as usize) > bucket::COL_FIRST_META)
                         .count()
                         == nmeta
                 })
@@ -291,9 +296,9 @@ impl OrderedScan {
             let ranges: Vec<IndexRanges> = match series.filter(whole_series) {
                 Some(r) => r.key_sets.into_iter().map(|keys| IndexRanges { index: r.index, key_sets: vec![keys] }).collect(),
                 None => vec![access::window_ranges(store, &config, time).unwrap_or_else(|| {
-                    crate::error::ts_error(
-                        crate::error::DATA_CORRUPTED,
-                        &format!("the bucket store of table \"{}\" has no window_start index", catalog::relation_name((*rel).rd_id)),
+                    crate::pg::error::ts_error(
+                        crate::pg::error::DATA_CORRUPTED,
+                        &format!("the bucket store of table \"{}\" has no window_start index", crate::pg::relation::relation_name((*rel).rd_id)),
                         "Run ALTER EXTENSION tsbucket UPDATE, which adds it to tables made by older versions.",
                     )
                 })],
@@ -324,7 +329,7 @@ impl OrderedScan {
             let mut eq = Vec::new();
             let mut byval_len = Vec::new();
             for &attnum in &config.meta_attnums {
-                let att = &*crate::shape::tuple_desc_attr(tupdesc, attnum as usize - 1);
+                let att = &*crate::pg::relation::tuple_desc_attr(tupdesc, attnum as usize - 1);
                 let cache = pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_EQ_OPR_FINFO as i32);
                 let mut finfo = pg_sys::FmgrInfo::default();
                 pg_sys::fmgr_info_copy(&mut finfo, &mut (*cache).eq_opr_finfo, pg_sys::CurrentMemoryContext);
@@ -354,7 +359,7 @@ impl OrderedScan {
         unsafe {
             let walks = ranges
                 .into_iter()
-                .map(|r| Walk { scan: store::StoreScan::begin_index(store, snapshot, r), last_window: None, done: false })
+                .map(|r| Walk { scan: reader::StoreScan::begin_index(store, snapshot, r), last_window: None, done: false })
                 .collect();
             let meta_fns = scan::meta_functions(&prune);
             let row_filters = scan::row_filters(&config, &prune, (*rel).rd_att);
@@ -445,7 +450,7 @@ impl OrderedScan {
                 };
                 let cxt = pg_sys::AllocSetContextCreateInternal(self.scan_cxt, c"tsbucket ordered bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
-                let stored = store::read_header(self.store, tuple);
+                let stored = tuple::read_header(self.store, tuple);
                 pg_sys::MemoryContextSwitchTo(old);
                 self.walks[w].last_window = Some(stored.window_start);
                 let scan_cxt = self.scan_cxt;
@@ -518,7 +523,7 @@ impl OrderedScan {
 unsafe fn open(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> (Rc<Config>, TableShape, pg_sys::Relation) {
     unsafe {
         scan::write_buffered_rows(rel, snapshot);
-        let config = catalog::require((*rel).rd_id);
+        let config = config::require((*rel).rd_id);
         let shape = TableShape::new((*rel).rd_att, &config);
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         (config, shape, store)

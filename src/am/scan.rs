@@ -3,11 +3,14 @@
 //! direction (scrollable cursors).
 
 use super::access::{self, Access, MetaCondition};
-use super::read::{self, LoadedBucket};
-use crate::catalog::{self, Config};
-use crate::shape::TableShape;
-use crate::pgutil::{own_in_context, owned_mut, take_owned, Owned};
-use crate::store;
+use crate::store::rows::{self as read, LoadedBucket};
+use crate::catalog::config;
+use crate::catalog::config::Config;
+use crate::catalog::shape::TableShape;
+use crate::pg::memory::{own_in_context, owned_mut, take_owned, Owned};
+use crate::store::bucket;
+use crate::store::reader;
+use crate::store::tuple;
 use pgrx::pg_sys;
 use std::rc::Rc;
 
@@ -165,14 +168,14 @@ struct ScanState {
     config: Option<Rc<Config>>,
     shape: Option<TableShape>,
     store: pg_sys::Relation,
-    store_scan: Option<store::StoreScan>,
+    store_scan: Option<reader::StoreScan>,
     /// Holds the current bucket's by-reference values; reset per bucket.
     bucket_cxt: pg_sys::MemoryContext,
     current: Option<LoadedBucket>,
     /// The rows of `current` the vector filter passes (None: no filter).
     mask: Option<Vec<bool>>,
     /// A bucket whose header alone answered (`next_bucket_or_header`).
-    header: Option<store::StoredBucket>,
+    header: Option<bucket::StoredBucket>,
     prepared: read::Prepared,
     varying: Vec<usize>,
     /// The slot that holds a row of `current` (written by fill_slot): moving
@@ -199,8 +202,8 @@ struct ScanState {
 /// `rel` must be open; `snapshot` the scan's (or NULL).
 pub unsafe fn write_buffered_rows(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot) {
     unsafe {
-        if crate::write::has_buffered((*rel).rd_id) && !snapshot.is_null() && (*snapshot).snapshot_type == pg_sys::SnapshotType::SNAPSHOT_MVCC {
-            crate::write::flush_for_scan((*rel).rd_id, (*snapshot).curcid);
+        if crate::write::buffer::has_buffered((*rel).rd_id) && !snapshot.is_null() && (*snapshot).snapshot_type == pg_sys::SnapshotType::SNAPSHOT_MVCC {
+            crate::write::flush::flush_for_scan((*rel).rd_id, (*snapshot).curcid);
         }
     }
 }
@@ -226,7 +229,7 @@ pub unsafe fn begin_with(
         (*scan).base.rs_parallel = pscan;
 
         write_buffered_rows(rel, snapshot);
-        let config = catalog::lookup((*rel).rd_id);
+        let config = config::lookup((*rel).rd_id);
         let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));
         let mut access_taken = Access::Heap;
         let row_filters = config.as_ref().map(|c| row_filters(c, &options.prune, (*rel).rd_att)).unwrap_or_default();
@@ -241,7 +244,7 @@ pub unsafe fn begin_with(
                     _ => None,
                 });
                 let (chosen, scan) = match options.store_parallel {
-                    Some(pscan) => (Access::Heap, store::StoreScan::begin_parallel(store, pscan)),
+                    Some(pscan) => (Access::Heap, reader::StoreScan::begin_parallel(store, pscan)),
                     None => {
                         let chosen = access::choose(store, c, &metas, time.is_some());
                         let scan = access::open(store, snapshot, c, &chosen, &values, time);
@@ -331,7 +334,7 @@ enum Advanced {
     End,
 }
 
-unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answerable: Option<&mut dyn FnMut(&store::StoredBucket) -> bool>) -> Advanced {
+unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answerable: Option<&mut dyn FnMut(&bucket::StoredBucket) -> bool>) -> Advanced {
     unsafe {
         st.header = None;
         let config = st.config.as_ref().expect("configured");
@@ -343,7 +346,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
             };
             pg_sys::MemoryContextReset(st.bucket_cxt);
             let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
-            let mut stored = store::read_header(st.store, tuple);
+            let mut stored = tuple::read_header(st.store, tuple);
             if !bucket_may_match(&st.options.prune, &mut st.meta_fns, &stored) {
                 pg_sys::MemoryContextSwitchTo(old);
                 st.counters.buckets_skipped += 1;
@@ -441,7 +444,7 @@ pub enum NextBucket<'a> {
 ///
 /// # Safety
 /// `scan` must come from `begin_with` and be read only through this function.
-pub unsafe fn next_bucket_or_header<'a>(scan: pg_sys::TableScanDesc, answerable: &mut dyn FnMut(&store::StoredBucket) -> bool) -> Option<NextBucket<'a>> {
+pub unsafe fn next_bucket_or_header<'a>(scan: pg_sys::TableScanDesc, answerable: &mut dyn FnMut(&bucket::StoredBucket) -> bool) -> Option<NextBucket<'a>> {
     unsafe {
         let st = state(scan);
         st.config.as_ref()?;
@@ -497,7 +500,7 @@ pub fn datum_bound(value: pg_sys::Datum, kind: tsbucket_format::ColumnKind, typl
     match kind {
         ColumnKind::Float64 => Bound::Float(f64::from_bits(value.value() as u64)),
         ColumnKind::Float32 => Bound::Float(f32::from_bits(value.value() as u32) as f64),
-        _ => Bound::Int(crate::datum::int_of(value, typlen)),
+        _ => Bound::Int(crate::pg::datum::int_of(value, typlen)),
     }
 }
 
@@ -510,11 +513,11 @@ pub fn datum_bound(value: pg_sys::Datum, kind: tsbucket_format::ColumnKind, typl
 pub unsafe fn missing_bound(tupdesc: pg_sys::TupleDesc, attr: usize) -> (Option<Bound>, bool) {
     // SAFETY: as the caller promises.
     unsafe {
-        let att = &*crate::shape::tuple_desc_attr(tupdesc, attr);
+        let att = &*crate::pg::relation::tuple_desc_attr(tupdesc, attr);
         let mut isnull = false;
         let d = pg_sys::getmissingattr(tupdesc, attr as i32 + 1, &mut isnull);
         let bound = (!isnull && att.attbyval && !att.attisdropped)
-            .then(|| datum_bound(d, crate::shape::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen));
+            .then(|| datum_bound(d, crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen));
         (bound, isnull)
     }
 }
@@ -564,12 +567,12 @@ pub fn row_passes(bucket: &LoadedBucket, filters: &[RowFilter], row: usize) -> b
 }
 
 /// Whether any row of the bucket could satisfy every pruning condition.
-pub unsafe fn bucket_may_match(prune: &[Prune], meta_fns: &mut [Option<pg_sys::FmgrInfo>], b: &store::StoredBucket) -> bool {
+pub unsafe fn bucket_may_match(prune: &[Prune], meta_fns: &mut [Option<pg_sys::FmgrInfo>], b: &bucket::StoredBucket) -> bool {
     for (i, p) in prune.iter().enumerate() {
         match p {
             Prune::Time(range) => {
                 let planted;
-                let range = if crate::gucs::planted_bug() == 1 && range.hi.is_some_and(|(_, inclusive)| inclusive) {
+                let range = if crate::catalog::gucs::planted_bug() == 1 && range.hi.is_some_and(|(_, inclusive)| inclusive) {
                     planted = BoundRange { hi: range.hi.map(|(b, _)| (b, false)), ..*range };
                     &planted
                 } else {
@@ -629,7 +632,7 @@ pub unsafe fn counters(scan: pg_sys::TableScanDesc) -> ScanCounters {
 
 /// Whether the bucket's min/max of column `attnum` allow a row in the range.
 /// Without statistics (an all-NULL column, one added later) it may.
-fn column_may_match(b: &store::StoredBucket, attnum: u16, range: &BoundRange) -> bool {
+fn column_may_match(b: &bucket::StoredBucket, attnum: u16, range: &BoundRange) -> bool {
     use tsbucket_format::stats::{decode_stats, Range};
     let Ok(stats) = decode_stats(b.stats()) else { return true };
     match stats.into_iter().find(|s| s.attnum == attnum).map(|s| s.range) {

@@ -6,10 +6,10 @@
 //! constants are evaluated (`VectorPlan::bind`) and each bucket's rows get a
 //! pass mask (`VectorFilter::mask`).
 
-use super::read::LoadedBucket;
+use crate::store::rows::LoadedBucket;
 use super::scan::{datum_bound, missing_bound, Bound};
-use crate::pgutil::list_ptrs;
-use crate::planner::strip;
+use crate::pg::nodes::list_ptrs;
+use crate::pg::nodes::strip;
 use pgrx::pg_sys;
 use tsbucket_format::{ColumnKind, Values};
 use tsbucket_kernels::predicate::{float_order, satisfies, Pred, Truth};
@@ -62,7 +62,7 @@ unsafe fn payload_column(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid:
         if (*v).varno as u32 != scanrelid || (*v).varlevelsup != 0 || (*v).varattno <= 0 || meta_attnums.contains(&(*v).varattno) {
             return None;
         }
-        let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, (*v).varattno as usize - 1);
+        let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, (*v).varattno as usize - 1);
         (!att.attisdropped).then_some((*v).varattno as usize - 1)
     }
 }
@@ -73,7 +73,7 @@ unsafe fn payload_column(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid:
 /// storage kind and length.
 pub(crate) unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::Oid, value_type: pg_sys::Oid, column_first: bool) -> Option<(i32, ColumnKind, i16)> {
     unsafe {
-        let att = &*crate::shape::tuple_desc_attr((*rel).rd_att, attr);
+        let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attr);
         if !SIGNED_ORDER.contains(&att.atttypid) {
             return None;
         }
@@ -95,11 +95,11 @@ pub(crate) unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::
         let strategy = if column_first { strategy } else { 6 - strategy };
         let (mut len, mut byval) = (0i16, false);
         pg_sys::get_typlenbyval(value_type, &mut len, &mut byval);
-        Some((strategy, crate::shape::kind_for_type(value_type, len, byval), len))
+        Some((strategy, crate::pg::datum::kind_for_type(value_type, len, byval), len))
     }
 }
 
-use crate::planner::is_pseudo_constant;
+use crate::pg::nodes::is_pseudo_constant;
 
 /// The vector form of `qual`, if every part of it has one.
 ///
@@ -207,7 +207,7 @@ unsafe fn bind_node(p: &Pred<PlanLeaf>, econtext: *mut pg_sys::ExprContext) -> P
                     return Pred::Leaf(Leaf::In { attr: *attr, values: Vec::new(), has_null: true });
                 }
                 let array = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::ArrayType;
-                let elements = crate::pgutil::array_elements(array);
+                let elements = crate::pg::datum::array_elements(array);
                 let has_null = elements.iter().any(Option::is_none);
                 let values = elements.into_iter().flatten().map(|e| datum_bound(e, *kind, *typlen)).collect();
                 Pred::Leaf(Leaf::In { attr: *attr, values, has_null })

@@ -4,7 +4,7 @@
 //! (`moving_avg` has an inverse transition function).
 
 use super::{aggregate_context, arg, output_unit_micros, return_null, INVALID};
-use crate::error::ts_error;
+use crate::pg::error::ts_error;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 

@@ -15,9 +15,9 @@
 //! `datum::datum_bytes` gives them.
 
 use super::{aggregate_context, arg, return_null};
-use crate::datum;
-use crate::error::{ts_error, SqlState};
-use crate::shape::{Attr, Role};
+use crate::pg::datum;
+use crate::pg::error::{ts_error, SqlState};
+use crate::pg::datum::Layout;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -45,9 +45,8 @@ struct Chosen {
 const HAS_VALUE: u8 = 1;
 const HEADER: usize = 1 + 8 + 2 + 1;
 
-fn value_attr(typlen: i16, typbyval: bool) -> Attr {
-    // datum_bytes / bytes_datum read only the length and by-value flag.
-    Attr { attnum: 0, typlen, typbyval, kind: tsbucket_format::ColumnKind::Bytes, role: Role::Measurement }
+fn value_attr(typlen: i16, typbyval: bool) -> Layout {
+    Layout::bytes(typlen, typbyval)
 }
 
 /// The serialized state of a chosen row, as the serial function writes it.
@@ -57,7 +56,7 @@ fn value_attr(typlen: i16, typbyval: bool) -> Attr {
 pub unsafe fn serialized(time: i64, value: Option<pg_sys::Datum>, typlen: i16, typbyval: bool) -> Vec<u8> {
     let attr = value_attr(typlen, typbyval);
     // SAFETY: `value` is of a type `typlen` long, as the caller promises.
-    let bytes = value.as_ref().map(|v| unsafe { datum::datum_bytes(v, &attr) }).unwrap_or_default();
+    let bytes = value.as_ref().map(|v| unsafe { datum::datum_bytes(v, attr) }).unwrap_or_default();
     let mut out = Vec::with_capacity(HEADER + bytes.len());
     out.push(if value.is_some() { HAS_VALUE } else { 0 });
     out.extend_from_slice(&time.to_le_bytes());
@@ -67,14 +66,6 @@ pub unsafe fn serialized(time: i64, value: Option<pg_sys::Datum>, typlen: i16, t
     out
 }
 
-/// A bytea holding `bytes`, in the current memory context.
-///
-/// # Safety
-/// Allocates with palloc: a memory context must be current.
-pub unsafe fn bytea(bytes: &[u8]) -> pg_sys::Datum {
-    // SAFETY: a varlena's contents are any bytes.
-    unsafe { datum::bytes_datum(bytes, &value_attr(-1, false)) }
-}
 
 /// A new state in `cxt`: `value` (already in `cxt`, or by value) at `time`.
 ///
@@ -101,9 +92,9 @@ unsafe fn copied(cxt: pg_sys::MemoryContext, value: pg_sys::Datum, typlen: i16, 
     // SAFETY: as the caller promises. Detoasted in the caller's (per-call)
     // context, copied into `cxt`: the row's memory is gone by the next call.
     unsafe {
-        let bytes = datum::datum_bytes(&value, &attr);
+        let bytes = datum::datum_bytes(&value, attr);
         let old = pg_sys::MemoryContextSwitchTo(cxt);
-        let copy = datum::bytes_datum(bytes, &attr);
+        let copy = datum::bytes_datum(bytes, attr);
         pg_sys::MemoryContextSwitchTo(old);
         copy
     }
@@ -220,7 +211,7 @@ pub unsafe extern "C-unwind" fn tsbucket_first_last_serialize(fcinfo: pg_sys::Fu
     // SAFETY: argument 0 is a state of this module (the function is strict).
     unsafe {
         let s = &*arg(fcinfo, 0).expect("strict").cast_mut_ptr::<Chosen>();
-        bytea(&serialized(s.time, s.value, s.typlen, s.typbyval))
+        datum::bytea(&serialized(s.time, s.value, s.typlen, s.typbyval))
     }
 }
 
@@ -241,7 +232,7 @@ pub unsafe extern "C-unwind" fn tsbucket_first_last_deserialize(fcinfo: pg_sys::
         let v = pg_sys::pg_detoast_datum_packed(arg(fcinfo, 0).expect("strict").cast_mut_ptr());
         let attr = value_attr(-1, false);
         let d = pg_sys::Datum::from(v);
-        let bytes = datum::datum_bytes(&d, &attr);
+        let bytes = datum::datum_bytes(&d, attr);
         if bytes.len() < HEADER || bytes[0] & !HAS_VALUE != 0 {
             corrupt();
         }
@@ -260,7 +251,7 @@ pub unsafe extern "C-unwind" fn tsbucket_first_last_deserialize(fcinfo: pg_sys::
             corrupt();
         }
         // In the current (per-call) context: combine copies what it keeps.
-        let value = (flags & HAS_VALUE != 0).then(|| datum::bytes_datum(payload, &value_attr(typlen, typbyval)));
+        let value = (flags & HAS_VALUE != 0).then(|| datum::bytes_datum(payload, value_attr(typlen, typbyval)));
         pg_sys::Datum::from(new_state(pg_sys::CurrentMemoryContext, time, value, typlen, typbyval))
     }
 }

@@ -2,7 +2,8 @@
 //! The cache is dropped on any relcache invalidation of the table, which
 //! `create_timeseries` and `alter_timeseries` send.
 
-use crate::error::{ts_error, NOT_IN_PREREQUISITE_STATE};
+use crate::pg::error::{ts_error, NOT_IN_PREREQUISITE_STATE};
+use crate::pg::relation::relation_name;
 use pgrx::prelude::*;
 use pgrx::pg_sys;
 use std::cell::RefCell;
@@ -59,7 +60,7 @@ pub fn require(relid: pg_sys::Oid) -> Rc<Config> {
         let rewritten = name.strip_prefix("pg_temp_").and_then(|oid| oid.parse::<u32>().ok()).map(pg_sys::Oid::from);
         if let Some(original) = rewritten.filter(|oid| lookup(*oid).is_some()) {
             ts_error(
-                crate::error::FEATURE_NOT_SUPPORTED,
+                crate::pg::error::FEATURE_NOT_SUPPORTED,
                 &format!("ALTER TABLE would rewrite time-series table \"{}\", which is not supported", relation_name(original)),
                 "Add columns without a volatile default (a constant default needs no rewrite).",
             );
@@ -161,16 +162,6 @@ pub fn init() {
     unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(relcache_callback), pg_sys::Datum::from(0)) };
 }
 
-pub fn relation_name(relid: pg_sys::Oid) -> String {
-    unsafe {
-        let name = pg_sys::get_rel_name(relid);
-        if name.is_null() {
-            return format!("{}", relid.to_u32());
-        }
-        std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
-    }
-}
-
 /// Runs `f` as the extension's owner: the bucket stores belong to it, so that
 /// users reach buckets only through their own table.
 pub fn as_extension_owner<R>(f: impl FnOnce() -> R) -> R {
@@ -182,15 +173,7 @@ pub fn as_extension_owner<R>(f: impl FnOnce() -> R) -> R {
     .flatten()
     // SAFETY: a plain read of the backend's user id.
     .unwrap_or_else(|| unsafe { pg_sys::GetUserId() });
-    crate::pgutil::as_user(owner, false, f)
-}
-
-/// `schema.name`, quoted, of a relation.
-pub fn qualified_name(relid: pg_sys::Oid) -> String {
-    Spi::get_one_with_args::<String>("SELECT $1::regclass::text", &[relid.into()])
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| relation_name(relid))
+    crate::pg::role::as_user(owner, false, f)
 }
 
 /// Whether this database has the extension, at this library's version (else
@@ -216,4 +199,18 @@ pub fn all_tables() -> Vec<pg_sys::Oid> {
             .map(|rows| rows.filter_map(|r| r.get::<pg_sys::Oid>(1).ok().flatten()).collect())
             .unwrap_or_default()
     })
+}
+
+/// Whether `relid` is a table of the tsbucket access method (configured or not).
+pub fn is_tsbucket_table(relid: pg_sys::Oid) -> bool {
+    // SAFETY: a relcache look-up by oid; the reference is released before returning.
+    unsafe {
+        let rel = pg_sys::RelationIdGetRelation(relid);
+        if rel.is_null() {
+            return false;
+        }
+        let relam = (*(*rel).rd_rel).relam;
+        pg_sys::RelationClose(rel);
+        relam != pg_sys::InvalidOid && relam == pg_sys::get_am_oid(c"tsbucket".as_ptr(), true)
+    }
 }

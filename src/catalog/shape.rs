@@ -2,7 +2,9 @@
 //! time column, which are meta (series identity, stored once per bucket), and
 //! which storage kind each measurement column uses.
 
-use crate::catalog::Config;
+use super::config::Config;
+use crate::pg::datum::{kind_for_type, Layout};
+use crate::pg::relation::tuple_desc_attr;
 use pgrx::pg_sys;
 use tsbucket_format::ColumnKind;
 
@@ -29,14 +31,10 @@ pub struct TableShape {
     pub attrs: Vec<Attr>,
 }
 
-pub fn kind_for_type(typid: pg_sys::Oid, typlen: i16, typbyval: bool) -> ColumnKind {
-    match typid {
-        pg_sys::FLOAT8OID => ColumnKind::Float64,
-        pg_sys::FLOAT4OID => ColumnKind::Float32,
-        pg_sys::TIMESTAMPTZOID | pg_sys::TIMESTAMPOID => ColumnKind::Timestamp,
-        pg_sys::BOOLOID => ColumnKind::Bool,
-        _ if typbyval && matches!(typlen, 1 | 2 | 4 | 8) => ColumnKind::Int,
-        _ => ColumnKind::Bytes,
+impl Attr {
+    /// How the column's values lie in a Datum.
+    pub fn layout(&self) -> Layout {
+        Layout { typlen: self.typlen, typbyval: self.typbyval, kind: self.kind }
     }
 }
 
@@ -80,28 +78,5 @@ impl TableShape {
             self.attrs.iter().filter_map(|a| if let Role::Meta(i) = a.role { Some((i, a)) } else { None }).collect();
         metas.sort_by_key(|(i, _)| *i);
         metas.into_iter().map(|(_, a)| a).collect()
-    }
-}
-
-/// TupleDescAttr is a C macro; its layout differs from PG 18 on.
-///
-/// # Safety
-/// `i` must be below `natts`.
-pub unsafe fn tuple_desc_attr(tupdesc: pg_sys::TupleDesc, i: usize) -> *mut pg_sys::FormData_pg_attribute {
-    #[cfg(feature = "pg15")]
-    unsafe {
-        (*tupdesc).attrs.as_mut_ptr().add(i)
-    }
-    #[cfg(not(feature = "pg15"))]
-    unsafe {
-        pg_sys::TupleDescAttr(tupdesc, i as i32)
-    }
-}
-
-/// The current name of a column (columns may be renamed after creation).
-pub fn attr_name(rel: pg_sys::Relation, attnum: i16) -> String {
-    unsafe {
-        let att = &*tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
-        std::ffi::CStr::from_ptr(att.attname.data.as_ptr()).to_string_lossy().into_owned()
     }
 }

@@ -11,8 +11,8 @@
 //! CREATE TABLE ... USING tsbucket loads this library first, so the provider
 //! is registered even without shared_preload_libraries.
 
-use crate::catalog;
-use crate::error::{ts_error, FEATURE_NOT_SUPPORTED};
+use crate::catalog::config;
+use crate::pg::error::{ts_error, FEATURE_NOT_SUPPORTED};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::ffi::{CStr, CString};
@@ -33,7 +33,7 @@ unsafe extern "C-unwind" fn check_relabel(object: *const pg_sys::ObjectAddress, 
 
 fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
     let relid = object.objectId;
-    if object.classId != pg_sys::RelationRelationId || object.objectSubId != 0 || !crate::hooks::is_tsbucket_oid(relid) {
+    if object.classId != pg_sys::RelationRelationId || object.objectSubId != 0 || !config::is_tsbucket_table(relid) {
         ts_error(
             FEATURE_NOT_SUPPORTED,
             "security labels of provider tsbucket apply only to tables created USING tsbucket",
@@ -43,7 +43,7 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
     let Some(label) = label else {
         ts_error(
             FEATURE_NOT_SUPPORTED,
-            &format!("cannot remove the tsbucket label of table \"{}\"", catalog::relation_name(relid)),
+            &format!("cannot remove the tsbucket label of table \"{}\"", crate::pg::relation::relation_name(relid)),
             "The label holds the table's time-series configuration, which pg_dump needs.",
         );
     };
@@ -53,11 +53,11 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
     if unsafe { pg_sys::IsBinaryUpgrade } {
         return;
     }
-    if catalog::lookup(relid).is_some() {
+    if config::lookup(relid).is_some() {
         if current_label(relid).as_deref() != Some(label.as_str()) {
             ts_error(
                 FEATURE_NOT_SUPPORTED,
-                &format!("table \"{}\" is already a time-series table; its tsbucket label is kept by tsbucket", catalog::relation_name(relid)),
+                &format!("table \"{}\" is already a time-series table; its tsbucket label is kept by tsbucket", crate::pg::relation::relation_name(relid)),
                 "Change the configuration with tsbucket.alter_timeseries() or tsbucket.set_series_retention().",
             );
         }
@@ -65,7 +65,7 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
     }
     // SECURITY LABEL checked that the caller owns the table. The store and the
     // catalog rows belong to the extension owner, as create_timeseries makes them.
-    catalog::as_extension_owner(|| {
+    config::as_extension_owner(|| {
         Spi::run_with_args("SELECT tsbucket._configure_from_label($1, $2)", &[relid.into(), label.as_str().into()])
             .unwrap_or_else(|e| ts_error(FEATURE_NOT_SUPPORTED, &e.to_string(), "Check the table's definition against the label."))
     });
@@ -74,16 +74,12 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
 /// The label the catalog says the table should have. Read as the extension
 /// owner: the retention overrides in it are not readable by every role.
 fn current_label(relid: pg_sys::Oid) -> Option<String> {
-    catalog::as_extension_owner(|| Spi::get_one_with_args::<String>("SELECT tsbucket._label_of($1)", &[relid.into()]).ok().flatten())
+    config::as_extension_owner(|| Spi::get_one_with_args::<String>("SELECT tsbucket._label_of($1)", &[relid.into()]).ok().flatten())
 }
 
 /// Writes the table's label from its current configuration (or removes it
-/// when the table is not a time-series table). Anyone may call it: it only
-/// ever writes what the catalog says.
-#[pg_extern]
-fn _sync_label(relid: pg_sys::Oid) {
-    // Callable by PUBLIC (the catalog functions and the DDL guard call it as their caller): owners only.
-    crate::privileges::require_owner(relid);
+/// when the table is not a time-series table): only ever what the catalog says.
+pub fn sync_label(relid: pg_sys::Oid) {
     let label = current_label(relid).map(|l| CString::new(l).expect("jsonb text has no NUL"));
     let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
     // SAFETY: a valid address, a static provider name and a NUL-terminated label or NULL.

@@ -4,16 +4,22 @@
 //! ShareUpdateExclusiveLock on the table (one compaction at a time; INSERT,
 //! SELECT, UPDATE and DELETE go on). Buckets that user DML holds are skipped;
 //! every merged bucket records where its rows went, so DML that waited for
-//! the merge follows them (store::record_moves).
+//! the merge follows them (moves::record_moves).
 
-use crate::am::read;
-use crate::catalog;
-use crate::datum;
-use crate::gucs;
-use crate::shape::{Role, TableShape};
-use crate::store::{self, BucketContent, CloseReason};
+use crate::store::rows as read;
+use crate::catalog::config;
+use crate::pg::datum;
+use crate::catalog::gucs;
+use crate::catalog::shape::{Role, TableShape};
+use crate::store::bucket;
+use crate::store::insert;
+use crate::store::locks;
+use crate::store::moves;
+use crate::store::reader;
+use crate::store::tuple;
+use crate::store::bucket::BucketContent;
+use crate::store::bucket::CloseReason;
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 use std::collections::BTreeMap;
 use tsbucket_format::{Column, Values};
 
@@ -24,20 +30,14 @@ struct Candidate {
 
 type GroupKey = (Vec<Option<Vec<u8>>>, i64);
 
-/// `max_groups` bounds the series-windows merged in one call (NULL: all).
-#[pg_extern]
-fn _compact(
-    relid: pg_sys::Oid,
-    max_groups: default!(Option<i32>, "NULL"),
-) -> TableIterator<'static, (name!(buckets_before, i64), name!(buckets_after, i64), name!(rows_moved, i64))> {
-    crate::privileges::require_owner(relid);
-    let result = unsafe { compact(relid, max_groups.map_or(usize::MAX, |n| n.max(1) as usize)) };
-    TableIterator::once(result)
-}
-
-unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
+/// Merges the under-filled buckets of up to `max_groups` series-windows of
+/// table `relid`: (buckets before, buckets after, rows moved).
+///
+/// # Safety
+/// In a transaction; the caller has checked that the user may.
+pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
     unsafe {
-        let config = catalog::require(relid);
+        let config = config::require(relid);
         let rel = pg_sys::table_open(relid, pg_sys::ShareUpdateExclusiveLock as i32);
         let shape = TableShape::new((*rel).rd_att, &config);
         let meta_attrs = shape.meta_attrs();
@@ -45,14 +45,14 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
         let max_count = gucs::bucket_max_count();
         // What committed before our lock, not before our statement began (a
         // compaction we waited for has rewritten buckets and moves since).
-        let snapshot = store::snapshot_after_lock();
-        store::prune_moves(store_rel, &config, snapshot);
+        let snapshot = reader::snapshot_after_lock();
+        moves::prune_moves(store_rel, &config, snapshot);
 
         // 1. Find the under-filled buckets, grouped by series and window.
         let mut groups: BTreeMap<GroupKey, Vec<Candidate>> = BTreeMap::new();
-        let mut scan = store::StoreScan::begin(store_rel, snapshot);
+        let mut scan = reader::StoreScan::begin(store_rel, snapshot);
         while let Some(tuple) = scan.next(true) {
-            let b = store::read_header(store_rel, tuple);
+            let b = tuple::read_header(store_rel, tuple);
             // Full buckets stay as they are: by count, or closed by the size limit.
             if b.rows as usize >= max_count || b.close_reason() == CloseReason::Size as i16 {
                 continue;
@@ -60,7 +60,7 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
             let meta = meta_attrs
                 .iter()
                 .enumerate()
-                .map(|(i, attr)| b.meta_datum(i).map(|d| datum::datum_bytes(&d, attr).to_vec()))
+                .map(|(i, attr)| b.meta_datum(i).map(|d| datum::datum_bytes(&d, attr.layout()).to_vec()))
                 .collect();
             groups.entry((meta, b.window_start)).or_default().push(Candidate { bucket_id: b.bucket_id, rows: b.rows });
         }
@@ -77,7 +77,7 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
         for ((meta, window_start), mut members) in groups.into_iter().take(max_groups) {
             // User DML holds some buckets: leave those to it, merge the rest.
             members.sort_by_key(|m| m.bucket_id);
-            members.retain(|m| store::lock_bucket(store_rel, &config, m.bucket_id, cid, false) == store::Lock::Held);
+            members.retain(|m| locks::lock_bucket(store_rel, &config, m.bucket_id, cid, false) == locks::Lock::Held);
             if members.len() < 2 {
                 continue;
             }
@@ -88,16 +88,16 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
             let mut starts = Vec::with_capacity(members.len());
             for m in &members {
                 // Locked by us and live: the version with this id is the one to merge.
-                let stored = store::find_bucket(store_rel, config.id_index, m.bucket_id, &raw mut pg_sys::SnapshotSelfData)
+                let stored = tuple::find_bucket(store_rel, config.id_index, m.bucket_id, &raw mut pg_sys::SnapshotSelfData)
                     .expect("a locked bucket exists");
-                uncompressed += stored.values[store::COL_UNCOMPRESSED_BYTES].value() as i64;
+                uncompressed += stored.values[bucket::COL_UNCOMPRESSED_BYTES].value() as i64;
                 let loaded = read::load(&config, &shape, &stored);
                 starts.push(merged.first().map_or(0, Column::len));
                 for (col, attr) in merged.iter_mut().zip(shape.payload_attrs()) {
                     let src = read::column_or_default((*rel).rd_att, attr, &loaded);
                     (0..loaded.rows).for_each(|r| col.push_row_of(&src, r));
                 }
-                store::delete_bucket(store_rel, stored.tid);
+                locks::delete_bucket(store_rel, stored.tid);
             }
             let rows = merged.first().map_or(0, Column::len);
             let time_col = shape.payload_attrs().position(|a| a.role == Role::Time).expect("the time column is stored");
@@ -116,7 +116,7 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
                     placed[r] = (i as u16, new_row as u16);
                 }
                 let columns: Vec<Column> = merged.iter().map(|c| c.gather(chunk)).collect();
-                new_ids.push(store::write_bucket(
+                new_ids.push(insert::write_bucket(
                     store_rel,
                     &config,
                     &shape,
@@ -134,8 +134,8 @@ unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
                 after += 1;
             }
             for (m, start) in members.iter().zip(&starts) {
-                let moves: store::RowMoves = (0..m.rows as usize).map(|r| Some(placed[start + r])).collect();
-                store::record_moves(&config, m.bucket_id, &new_ids, &moves);
+                let moves: moves::RowMoves = (0..m.rows as usize).map(|r| Some(placed[start + r])).collect();
+                moves::record_moves(&config, m.bucket_id, &new_ids, &moves);
             }
             before += members.len() as i64;
             moved += members.iter().map(|m| m.rows as i64).sum::<i64>();

@@ -13,10 +13,11 @@
 //! runs the column types' comparison functions as that owner, in a
 //! security-restricted operation, as it would for the table itself.
 
-use crate::am::read;
-use crate::catalog;
-use crate::shape::TableShape;
-use crate::store;
+use crate::store::rows as read;
+use crate::catalog::config;
+use crate::catalog::shape::TableShape;
+use crate::store::reader;
+use crate::store::tuple;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -60,13 +61,13 @@ fn choose(rng: &mut Rng, n: usize, k: usize) -> Vec<usize> {
 /// it (membership in the owning role counts) or be a superuser; others are
 /// skipped, as ANALYZE skips them.
 pub fn analyze(relid: pg_sys::Oid) {
-    let owner = crate::privileges::table_owner(relid);
+    let owner = crate::catalog::privileges::table_owner(relid);
     // SAFETY: role ids from the catalog and the backend.
     let (user, superuser) = unsafe { (pg_sys::GetUserId(), pg_sys::superuser()) };
     if !superuser && !unsafe { pg_sys::has_privs_of_role(user, owner) } {
         return;
     }
-    let Some(config) = catalog::lookup(relid) else { return };
+    let Some(config) = config::lookup(relid) else { return };
     let columns: Vec<(i16, String)> = Spi::connect(|c| {
         c.select(
             "SELECT attnum, format('%I %s%s', attname, format_type(atttypid, atttypmod),
@@ -90,7 +91,7 @@ pub fn analyze(relid: pg_sys::Oid) {
     // functions as that owner (in a security-restricted operation), as for the
     // table itself, whoever calls. (CREATE TABLE runs no user code; a
     // restricted operation could not make a temporary table.)
-    crate::pgutil::as_user(owner, false, || run(&format!("CREATE TEMP TABLE {} ({definition})", sample.trim_start_matches("pg_temp."))));
+    crate::pg::role::as_user(owner, false, || run(&format!("CREATE TEMP TABLE {} ({definition})", sample.trim_start_matches("pg_temp."))));
     let sample_oid = Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{sample}'::regclass::oid"))
         .ok()
         .flatten()
@@ -101,24 +102,24 @@ pub fn analyze(relid: pg_sys::Oid) {
     // SAFETY: both relations exist; the sample's column j + 1 is columns[j].
     unsafe { copy_statistics(sample_oid, relid, &columns) };
     run(&format!("DROP TABLE {sample}"));
-    debug1!("tsbucket: analyzed {}: {rows} sample rows from {buckets} buckets", catalog::relation_name(relid));
+    debug1!("tsbucket: analyzed {}: {rows} sample rows from {buckets} buckets", crate::pg::relation::relation_name(relid));
 }
 
 /// Copies a sample of the table's rows into the sample table: buckets chosen
 /// at random over the whole store, an equal share of random rows from each.
-unsafe fn fill_sample(relid: pg_sys::Oid, config: &catalog::Config, sample_oid: pg_sys::Oid, columns: &[(i16, String)]) -> (usize, usize) {
+unsafe fn fill_sample(relid: pg_sys::Oid, config: &config::Config, sample_oid: pg_sys::Oid, columns: &[(i16, String)]) -> (usize, usize) {
     unsafe {
         let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as i32);
         let shape = TableShape::new((*rel).rd_att, config);
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let snapshot = store::current_snapshot();
-        let mut scan = store::StoreScan::begin(store, snapshot);
+        let snapshot = reader::current_snapshot();
+        let mut scan = reader::StoreScan::begin(store, snapshot);
         let (mut buckets, mut total_rows) = (0usize, 0f64);
         let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket analyze".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
         while let Some(tuple) = scan.next(true) {
             buckets += 1;
             let old = pg_sys::MemoryContextSwitchTo(cxt);
-            total_rows += store::read_header(store, tuple).rows as f64;
+            total_rows += tuple::read_header(store, tuple).rows as f64;
             pg_sys::MemoryContextSwitchTo(old);
             pg_sys::MemoryContextReset(cxt);
         }
@@ -144,7 +145,7 @@ unsafe fn fill_sample(relid: pg_sys::Oid, config: &catalog::Config, sample_oid: 
             }
             next += 1;
             let old = pg_sys::MemoryContextSwitchTo(cxt);
-            let stored = store::read_bucket(store, tuple);
+            let stored = tuple::read_bucket(store, tuple);
             let bucket = read::load(config, &shape, &stored);
             for row in choose(&mut rng, bucket.rows, per_bucket) {
                 read::fill_slot(rel, &shape, &bucket, None, row, src);
@@ -216,10 +217,4 @@ unsafe fn copy_statistics(from: pg_sys::Oid, to: pg_sys::Oid, columns: &[(i16, S
         pg_sys::table_close(statrel, pg_sys::RowExclusiveLock as i32);
         pg_sys::CommandCounterIncrement();
     }
-}
-
-/// The background worker's (and anyone's) way in: ANALYZE of one table.
-#[pg_extern]
-fn _analyze(relation: pg_sys::Oid) {
-    analyze(relation);
 }

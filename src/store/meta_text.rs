@@ -5,7 +5,7 @@
 //! in a security-restricted context (`privileges::as_owner_restricted`), never
 //! with elevated rights.
 
-use crate::store::{StoredBucket, COL_FIRST_META};
+use super::bucket::{StoredBucket, COL_FIRST_META};
 use pgrx::pg_sys;
 use std::cmp::Ordering;
 use std::ffi::CStr;
@@ -26,7 +26,7 @@ impl MetaTypes {
             let mut compare = Vec::with_capacity(n);
             let mut byval = Vec::with_capacity(n);
             for i in 0..n {
-                let att = &*crate::shape::tuple_desc_attr(tupdesc, COL_FIRST_META + i);
+                let att = &*crate::pg::relation::tuple_desc_attr(tupdesc, COL_FIRST_META + i);
                 let (mut func, mut varlena) = (pg_sys::InvalidOid, false);
                 pg_sys::getTypeOutputInfo(att.atttypid, &mut func, &mut varlena);
                 let mut finfo = pg_sys::FmgrInfo::default();
@@ -49,7 +49,7 @@ impl MetaTypes {
         (0..self.output.len())
             .map(|i| {
                 // SAFETY: the datum is of the column's type and valid while `b`'s tuple is.
-                b.meta_datum(i).map(|d| unsafe { crate::pgutil::copy_datum(d, self.byval[i].0, self.byval[i].1) })
+                b.meta_datum(i).map(|d| unsafe { crate::pg::datum::copy_datum(d, self.byval[i].0, self.byval[i].1) })
             })
             .collect()
     }
@@ -120,7 +120,7 @@ pub fn row_literal(parts: &[Option<String>]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::row_literal;
+    use super::*;
 
     #[test]
     fn row_literals_quote_as_record_out() {

@@ -1,11 +1,13 @@
 //! Turning stored buckets back into rows: decode a bucket's payload once, then
 //! fill slots row by row. Shared by scans and fetch-by-TID.
 
-use crate::catalog::Config;
-use crate::datum;
-use crate::error::{ts_error, DATA_CORRUPTED};
-use crate::shape::{Role, TableShape};
-use crate::store::{self, StoredBucket};
+use crate::catalog::config::Config;
+use crate::pg::datum;
+use crate::pg::error::{ts_error, DATA_CORRUPTED};
+use crate::catalog::shape::{Role, TableShape};
+use super::bucket::StoredBucket;
+use super::tuple::find_bucket_tuple;
+use super::tuple::read_bucket;
 use pgrx::pg_sys;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -28,7 +30,7 @@ pub struct LoadedBucket {
 pub fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display) -> ! {
     ts_error(
         DATA_CORRUPTED,
-        &format!("bucket {bucket_id} of table \"{}\" is corrupt: {what}", crate::catalog::relation_name(relid)),
+        &format!("bucket {bucket_id} of table \"{}\" is corrupt: {what}", crate::pg::relation::relation_name(relid)),
         "Run SELECT * FROM tsbucket.verify(...) on the table to list damaged buckets.",
     )
 }
@@ -60,7 +62,7 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
         .meta_attrs()
         .iter()
         .enumerate()
-        .map(|(i, attr)| stored.meta_datum(i).map(|d| unsafe { datum::datum_bytes(&d, attr) }.to_vec()))
+        .map(|(i, attr)| stored.meta_datum(i).map(|d| unsafe { datum::datum_bytes(&d, attr.layout()) }.to_vec()))
         .collect();
     let skipped = needed.map(|n| n.iter().map(|x| !x).collect());
     LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped, version: stored.version }
@@ -86,7 +88,7 @@ pub fn time_values<'a>(config: &Config, bucket: &'a LoadedBucket) -> &'a [i64] {
 ///
 /// # Safety
 /// `tupdesc` must be the user table's descriptor; `attr` one of its payload attributes.
-pub unsafe fn column_or_default<'a>(tupdesc: pg_sys::TupleDesc, attr: &crate::shape::Attr, bucket: &'a LoadedBucket) -> std::borrow::Cow<'a, Column> {
+pub unsafe fn column_or_default<'a>(tupdesc: pg_sys::TupleDesc, attr: &crate::catalog::shape::Attr, bucket: &'a LoadedBucket) -> std::borrow::Cow<'a, Column> {
     if let Some(col) = &bucket.columns[attr.attnum as usize - 1] {
         return std::borrow::Cow::Borrowed(col);
     }
@@ -97,7 +99,7 @@ pub unsafe fn column_or_default<'a>(tupdesc: pg_sys::TupleDesc, attr: &crate::sh
         if isnull {
             col.push_null();
         } else {
-            unsafe { datum::push_datum(&mut col, attr, missing) };
+            unsafe { datum::push_datum(&mut col, attr.layout(), missing) };
         }
     }
     std::borrow::Cow::Owned(col)
@@ -119,7 +121,7 @@ pub unsafe fn prepare(shape: &TableShape, bucket: &LoadedBucket) -> Prepared {
             .meta_attrs()
             .iter()
             .enumerate()
-            .map(|(i, attr)| bucket.meta[i].as_ref().map(|b| datum::bytes_datum(b, attr)))
+            .map(|(i, attr)| bucket.meta[i].as_ref().map(|b| datum::bytes_datum(b, attr.layout())))
             .collect();
         let columns = shape
             .attrs
@@ -127,7 +129,7 @@ pub unsafe fn prepare(shape: &TableShape, bucket: &LoadedBucket) -> Prepared {
             .map(|attr| {
                 let col = bucket.columns[attr.attnum as usize - 1].as_ref()?;
                 match &col.values {
-                    tsbucket_format::Values::Bytes(values) if !attr.typbyval => Some(datum::bytes_datums(values, attr)),
+                    tsbucket_format::Values::Bytes(values) if !attr.typbyval => Some(datum::bytes_datums(values, attr.layout())),
                     _ => None,
                 }
             })
@@ -168,7 +170,7 @@ pub unsafe fn fill_slot(
                         nulls[i] = false;
                     }
                     (Some(bytes), None) => {
-                        values[i] = datum::bytes_datum(bytes, attr);
+                        values[i] = datum::bytes_datum(bytes, attr.layout());
                         nulls[i] = false;
                     }
                 },
@@ -178,7 +180,7 @@ pub unsafe fn fill_slot(
                     Some(col) => {
                         values[i] = match prepared.and_then(|p| p.columns[i].as_ref()) {
                             Some(datums) => datums[row],
-                            None => datum::column_datum(col, row, attr),
+                            None => datum::column_datum(col, row, attr.layout()),
                         };
                         nulls[i] = false;
                     }
@@ -192,7 +194,7 @@ pub unsafe fn fill_slot(
             }
         }
         pg_sys::ExecStoreVirtualTuple(slot);
-        crate::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
+        super::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
         (*slot).tts_tableOid = (*rel).rd_id;
         super::slot::set_version(slot, bucket.version);
     }
@@ -224,7 +226,7 @@ pub unsafe fn fetch_bucket(
     snapshot: pg_sys::Snapshot,
 ) -> Option<Rc<LoadedBucket>> {
     unsafe {
-        let found = store::find_bucket_tuple(store, config.id_index, bucket_id, snapshot)?;
+        let found = find_bucket_tuple(store, config.id_index, bucket_id, snapshot)?;
         let cached = FETCHED.with(|f| {
             f.borrow().as_ref().and_then(|(relid, b)| {
                 (*relid == config.relid && b.bucket_id == bucket_id && same_tid(&b.store_tid, &(*found).t_self)).then(|| b.clone())
@@ -234,7 +236,7 @@ pub unsafe fn fetch_bucket(
             pg_sys::heap_freetuple(found);
             return Some(b);
         }
-        let stored = store::read_bucket(store, found);
+        let stored = read_bucket(store, found);
         let loaded = Rc::new(load(config, shape, &stored));
         FETCHED.with(|f| *f.borrow_mut() = Some((config.relid, loaded.clone())));
         Some(loaded)
@@ -283,9 +285,9 @@ pub unsafe fn refill_slot(
             *nulls.add(i) = false;
             *values.add(i) = match prepared.columns[i].as_ref() {
                 Some(datums) => datums[row],
-                None => datum::column_datum(col, row, &shape.attrs[i]),
+                None => datum::column_datum(col, row, shape.attrs[i].layout()),
             };
         }
-        crate::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
+        super::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
     }
 }

@@ -1,23 +1,54 @@
 //! Conversion between Postgres datums and the format's column values. The
 //! only place that knows how each storage kind looks as a Datum.
 
-use crate::shape::Attr;
 use pgrx::pg_sys;
 use pgrx::varlena::{set_varsize_4b, vardata_any, varsize_any_exhdr};
 use tsbucket_format::{Column, ColumnKind, Values};
 
-/// Appends a non-NULL datum of `attr`'s type to `col`; returns the bytes it adds.
+/// How values of a type lie in a Datum: their length (-1 a varlena, -2 a
+/// C string), whether they are passed by value, and the storage kind a
+/// bucket keeps them as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub typlen: i16,
+    pub typbyval: bool,
+    pub kind: ColumnKind,
+}
+
+impl Layout {
+    /// The layout of opaque bytes of a type this long (by value or not): how
+    /// first/last keep any value.
+    pub fn bytes(typlen: i16, typbyval: bool) -> Layout {
+        Layout { typlen, typbyval, kind: ColumnKind::Bytes }
+    }
+}
+
+/// The storage kind of a SQL type: floats, timestamps, booleans and other
+/// fixed-width by-value types as integers have codecs of their own; the rest
+/// (numeric, text, jsonb, arrays, ...) are kept as their datum's bytes.
+pub fn kind_for_type(typid: pg_sys::Oid, typlen: i16, typbyval: bool) -> ColumnKind {
+    match typid {
+        pg_sys::FLOAT8OID => ColumnKind::Float64,
+        pg_sys::FLOAT4OID => ColumnKind::Float32,
+        pg_sys::TIMESTAMPTZOID | pg_sys::TIMESTAMPOID => ColumnKind::Timestamp,
+        pg_sys::BOOLOID => ColumnKind::Bool,
+        _ if typbyval && matches!(typlen, 1 | 2 | 4 | 8) => ColumnKind::Int,
+        _ => ColumnKind::Bytes,
+    }
+}
+
+/// Appends a non-NULL datum of the layout's type to `col`; returns the bytes it adds.
 ///
 /// # Safety
-/// `value` must be a valid datum of `attr`'s type.
-pub unsafe fn push_datum(col: &mut Column, attr: &Attr, value: pg_sys::Datum) -> usize {
-    match attr.kind {
+/// `value` must be a valid datum of the layout's type.
+pub unsafe fn push_datum(col: &mut Column, layout: Layout, value: pg_sys::Datum) -> usize {
+    match layout.kind {
         ColumnKind::Float64 => col.push_float(f64::from_bits(value.value() as u64)),
         ColumnKind::Float32 => col.push_float(f32::from_bits(value.value() as u32) as f64),
         ColumnKind::Bool => col.push_bool(value.value() & 0xff != 0),
-        ColumnKind::Timestamp | ColumnKind::Int => col.push_int(int_of(value, attr.typlen)),
+        ColumnKind::Timestamp | ColumnKind::Int => col.push_int(int_of(value, layout.typlen)),
         ColumnKind::Bytes => {
-            let bytes = unsafe { datum_bytes(&value, attr) };
+            let bytes = unsafe { datum_bytes(&value, layout) };
             let n = bytes.len();
             col.push_bytes(bytes);
             return n + 4;
@@ -43,17 +74,17 @@ pub fn int_of(value: pg_sys::Datum, typlen: i16) -> i64 {
 /// Valid while `value` and the current memory context are.
 ///
 /// # Safety
-/// `value` must be a valid datum of `attr`'s type.
-pub unsafe fn datum_bytes<'a>(value: &'a pg_sys::Datum, attr: &Attr) -> &'a [u8] {
+/// `value` must be a valid datum of the layout's type.
+pub unsafe fn datum_bytes<'a>(value: &'a pg_sys::Datum, layout: Layout) -> &'a [u8] {
     unsafe {
-        match attr.typlen {
+        match layout.typlen {
             -1 => {
                 let p = value.cast_mut_ptr::<pg_sys::varlena>();
                 let v = if is_plain_inline(p) { p } else { pg_sys::pg_detoast_datum_packed(p) };
                 std::slice::from_raw_parts(vardata_any(v) as *const u8, varsize_any_exhdr(v))
             }
             -2 => std::ffi::CStr::from_ptr(value.cast_mut_ptr::<std::ffi::c_char>()).to_bytes(),
-            n if attr.typbyval => {
+            n if layout.typbyval => {
                 // Little-endian: the low bytes come first, as bytes_datum reads them back.
                 std::slice::from_raw_parts(value as *const pg_sys::Datum as *const u8, (n as usize).min(8))
             }
@@ -90,13 +121,13 @@ pub unsafe fn varlena_size(value: pg_sys::Datum) -> usize {
     }
 }
 
-/// A datum for `bytes` of `attr`'s type, palloc'd in the current memory context.
+/// A datum for `bytes` of the layout's type, palloc'd in the current memory context.
 ///
 /// # Safety
 /// `bytes` must come from `datum_bytes` for the same type.
-pub unsafe fn bytes_datum(bytes: &[u8], attr: &Attr) -> pg_sys::Datum {
+pub unsafe fn bytes_datum(bytes: &[u8], layout: Layout) -> pg_sys::Datum {
     unsafe {
-        match attr.typlen {
+        match layout.typlen {
             -1 => {
                 let total = bytes.len() + pg_sys::VARHDRSZ;
                 let p = pg_sys::palloc(total) as *mut pg_sys::varlena;
@@ -110,7 +141,7 @@ pub unsafe fn bytes_datum(bytes: &[u8], attr: &Attr) -> pg_sys::Datum {
                 *p.add(bytes.len()) = 0;
                 pg_sys::Datum::from(p)
             }
-            n if attr.typbyval => {
+            n if layout.typbyval => {
                 let mut v = [0u8; 8];
                 let n = (n as usize).min(8).min(bytes.len());
                 v[..n].copy_from_slice(&bytes[..n]);
@@ -129,16 +160,16 @@ pub unsafe fn bytes_datum(bytes: &[u8], attr: &Attr) -> pg_sys::Datum {
 /// The datum of `row` in a decoded column (which must not be NULL there).
 ///
 /// # Safety
-/// `col` must have been built for `attr`'s type.
-pub unsafe fn column_datum(col: &Column, row: usize, attr: &Attr) -> pg_sys::Datum {
+/// `col` must have been built for the layout's type.
+pub unsafe fn column_datum(col: &Column, row: usize, layout: Layout) -> pg_sys::Datum {
     match &col.values {
-        Values::Float(v) => match attr.kind {
+        Values::Float(v) => match layout.kind {
             ColumnKind::Float32 => pg_sys::Datum::from((v[row] as f32).to_bits() as usize),
             _ => pg_sys::Datum::from(v[row].to_bits() as usize),
         },
         Values::Bool(v) => pg_sys::Datum::from(v[row] as usize),
-        Values::Int(v) => int_datum(v[row], attr.typlen),
-        Values::Bytes(v) => unsafe { bytes_datum(v.get(row).unwrap_or_default(), attr) },
+        Values::Int(v) => int_datum(v[row], layout.typlen),
+        Values::Bytes(v) => unsafe { bytes_datum(v.get(row).unwrap_or_default(), layout) },
     }
 }
 
@@ -155,28 +186,28 @@ fn int_datum(v: i64, typlen: i16) -> pg_sys::Datum {
 /// Datums for every value of a by-reference column, in one allocation.
 ///
 /// # Safety
-/// `values` must hold bytes of `attr`'s type (from `datum_bytes`).
-pub unsafe fn bytes_datums(values: &tsbucket_format::ByteValues, attr: &Attr) -> Vec<pg_sys::Datum> {
+/// `values` must hold bytes of the layout's type (from `datum_bytes`).
+pub unsafe fn bytes_datums(values: &tsbucket_format::ByteValues, layout: Layout) -> Vec<pg_sys::Datum> {
     // Rows of a dictionary share their distinct value's datum.
     if let Some((entries, codes)) = values.dictionary() {
-        // SAFETY: the entries are bytes of `attr`'s type, as the rows are.
-        let distinct = unsafe { laid_out_datums(entries, attr) };
+        // SAFETY: the entries are bytes of the layout's type, as the rows are.
+        let distinct = unsafe { laid_out_datums(entries, layout) };
         return codes.iter().map(|&c| distinct[c as usize]).collect();
     }
     // SAFETY: as for this function.
-    unsafe { laid_out_datums(values.iter(), attr) }
+    unsafe { laid_out_datums(values.iter(), layout) }
 }
 
 /// # Safety
 /// As `bytes_datums`.
-unsafe fn laid_out_datums<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, attr: &Attr) -> Vec<pg_sys::Datum> {
+unsafe fn laid_out_datums<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, layout: Layout) -> Vec<pg_sys::Datum> {
     const ALIGN: usize = 8;
-    let header = match attr.typlen {
+    let header = match layout.typlen {
         -1 => pg_sys::VARHDRSZ,
         _ => 0,
     };
     let slot_size = |len: usize| -> usize {
-        let size = match attr.typlen {
+        let size = match layout.typlen {
             -1 => len + header,
             -2 => len + 1,
             n => n as usize,
@@ -190,7 +221,7 @@ unsafe fn laid_out_datums<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, at
         values
             .map(|v| {
                 let p = base.add(offset);
-                match attr.typlen {
+                match layout.typlen {
                     -1 => {
                         set_varsize_4b(p as *mut pg_sys::varlena, (v.len() + header) as i32);
                         std::ptr::copy_nonoverlapping(v.as_ptr(), p.add(header), v.len());
@@ -209,4 +240,47 @@ unsafe fn laid_out_datums<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, at
             })
             .collect()
     }
+}
+
+/// The elements of `array` (None for NULL elements), in the current memory
+/// context (by-reference elements point into the array).
+///
+/// # Safety
+/// `array` must be a valid, detoasted array.
+pub unsafe fn array_elements(array: *mut pg_sys::ArrayType) -> Vec<Option<pg_sys::Datum>> {
+    unsafe {
+        let elem = (*array).elemtype;
+        let (mut len, mut byval, mut align) = (0i16, false, 0 as std::ffi::c_char);
+        pg_sys::get_typlenbyvalalign(elem, &mut len, &mut byval, &mut align);
+        let mut elems: *mut pg_sys::Datum = std::ptr::null_mut();
+        let mut nulls: *mut bool = std::ptr::null_mut();
+        let mut n = 0i32;
+        pg_sys::deconstruct_array(array, elem, len as i32, byval, align, &mut elems, &mut nulls, &mut n);
+        (0..n as usize).map(|i| (!*nulls.add(i)).then(|| *elems.add(i))).collect()
+    }
+}
+
+/// A copy of `value` in the current memory context (utils/datum.h is not bound).
+///
+/// # Safety
+/// `value` must be a valid datum of a type with this `byval` and `len`.
+pub unsafe fn copy_datum(value: pg_sys::Datum, byval: bool, len: i16) -> pg_sys::Datum {
+    unsafe {
+        match len {
+            _ if byval => value,
+            -1 => pg_sys::Datum::from(pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr())),
+            -2 => pg_sys::Datum::from(pg_sys::pstrdup(value.cast_mut_ptr())),
+            n => {
+                let p = pg_sys::palloc(n as usize);
+                std::ptr::copy_nonoverlapping(value.cast_mut_ptr::<u8>(), p as *mut u8, n as usize);
+                pg_sys::Datum::from(p)
+            }
+        }
+    }
+}
+
+/// A bytea holding `bytes`, palloc'd in the current memory context.
+pub fn bytea(bytes: &[u8]) -> pg_sys::Datum {
+    // SAFETY: a varlena's contents are any bytes; palloc raises ERROR rather than return NULL.
+    unsafe { bytes_datum(bytes, Layout::bytes(-1, false)) }
 }

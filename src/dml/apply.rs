@@ -1,0 +1,135 @@
+//! The end of a statement: each bucket it touched is rewritten once (deleted,
+//! re-labelled, or re-encoded without the deleted rows), and where each
+//! surviving row went is recorded.
+
+use crate::store::rows::{self as read, LoadedBucket};
+use crate::catalog::config;
+use crate::catalog::config::Config;
+use crate::pg::error::ts_error;
+use crate::catalog::shape::TableShape;
+use crate::store::bucket;
+use crate::store::insert;
+use crate::store::locks;
+use crate::store::moves;
+use crate::store::tuple;
+use crate::store::bucket::BucketContent;
+use crate::store::bucket::CloseReason;
+use crate::store::moves::RowMoves;
+use super::pending::*;
+use pgrx::pg_sys;
+use std::collections::BTreeMap;
+use tsbucket_format::Column;
+
+/// Applies the pending changes of the current subtransaction that commands
+/// from `from_cid` on made (None: all of them).
+pub fn apply(from_cid: Option<pg_sys::CommandId>) {
+    // SAFETY: a plain read of the backend's transaction state.
+    let subxid = unsafe { pg_sys::GetCurrentSubTransactionId() };
+    let work: Vec<(Key, PendingBucket)> = PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let keys: Vec<Key> =
+            p.iter().filter(|((_, _, c), v)| v.subxid == subxid && from_cid.is_none_or(|f| *c >= f)).map(|(k, _)| *k).collect();
+        keys.into_iter().map(|k| (k, p.remove(&k).expect("present"))).collect()
+    });
+    if work.is_empty() {
+        return;
+    }
+    read::forget_fetched();
+    let mut by_table: BTreeMap<u32, Vec<(i64, PendingBucket)>> = BTreeMap::new();
+    for ((relid, bucket_id, _), p) in work {
+        by_table.entry(relid).or_default().push((bucket_id, p));
+    }
+    for (relid, buckets) in by_table {
+        unsafe { apply_table(pg_sys::Oid::from(relid), buckets) };
+    }
+    read::forget_fetched();
+}
+
+unsafe fn apply_table(relid: pg_sys::Oid, buckets: Vec<(i64, PendingBucket)>) {
+    unsafe {
+        let config = config::require(relid);
+        let rel = pg_sys::table_open(relid, pg_sys::NoLock as i32);
+        let shape = TableShape::new((*rel).rd_att, &config);
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
+        let store = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
+        for (bucket_id, pending) in buckets {
+            // We hold the bucket's lock, so only a later command of ours can have changed it.
+            let stored = tuple::find_bucket(store, config.id_index, bucket_id, &raw mut pg_sys::SnapshotSelfData);
+            let Some(stored) = stored else {
+                ts_error(
+                    crate::pg::error::TRIGGERED_DATA_CHANGE_VIOLATION,
+                    "rows to be changed were already changed by an operation triggered by the current command",
+                    "A trigger or function changed rows of the same bucket while the statement ran; change them in separate statements.",
+                );
+            };
+            let rows = stored.rows as usize;
+            let mut deleted = vec![false; rows];
+            pending.deleted.iter().filter(|&&r| r < rows).for_each(|&r| deleted[r] = true);
+            let n_deleted = deleted.iter().filter(|d| **d).count();
+            locks::delete_bucket(store, stored.tid);
+            LOCKED.with(|l| l.borrow_mut().remove(&(relid.to_u32(), bucket_id)));
+            if n_deleted == rows {
+                continue;
+            }
+            let first_meta = pending.moved.values().next();
+            let whole_move = n_deleted == 0
+                && pending.moved.len() == rows
+                && pending.moved.values().all(|m| Some(m) == first_meta);
+            if whole_move {
+                let new_id = insert::relabel_bucket(store, &config, &shape, &stored, first_meta.expect("rows > 0"));
+                let moves: RowMoves = (0..rows).map(|r| Some((0, r as u16))).collect();
+                moves::record_moves(&config, bucket_id, &[new_id], &moves);
+                continue;
+            }
+            let loaded = read::load(&config, &shape, &stored);
+            rewrite(&config, &shape, store, &stored, &loaded, &deleted, &pending.moved);
+        }
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+    }
+}
+
+/// Writes the surviving rows of a bucket as new buckets, one per resulting meta value.
+unsafe fn rewrite(
+    config: &Config,
+    shape: &TableShape,
+    store: pg_sys::Relation,
+    stored: &bucket::StoredBucket,
+    loaded: &LoadedBucket,
+    deleted: &[bool],
+    moved: &BTreeMap<usize, Meta>,
+) {
+    let mut groups: BTreeMap<Meta, Vec<bool>> = BTreeMap::new();
+    for row in (0..loaded.rows).filter(|&r| !deleted[r]) {
+        let meta = moved.get(&row).cloned().unwrap_or_else(|| loaded.meta.clone());
+        groups.entry(meta).or_insert_with(|| vec![false; loaded.rows])[row] = true;
+    }
+    let old_bytes = stored.values[bucket::COL_UNCOMPRESSED_BYTES].value() as i64;
+    let mut moves: RowMoves = vec![None; loaded.rows];
+    let mut new_ids = Vec::new();
+    for (meta, keep) in groups {
+        let kept = keep.iter().filter(|k| **k).count();
+        let columns: Vec<Column> = loaded.columns.iter().flatten().map(|c| c.filter(&keep)).collect();
+        let id = unsafe {
+            insert::write_bucket(
+                store,
+                config,
+                shape,
+                None,
+                &BucketContent {
+                    columns: &columns,
+                    rows: kept,
+                    meta: &meta,
+                    window_start: stored.window_start,
+                    uncompressed_bytes: old_bytes * kept as i64 / loaded.rows.max(1) as i64,
+                },
+                CloseReason::Rewrite,
+                pg_sys::GetCurrentCommandId(true),
+            )
+        };
+        for (new_row, old_row) in keep.iter().enumerate().filter(|(_, k)| **k).map(|(r, _)| r).enumerate() {
+            moves[old_row] = Some((new_ids.len() as u16, new_row as u16));
+        }
+        new_ids.push(id);
+    }
+    unsafe { moves::record_moves(config, stored.bucket_id, &new_ids, &moves) };
+}

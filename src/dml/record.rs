@@ -1,0 +1,192 @@
+//! One row at a time, as the executor hands them over: lock the row's bucket
+//! (once per transaction), say whether the row can be changed where the
+//! executor found it, and record the change.
+
+use crate::store::rows::{self as read};
+use crate::catalog::config;
+use crate::catalog::config::Config;
+use crate::pg::datum;
+use crate::pg::error::{ts_error, FEATURE_NOT_SUPPORTED};
+use crate::catalog::shape::{Role, TableShape};
+use crate::store::locks;
+use crate::store::moves;
+use crate::store::locks::Lock;
+use crate::store::moves::Successor;
+use super::pending::*;
+use pgrx::pg_sys;
+use tsbucket_format::{Column, Values};
+
+/// Locks the row's bucket (once per transaction) and says whether the row can
+/// be changed where the executor found it.
+unsafe fn claim(config: &Config, bucket_id: i64, row: usize, cid: pg_sys::CommandId) -> Outcome {
+    let relid = config.relid.to_u32();
+    if LOCKED.with(|l| l.borrow().contains_key(&(relid, bucket_id))) {
+        return Outcome::Done;
+    }
+    let lock = unsafe {
+        let store = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
+        let lock = locks::lock_bucket(store, config, bucket_id, cid, true);
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+        lock
+    };
+    match lock {
+        Lock::Held => {
+            // SAFETY: a plain read of the backend's transaction state.
+            let subxid = unsafe { pg_sys::GetCurrentSubTransactionId() };
+            LOCKED.with(|l| l.borrow_mut().insert((relid, bucket_id), subxid));
+            Outcome::Done
+        }
+        Lock::Gone | Lock::Busy => match unsafe { moves::successor(config, bucket_id, row) } {
+            Successor::Moved(..) => Outcome::Moved,
+            Successor::Deleted | Successor::Gone => Outcome::Deleted,
+        },
+        Lock::ChangedBySelf => Outcome::ChangedBySelf,
+    }
+}
+
+/// DELETE of the row at `tid`.
+///
+/// # Safety
+/// `rel` must be an open tsbucket table.
+pub unsafe fn record_delete(rel: pg_sys::Relation, tid: &pg_sys::ItemPointerData, cid: pg_sys::CommandId) -> Outcome {
+    let relid = unsafe { (*rel).rd_id };
+    let config = config::require(relid);
+    let (bucket_id, row) = crate::store::tid::get(tid);
+    if pending_has(relid, bucket_id, cid, row) {
+        return Outcome::AlreadyDoneBySelf;
+    }
+    let outcome = unsafe { claim(&config, bucket_id, row, cid) };
+    if matches!(outcome, Outcome::Done) {
+        entry(relid, bucket_id, cid, |e| e.deleted.insert(row));
+    }
+    outcome
+}
+
+/// EvalPlanQual's tuple_lock: follows the row at `tid` to where it lives now
+/// (through every rewrite committed since), locks that bucket, fills `slot`
+/// with the row and moves `tid` there.
+///
+/// # Safety
+/// `rel` must be an open tsbucket table and `slot` a virtual slot of it.
+pub unsafe fn lock_row(
+    rel: pg_sys::Relation,
+    tid: &mut pg_sys::ItemPointerData,
+    cid: pg_sys::CommandId,
+    follow: bool,
+    slot: *mut pg_sys::TupleTableSlot,
+) -> (pg_sys::TM_Result::Type, bool) {
+    unsafe {
+        let config = config::require((*rel).rd_id);
+        let shape = TableShape::new((*rel).rd_att, &config);
+        let mut traversed = false;
+        loop {
+            let (bucket_id, row) = crate::store::tid::get(tid);
+            match claim(&config, bucket_id, row, cid) {
+                Outcome::Done | Outcome::AlreadyDoneBySelf => {
+                    let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+                    let bucket = read::fetch_bucket(&config, &shape, store, bucket_id, &raw mut pg_sys::SnapshotSelfData);
+                    pg_sys::table_close(store, pg_sys::NoLock as i32);
+                    return match bucket {
+                        Some(b) if row < b.rows => {
+                            read::fill_slot(rel, &shape, &b, None, row, slot);
+                            (pg_sys::TM_Result::TM_Ok, traversed)
+                        }
+                        _ => (pg_sys::TM_Result::TM_Deleted, traversed),
+                    };
+                }
+                Outcome::Moved if follow => {
+                    let Successor::Moved(new_id, new_row) = moves::successor(&config, bucket_id, row) else {
+                        return (pg_sys::TM_Result::TM_Deleted, traversed);
+                    };
+                    crate::store::tid::set(tid, new_id, new_row);
+                    traversed = true;
+                }
+                Outcome::Moved => return (pg_sys::TM_Result::TM_Updated, traversed),
+                Outcome::Deleted => return (pg_sys::TM_Result::TM_Deleted, traversed),
+                Outcome::ChangedBySelf => return (pg_sys::TM_Result::TM_SelfModified, traversed),
+            }
+        }
+    }
+}
+
+/// UPDATE: only the meta columns may change (MongoDB's rule); the planner hook
+/// already refused other SET targets, this re-checks the values themselves.
+///
+/// # Safety
+/// `slot` must hold the new version of the row at `otid` of `rel`.
+pub unsafe fn record_update(
+    rel: pg_sys::Relation,
+    otid: &pg_sys::ItemPointerData,
+    slot: *mut pg_sys::TupleTableSlot,
+    cid: pg_sys::CommandId,
+) -> Outcome {
+    unsafe {
+        let relid = (*rel).rd_id;
+        let config = config::require(relid);
+        let shape = TableShape::new((*rel).rd_att, &config);
+        let (bucket_id, row) = crate::store::tid::get(otid);
+        if pending_has(relid, bucket_id, cid, row) {
+            return Outcome::AlreadyDoneBySelf;
+        }
+        let outcome = claim(&config, bucket_id, row, cid);
+        if !matches!(outcome, Outcome::Done) {
+            return outcome;
+        }
+        // The version we hold the lock of: its id names exactly one store tuple.
+        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let old = read::fetch_bucket(&config, &shape, store, bucket_id, &raw mut pg_sys::SnapshotSelfData);
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+        let Some(old) = old.filter(|b| row < b.rows) else { return Outcome::Deleted };
+        pg_sys::slot_getallattrs(slot);
+        let natts = shape.attrs.len();
+        let values = std::slice::from_raw_parts((*slot).tts_values, natts);
+        let nulls = std::slice::from_raw_parts((*slot).tts_isnull, natts);
+        let mut meta: Meta = vec![None; config.meta_attnums.len()];
+        for attr in &shape.attrs {
+            let i = attr.attnum as usize - 1;
+            match attr.role {
+                Role::Dropped => {}
+                Role::Meta(m) => {
+                    if !nulls[i] {
+                        meta[m] = Some(datum::datum_bytes(&values[i], attr.layout()).to_vec());
+                    }
+                }
+                Role::Time | Role::Measurement => {
+                    let mut fresh = Column::new(attr.attnum, attr.kind);
+                    if nulls[i] {
+                        fresh.push_null();
+                    } else {
+                        datum::push_datum(&mut fresh, attr.layout(), values[i]);
+                    }
+                    let unchanged = same_value(&read::column_or_default((*rel).rd_att, attr, &old), row, &fresh);
+                    if !unchanged {
+                        ts_error(
+                            FEATURE_NOT_SUPPORTED,
+                            &format!(
+                                "cannot change column \"{}\" of time-series table \"{}\"",
+                                crate::pg::relation::attr_name(rel, attr.attnum as i16),
+                                crate::pg::relation::relation_name(relid)
+                            ),
+                            "An UPDATE of a time-series table may only set its meta columns.",
+                        );
+                    }
+                }
+            }
+        }
+        entry(relid, bucket_id, cid, |e| e.moved.insert(row, meta));
+        Outcome::Done
+    }
+}
+
+fn same_value(old: &Column, row: usize, fresh: &Column) -> bool {
+    if old.is_null(row) || fresh.is_null(0) {
+        return old.is_null(row) == fresh.is_null(0);
+    }
+    match (&old.values, &fresh.values) {
+        (Values::Int(a), Values::Int(b)) => a[row] == b[0],
+        (Values::Float(a), Values::Float(b)) => a[row].to_bits() == b[0].to_bits(),
+        (Values::Bool(a), Values::Bool(b)) => a[row] == b[0],
+        (Values::Bytes(a), Values::Bytes(b)) => a.get(row) == b.get(0),
+        _ => false,
+    }
+}

@@ -1,0 +1,102 @@
+//! Whole-bucket expiry (MongoDB's expireAfterSeconds), for tsbucket.expire
+//! and the worker: a bucket goes when its newest row is older than its
+//! table's or series' retention.
+
+use crate::catalog::config;
+use crate::store::locks;
+use crate::store::reader;
+use crate::store::tuple;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+/// Whole-bucket expiry for `tsbucket.expire` and the worker. The caller must
+/// own the table. A series' override is found by its meta values' text, which
+/// the meta types' output functions make, run as the table's owner in a
+/// security-restricted context (never as the worker's superuser). Buckets that
+/// user DML holds are left for a later round.
+/// (buckets, rows) expired.
+pub fn expire(relid: pg_sys::Oid) -> (i64, i64) {
+    let config = config::require(relid);
+    // SAFETY: the user table's lock first, as TRUNCATE and DROP take it, then its store.
+    unsafe { pg_sys::LockRelationOid(relid, pg_sys::ShareUpdateExclusiveLock as i32) };
+    // Cutoffs (now() minus each interval, as the time column's type) with built-in operators only.
+    let cutoffs: Vec<(Option<String>, Option<i64>)> = config::as_extension_owner(|| {
+        Spi::connect(|c| {
+            // A timestamp (without time zone) time column holds UTC wall-clock times.
+            // Postgres stores both types as microseconds since 2000-01-01.
+            let rows = c.select(
+                "WITH c AS (SELECT expire_after, time_type = 'timestamp'::regtype AS plain FROM tsbucket.catalog WHERE relid = $1),
+                      r AS (SELECT NULL::text AS meta, expire_after, 0 AS ord FROM c
+                            UNION ALL SELECT meta, expire_after, 1 FROM tsbucket.series_retention_data WHERE relid = $1)
+                 SELECT r.meta, (extract(epoch FROM CASE WHEN c.plain THEN (now() AT TIME ZONE 'UTC') - r.expire_after
+                                                         ELSE (now() - r.expire_after) AT TIME ZONE 'UTC' END) * 1000000)::int8
+                                - 946684800000000
+                   FROM r, c ORDER BY r.ord",
+                None,
+                &[relid.into()],
+            )?;
+            let mut out = Vec::new();
+            for r in rows {
+                out.push((r.get::<String>(1)?, r.get::<i64>(2)?));
+            }
+            Ok::<_, pgrx::spi::Error>(out)
+        })
+        .unwrap_or_default()
+    });
+    let table_cutoff = cutoffs.first().and_then(|(_, c)| *c);
+    let overrides: std::collections::HashMap<String, Option<i64>> = cutoffs.iter().skip(1).filter_map(|(m, c)| m.clone().map(|m| (m, *c))).collect();
+    // The latest cutoff of any series: no bucket older than it, nothing to do.
+    let Some(latest) = std::iter::once(table_cutoff).chain(overrides.values().copied()).flatten().max() else {
+        return (0, 0);
+    };
+    let owner = crate::catalog::privileges::table_owner(relid);
+    let (mut buckets, mut rows) = (0i64, 0i64);
+    // Nothing old enough for any retention in force: an index look-up, no scan.
+    // SAFETY: the store is opened and closed here.
+    let due = unsafe {
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let due = reader::any_bucket_older_than(store_rel, latest);
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+        due
+    };
+    if due == Some(false) {
+        return (0, 0);
+    }
+    // SAFETY: the store is opened, scanned and closed here; each bucket is
+    // locked (without waiting) before it is deleted.
+    unsafe {
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
+        let mut types = crate::store::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len());
+        let cid = pg_sys::GetCurrentCommandId(true);
+        // What committed before our lock (an expiry or compaction we waited for may have run).
+        let snapshot = reader::snapshot_after_lock();
+        let mut scan = reader::StoreScan::begin(store_rel, snapshot);
+        while let Some(tuple) = scan.next(true) {
+            let b = tuple::read_header(store_rel, tuple);
+            if b.max_time >= latest {
+                continue;
+            }
+            let cutoff = if overrides.is_empty() {
+                table_cutoff
+            } else {
+                let meta = types.copy_datums(&b);
+                let text = crate::catalog::privileges::as_owner_restricted(owner, || types.text(&meta));
+                match text.and_then(|t| overrides.get(&t).copied()) {
+                    Some(series) => series,
+                    None => table_cutoff,
+                }
+            };
+            if cutoff.is_some_and(|c| b.max_time < c)
+                && locks::lock_bucket(store_rel, &config, b.bucket_id, cid, false) == locks::Lock::Held
+            {
+                locks::delete_bucket(store_rel, b.tid);
+                buckets += 1;
+                rows += i64::from(b.rows);
+            }
+        }
+        scan.end();
+        pg_sys::UnregisterSnapshot(snapshot);
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+    }
+    (buckets, rows)
+}

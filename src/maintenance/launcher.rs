@@ -1,0 +1,131 @@
+//! The launcher: lists the databases from the shared catalog, without a
+//! connection to any, and starts a worker for each due database in turn.
+
+
+use crate::catalog::gucs;
+use pgrx::bgworkers::{
+    BackgroundWorker, BackgroundWorkerBuilder, BackgroundWorkerStatus, BgWorkerStartTime, DynamicBackgroundWorker, SignalWakeFlags,
+};
+use super::schedule::*;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use std::time::{Duration, Instant};
+
+
+pub(super) const WORKER_TYPE: &str = "tsbucket worker";
+
+pub fn register() {
+    pgrx::pg_shmem_init!(DATABASES);
+    // SAFETY: _PG_init runs in the postmaster before any other process exists.
+    unsafe { SHMEM_READY = true };
+    BackgroundWorkerBuilder::new("tsbucket launcher")
+        .set_type("tsbucket launcher")
+        .set_library("tsbucket")
+        .set_function("tsbucket_launcher_main")
+        // A connection to no database: enough to read the shared catalog.
+        .enable_spi_access()
+        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        .set_restart_time(Some(Duration::from_secs(10)))
+        .load();
+}
+
+/// Databases that accept connections, read from the shared catalog without
+/// being connected to any database.
+fn list_databases() -> Vec<u32> {
+    let mut out = Vec::new();
+    // SAFETY: a transaction around a plain catalog scan of a shared relation,
+    // as the autovacuum launcher's get_database_list does.
+    unsafe {
+        pg_sys::StartTransactionCommand();
+        let rel = pg_sys::table_open(pg_sys::DatabaseRelationId, pg_sys::AccessShareLock as i32);
+        let scan = pg_sys::table_beginscan_catalog(rel, 0, std::ptr::null_mut());
+        loop {
+            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tuple.is_null() {
+                break;
+            }
+            let db = &*((*tuple).t_data as *const u8).add((*(*tuple).t_data).t_hoff as usize).cast::<pg_sys::FormData_pg_database>();
+            if db.datallowconn && !db.datistemplate {
+                out.push(db.oid.to_u32());
+            }
+        }
+        pg_sys::table_endscan(scan);
+        pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
+        pg_sys::CommitTransactionCommand();
+    }
+    out
+}
+
+#[pg_guard]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn tsbucket_launcher_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    BackgroundWorker::connect_worker_to_spi(None, None);
+    let clock = Instant::now();
+    // The launcher's own clock: 1 + ms, so that 0 means "never visited".
+    let now_ms = || clock.elapsed().as_millis() as u64 + 1;
+    let mut running: Vec<(u32, DynamicBackgroundWorker)> = Vec::new();
+    loop {
+        if BackgroundWorker::sighup_received() {
+            // SAFETY: the launcher is a plain backend-like process; reloading is what SIGHUP asks.
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
+        let interval_ms = gucs::WORKER_INTERVAL.get().max(1) as u64 * 1000;
+        // A worker counts as gone once it has stopped (not while it is still starting).
+        running.retain(|(_, w)| !matches!(w.pid(), Err(BackgroundWorkerStatus::Stopped | BackgroundWorkerStatus::PostmasterDied)));
+        let mut next_wake_ms = interval_ms;
+        if gucs::WORKER_ENABLED.get() {
+            let databases = list_databases();
+            let now = now_ms();
+            let mut due: Vec<(u64, u32)> = Vec::new();
+            {
+                let mut set = DATABASES.exclusive();
+                // Dropped databases leave the set.
+                let kept: Vec<DbEntry> = set.entries[..set.n].iter().copied().filter(|e| databases.contains(&e.oid)).collect();
+                set.entries[..kept.len()].copy_from_slice(&kept);
+                set.n = kept.len();
+                for &oid in &databases {
+                    let Some(e) = set.entry(oid) else { continue };
+                    if e.absent || running.iter().any(|(r, _)| *r == oid) {
+                        continue;
+                    }
+                    if e.last_visit_ms == 0 {
+                        due.push((0, oid));
+                    } else if e.dirty || e.has_expiry {
+                        let due_at = e.last_visit_ms + interval_ms;
+                        if due_at <= now {
+                            due.push((e.last_visit_ms, oid));
+                        } else {
+                            next_wake_ms = next_wake_ms.min(due_at - now);
+                        }
+                    }
+                }
+            }
+            // Least recently visited first: every due database gets its turn.
+            due.sort();
+            let slots = (gucs::MAX_WORKERS.get().max(1) as usize).saturating_sub(running.len());
+            for (_, oid) in due.into_iter().take(slots) {
+                let started = BackgroundWorkerBuilder::new(&format!("tsbucket worker for database {oid}"))
+                    .set_type(WORKER_TYPE)
+                    .set_library("tsbucket")
+                    .set_function("tsbucket_db_worker_main")
+                    .enable_spi_access()
+                    .set_argument(Some(pg_sys::Datum::from(oid)))
+                    .set_restart_time(None)
+                    // Woken when it exits, to give its slot to the next due database.
+                    .set_notify_pid(unsafe { pg_sys::MyProcPid })
+                    .load_dynamic();
+                if let Ok(worker) = started {
+                    if let Some(e) = DATABASES.exclusive().entry(oid) {
+                        e.last_visit_ms = now;
+                        e.visits += 1;
+                    }
+                    running.push((oid, worker));
+                }
+            }
+        }
+        if !BackgroundWorker::wait_latch(Some(Duration::from_millis(next_wake_ms.max(100)))) {
+            break;
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! What the launcher knows of each database, in shared memory: whether it
+//! lacks the extension, whether buckets were written there since its last
+//! visit, whether it has expiry, when it was last visited.
+
+
+use pgrx::lwlock::PgLwLock;
+use pgrx::pg_sys;
+use pgrx::shmem::PGRXSharedMemory;
+
+
+pub(super) const MAX_DATABASES: usize = 1024;
+
+#[derive(Copy, Clone, Default)]
+pub struct DbEntry {
+    pub(super) oid: u32,
+    /// A worker found no extension here; cleared by CREATE EXTENSION.
+    pub(super) absent: bool,
+    /// Buckets written since the last visit (work for compaction).
+    pub(super) dirty: bool,
+    /// Some table here expires buckets: visit every interval.
+    pub(super) has_expiry: bool,
+    /// Launcher clock (ms since it started) of the last visit; 0 = never.
+    pub(super) last_visit_ms: u64,
+    /// Workers started for this database since the launcher started.
+    pub(super) visits: u64,
+    /// Bumped when a CREATE EXTENSION tsbucket commits here: a worker that
+    /// began before that must not mark the database absent.
+    pub(super) generation: u64,
+}
+
+#[derive(Copy, Clone)]
+pub struct Databases {
+    pub(super) n: usize,
+    pub(super) entries: [DbEntry; MAX_DATABASES],
+}
+
+impl Default for Databases {
+    fn default() -> Self {
+        Databases { n: 0, entries: [DbEntry::default(); MAX_DATABASES] }
+    }
+}
+
+impl Databases {
+    pub(super) fn find(&self, oid: u32) -> Option<usize> {
+        self.entries[..self.n].iter().position(|e| e.oid == oid)
+    }
+
+    pub(super) fn entry(&mut self, oid: u32) -> Option<&mut DbEntry> {
+        let i = match self.find(oid) {
+            Some(i) => i,
+            None if self.n < MAX_DATABASES => {
+                self.entries[self.n] = DbEntry { oid, ..Default::default() };
+                self.n += 1;
+                self.n - 1
+            }
+            None => return None,
+        };
+        Some(&mut self.entries[i])
+    }
+}
+
+// SAFETY: plain data without pointers, valid in any process that maps it.
+unsafe impl PGRXSharedMemory for Databases {}
+
+pub(super) static DATABASES: PgLwLock<Databases> = unsafe { PgLwLock::new(c"tsbucket_databases") };
+
+/// Shared memory exists only when the library was preloaded.
+pub(super) static mut SHMEM_READY: bool = false;
+
+pub(super) fn shmem_ready() -> bool {
+    // SAFETY: written once in _PG_init of the postmaster, before any backend forks.
+    unsafe { SHMEM_READY }
+}
+
+pub(super) fn my_database() -> u32 {
+    // SAFETY: a plain global of the backend.
+    unsafe { pg_sys::MyDatabaseId }.to_u32()
+}
+
+pub(super) fn update_my_database(f: impl FnOnce(&mut DbEntry)) {
+    if shmem_ready()
+        && let Some(e) = DATABASES.exclusive().entry(my_database())
+    {
+        f(e)
+    }
+}
+
+thread_local! {
+    /// This transaction created the extension: tell the launcher when (and
+    /// only if) it commits, so that a worker visiting meanwhile cannot take
+    /// the news as handled before it is visible.
+    static CREATED_EXTENSION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Transaction end: pass on what committed work means for the launcher
+/// (`wrote`: buckets were written, so compaction may have work).
+pub fn at_transaction_end(committed: bool, wrote: bool) {
+    let created = CREATED_EXTENSION.with(|c| c.replace(false));
+    if !committed || !shmem_ready() || !(wrote || created) {
+        return;
+    }
+    let me = my_database();
+    let already = {
+        let set = DATABASES.share();
+        set.find(me).is_some_and(|i| set.entries[i].dirty) && !created
+    };
+    if !already {
+        update_my_database(|e| {
+            e.dirty = true;
+            if created {
+                e.absent = false;
+                e.generation += 1;
+            }
+        });
+    }
+}
+
+/// The extension script ran: this database has the extension once the
+/// CREATE EXTENSION commits.
+pub fn note_extension_created() {
+    CREATED_EXTENSION.with(|c| c.set(true));
+}
+
+/// A table was configured or its expiry changed: visit this database at its
+/// next turn (which also finds out whether it has expiry now).
+pub fn note_work() {
+    update_my_database(|e| e.dirty = true);
+}
+
+/// What the launcher knows of each database: (database, visits, pending
+/// writes, has expiry, extension absent).
+pub fn status() -> Vec<(pg_sys::Oid, i64, bool, bool, bool)> {
+    if !shmem_ready() {
+        return Vec::new();
+    }
+    let set = DATABASES.share();
+    set.entries[..set.n].iter().map(|e| (pg_sys::Oid::from(e.oid), e.visits as i64, e.dirty, e.has_expiry, e.absent)).collect()
+}

@@ -1,0 +1,50 @@
+//! Rust values owned by a Postgres memory context: dropped when the context is
+//! reset or deleted, so per-query Rust state is freed on ERROR too.
+
+use pgrx::pg_sys;
+
+/// A Rust value whose lifetime is tied to a Postgres memory context: dropped
+/// when the context is reset or deleted (as on ERROR, when no `end` callback
+/// runs), unless `take_owned` took it first. Per-query Rust state (decoded
+/// buckets, scan state) lives in one of these, so a cancelled or failing query
+/// frees it with its memory context instead of leaking it.
+#[repr(C)]
+pub struct Owned<T> {
+    callback: pg_sys::MemoryContextCallback,
+    value: Option<Box<T>>,
+}
+
+unsafe extern "C-unwind" fn drop_owned<T>(arg: *mut std::ffi::c_void) {
+    // SAFETY: registered by `own_in_context` with its own holder as argument;
+    // dropping plain Rust data calls no Postgres function, so nothing can raise here.
+    unsafe { drop((*(arg as *mut Owned<T>)).value.take()) }
+}
+
+/// # Safety
+/// `cxt` must be a valid memory context that outlives every use of the result.
+pub unsafe fn own_in_context<T>(cxt: pg_sys::MemoryContext, value: T) -> *mut Owned<T> {
+    unsafe {
+        let holder = pg_sys::MemoryContextAlloc(cxt, std::mem::size_of::<Owned<T>>()) as *mut Owned<T>;
+        std::ptr::write(
+            holder,
+            Owned {
+                callback: pg_sys::MemoryContextCallback { func: Some(drop_owned::<T>), arg: holder.cast(), next: std::ptr::null_mut() },
+                value: Some(Box::new(value)),
+            },
+        );
+        pg_sys::MemoryContextRegisterResetCallback(cxt, &mut (*holder).callback);
+        holder
+    }
+}
+
+/// # Safety
+/// `holder` must come from `own_in_context`, its context still alive and its value not taken.
+pub unsafe fn owned_mut<'a, T>(holder: *mut Owned<T>) -> &'a mut T {
+    unsafe { (*holder).value.as_deref_mut().expect("owned value used after it was taken") }
+}
+
+/// # Safety
+/// `holder` must come from `own_in_context` and its context still be alive.
+pub unsafe fn take_owned<T>(holder: *mut Owned<T>) -> Option<Box<T>> {
+    unsafe { (*holder).value.take() }
+}

@@ -1,0 +1,194 @@
+//! SQL functions that look at a table's buckets: verify, buckets, stats.
+
+use crate::catalog::config;
+use crate::store::bucket;
+use crate::store::reader;
+use crate::store::tuple;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use tsbucket_format::stats::{column_stats, decode_stats};
+use tsbucket_format::{BucketReader, Values};
+
+/// Decodes every bucket and reports what is inconsistent.
+#[pg_extern]
+fn _verify(relid: pg_sys::Oid) -> TableIterator<'static, (name!(bucket_id, i64), name!(problem, String))> {
+    let problems = unsafe { verify_table(relid) };
+    TableIterator::new(problems)
+}
+
+unsafe fn verify_table(relid: pg_sys::Oid) -> Vec<(i64, String)> {
+    unsafe {
+        let config = config::require(relid);
+        crate::catalog::privileges::require_select(relid);
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let mut scan = reader::StoreScan::begin(store_rel, reader::current_snapshot());
+        // Each bucket's detoasted payload lives only while it is checked: constant memory.
+        let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket verify".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
+        let mut problems = Vec::new();
+        while let Some(tuple) = scan.next(true) {
+            let old = pg_sys::MemoryContextSwitchTo(cxt);
+            let b = tuple::read_bucket(store_rel, tuple);
+            for p in check_bucket(&config, &b) {
+                problems.push((b.bucket_id, p));
+            }
+            pg_sys::MemoryContextSwitchTo(old);
+            pg_sys::MemoryContextReset(cxt);
+        }
+        pg_sys::MemoryContextDelete(cxt);
+        scan.end();
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+        problems
+    }
+}
+
+fn check_bucket(config: &config::Config, b: &bucket::StoredBucket) -> Vec<String> {
+    let mut out = Vec::new();
+    let reader = match BucketReader::parse(b.payload()) {
+        Ok(r) => r,
+        Err(e) => return vec![format!("payload does not decode: {e}")],
+    };
+    if reader.rows() != b.rows as usize {
+        out.push(format!("row_count is {} but the payload holds {} rows", b.rows, reader.rows()));
+    }
+    if b.rows <= 0 {
+        out.push("bucket holds no rows".into());
+    }
+    if b.rows as usize > crate::catalog::gucs::BUCKET_MAX_COUNT_CAP as usize {
+        out.push(format!("bucket holds {} rows, over the limit of {}", b.rows, crate::catalog::gucs::BUCKET_MAX_COUNT_CAP));
+    }
+    let mut decoded = Vec::new();
+    for col in reader.columns() {
+        match col.decode() {
+            Ok(c) => decoded.push(c),
+            Err(e) => out.push(format!("column {} does not decode: {e}", col.attnum)),
+        }
+    }
+    let window_end = b.window_start.saturating_add(config.span_micros);
+    match decoded.iter().find(|c| c.attnum as i16 == config.time_attnum) {
+        None => out.push("payload has no time column".into()),
+        Some(time) => {
+            if let Values::Int(ts) = &time.values {
+                if let (Some(min), Some(max)) = (ts.iter().min(), ts.iter().max()) {
+                    if *min != b.min_time || *max != b.max_time {
+                        out.push(format!("min/max time ({}, {}) differ from the rows' ({min}, {max})", b.min_time, b.max_time));
+                    }
+                }
+                let outside = ts.iter().filter(|&&t| t < b.window_start || t >= window_end).count();
+                if outside > 0 {
+                    out.push(format!("{outside} rows lie outside the bucket's window"));
+                }
+            }
+            if time.validity.is_some() {
+                out.push("time column holds NULLs".into());
+            }
+        }
+    }
+    match decode_stats(b.stats()) {
+        Err(e) => out.push(format!("column statistics do not decode: {e}")),
+        Ok(stats) => {
+            for s in stats {
+                let fresh = decoded.iter().find(|c| c.attnum == s.attnum).and_then(column_stats);
+                if !fresh.as_ref().is_some_and(|f| s.describes(f)) {
+                    out.push(format!("statistics of column {} do not match its values", s.attnum));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One row per bucket for `tsbucket.buckets`. Runs as the caller (the SQL
+/// wrapper is SECURITY INVOKER): it checks the caller's SELECT right itself
+/// and reads the store directly, and the meta columns' output and comparison
+/// functions run with the caller's rights.
+#[pg_extern]
+#[allow(clippy::type_complexity)]
+fn _buckets(
+    relid: pg_sys::Oid,
+) -> TableIterator<
+    'static,
+    (
+        name!(bucket_id, i64),
+        name!(meta, Option<String>),
+        name!(window_start, String),
+        name!(min_time, String),
+        name!(max_time, String),
+        name!(rows, i32),
+        name!(compressed_bytes, i32),
+        name!(close_reason, String),
+    ),
+> {
+    let config = config::require(relid);
+    crate::catalog::privileges::require_select_without_rls(relid);
+    const REASONS: [&str; 7] = ["count", "size", "time_window", "memory_limit", "end_of_statement", "rewrite", "compaction"];
+    let mut rows = Vec::new();
+    // SAFETY: the store is opened, scanned and closed here; datums are copied
+    // before the scan moves on.
+    unsafe {
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let mut types = crate::store::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len());
+        let time_att = &*crate::pg::relation::tuple_desc_attr((*store_rel).rd_att, bucket::COL_WINDOW_START);
+        let (mut out_fn, mut varlena) = (pg_sys::InvalidOid, false);
+        pg_sys::getTypeOutputInfo(time_att.atttypid, &mut out_fn, &mut varlena);
+        let mut time_out = pg_sys::FmgrInfo::default();
+        pg_sys::fmgr_info(out_fn, &mut time_out);
+        let mut time_text = |t: i64| {
+            std::ffi::CStr::from_ptr(pg_sys::OutputFunctionCall(&mut time_out, pg_sys::Datum::from(t))).to_string_lossy().into_owned()
+        };
+        let mut scan = reader::StoreScan::begin(store_rel, reader::current_snapshot());
+        while let Some(tuple) = scan.next(true) {
+            let b = tuple::read_header(store_rel, tuple);
+            let meta = types.copy_datums(&b);
+            let reason = REASONS.get((b.close_reason() - 1) as usize).copied().unwrap_or("unknown");
+            let size = pg_sys::toast_datum_size(b.values[bucket::COL_PAYLOAD]) as i32;
+            rows.push((meta, b.bucket_id, b.window_start, time_text(b.window_start), time_text(b.min_time), time_text(b.max_time), b.rows, size, reason));
+        }
+        scan.end();
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+        rows.sort_by(|a, b| types.compare(&a.0, &b.0).then(a.2.cmp(&b.2)).then(a.1.cmp(&b.1)));
+        let out: Vec<_> = rows
+            .into_iter()
+            .map(|(meta, id, _, ws, min, max, n, size, reason)| (id, types.text(&meta), ws, min, max, n, size, reason.to_string()))
+            .collect();
+        TableIterator::new(out)
+    }
+}
+
+/// Totals over the bucket headers for `tsbucket.stats`: buckets, rows, stored
+/// and uncompressed bytes, and buckets by close reason (1..=7). Runs as the
+/// caller: SELECT on the table is required, and refused where row-level
+/// security applies (the counts would describe hidden rows).
+#[pg_extern]
+#[allow(clippy::type_complexity)]
+fn _store_totals(
+    relid: pg_sys::Oid,
+) -> TableIterator<
+    'static,
+    (name!(buckets, i64), name!(rows, i64), name!(compressed_bytes, i64), name!(uncompressed_bytes, i64), name!(by_reason, Vec<i64>)),
+> {
+    let config = config::require(relid);
+    crate::catalog::privileges::require_select_without_rls(relid);
+    let (mut buckets, mut rows, mut compressed, mut uncompressed) = (0i64, 0i64, 0i64, 0i64);
+    let mut by_reason = vec![0i64; 7];
+    // SAFETY: the store is opened, scanned and closed here.
+    unsafe {
+        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        let mut scan = reader::StoreScan::begin(store_rel, reader::current_snapshot());
+        while let Some(tuple) = scan.next(true) {
+            let b = tuple::read_header(store_rel, tuple);
+            buckets += 1;
+            rows += i64::from(b.rows);
+            compressed += pg_sys::toast_datum_size(b.values[bucket::COL_PAYLOAD]) as i64;
+            if !b.nulls[bucket::COL_STATS] {
+                compressed += pg_sys::toast_datum_size(b.values[bucket::COL_STATS]) as i64;
+            }
+            uncompressed += b.values[bucket::COL_UNCOMPRESSED_BYTES].value() as i64;
+            if let Some(n) = by_reason.get_mut((b.close_reason() - 1) as usize) {
+                *n += 1;
+            }
+        }
+        scan.end();
+        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+    }
+    TableIterator::once((buckets, rows, compressed, uncompressed, by_reason))
+}

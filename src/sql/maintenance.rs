@@ -1,0 +1,60 @@
+//! SQL functions behind maintenance: compaction, expiry, statistics, and the
+//! worker's own notices.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+/// `max_groups` bounds the series-windows merged in one call (NULL: all).
+#[pg_extern]
+fn _compact(
+    relid: pg_sys::Oid,
+    max_groups: default!(Option<i32>, "NULL"),
+) -> TableIterator<'static, (name!(buckets_before, i64), name!(buckets_after, i64), name!(rows_moved, i64))> {
+    crate::catalog::privileges::require_owner(relid);
+    // SAFETY: the caller owns the table; compaction opens, locks and closes what it reads.
+    let result = unsafe { crate::maintenance::compact::compact(relid, max_groups.map_or(usize::MAX, |n| n.max(1) as usize)) };
+    TableIterator::once(result)
+}
+
+/// Whole-bucket expiry for `tsbucket.expire` and the worker. The caller must
+/// own the table.
+#[pg_extern]
+fn _expire(relid: pg_sys::Oid) -> TableIterator<'static, (name!(buckets_expired, i64), name!(rows_expired, i64))> {
+    crate::catalog::privileges::require_owner(relid);
+    TableIterator::once(crate::maintenance::expire::expire(relid))
+}
+
+/// The background worker's (and anyone's) way in: ANALYZE of one table.
+#[pg_extern]
+fn _analyze(relation: pg_sys::Oid) {
+    crate::maintenance::analyze::analyze(relation);
+}
+
+/// Called by the extension script: this database has the extension once the
+/// CREATE EXTENSION commits.
+#[pg_extern]
+fn _extension_created() {
+    crate::maintenance::schedule::note_extension_created();
+}
+
+/// A table was configured or its expiry changed: visit this database at its
+/// next turn.
+#[pg_extern]
+fn _worker_notice() {
+    crate::maintenance::schedule::note_work();
+}
+
+/// What the launcher knows of each database (README: "Background worker").
+#[pg_extern]
+fn worker_status() -> TableIterator<
+    'static,
+    (
+        name!(database, pg_sys::Oid),
+        name!(visits, i64),
+        name!(pending_writes, bool),
+        name!(has_expiry, bool),
+        name!(extension_absent, bool),
+    ),
+> {
+    TableIterator::new(crate::maintenance::schedule::status())
+}

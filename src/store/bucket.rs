@@ -1,0 +1,140 @@
+//! A bucket as the store holds it: one heap row per bucket, whose column
+//! layout only this folder knows, and why a bucket stopped taking rows.
+
+use pgrx::pg_sys;
+use tsbucket_format::Column;
+use pgrx::varlena::{vardata_any, varsize_any_exhdr};
+
+/// Store columns, 0-based. Keep in step with the CREATE TABLE in sql/bootstrap.sql.
+pub const COL_BUCKET_ID: usize = 0;
+
+pub const COL_WINDOW_START: usize = 1;
+
+pub const COL_MIN_TIME: usize = 2;
+
+pub const COL_MAX_TIME: usize = 3;
+
+pub const COL_ROW_COUNT: usize = 4;
+
+pub const COL_UNCOMPRESSED_BYTES: usize = 5;
+
+pub const COL_CLOSE_REASON: usize = 6;
+
+pub const COL_STATS: usize = 7;
+
+pub const COL_PAYLOAD: usize = 8;
+
+pub const COL_FIRST_META: usize = 9;
+
+/// Why a bucket stopped taking rows. Stored per bucket, counted by tsbucket.stats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i16)]
+pub enum CloseReason {
+    Count = 1,
+    Size = 2,
+    TimeWindow = 3,
+    MemoryLimit = 4,
+    EndOfStatement = 5,
+    /// Written by a DELETE or UPDATE that rewrote part of a bucket.
+    Rewrite = 6,
+    /// Written by tsbucket.compact(), merging under-filled buckets.
+    Compaction = 7,
+}
+
+/// The rows of a bucket to be written, column by column (each knows its
+/// attnum; a column missing here reads back as its default).
+pub struct BucketContent<'a> {
+    pub columns: &'a [Column],
+    pub rows: usize,
+    /// One entry per meta column: its identifying bytes, None for NULL.
+    pub meta: &'a [Option<Vec<u8>>],
+    pub window_start: i64,
+    /// What the values take uncompressed (tsbucket.stats).
+    pub uncompressed_bytes: i64,
+}
+
+/// A bucket as read from the store; payload and stats are detoasted and valid
+/// while the memory context that read them lives.
+pub struct StoredBucket {
+    pub tid: pg_sys::ItemPointerData,
+    pub bucket_id: i64,
+    pub window_start: i64,
+    pub min_time: i64,
+    pub max_time: i64,
+    pub rows: i32,
+    /// Its store tuple's transaction and command ids (the rows' system columns).
+    pub version: super::slot::Version,
+    pub values: Vec<pg_sys::Datum>,
+    pub nulls: Vec<bool>,
+    pub(super) payload: *const u8,
+    pub(super) payload_len: usize,
+    pub(super) stats: *const u8,
+    pub(super) stats_len: usize,
+}
+
+impl StoredBucket {
+    /// Detoasts the payload (in the current memory context).
+    pub fn load_payload(&mut self) {
+        if !self.payload.is_null() {
+            return;
+        }
+        unsafe {
+            let payload = pg_sys::pg_detoast_datum_packed(self.values[COL_PAYLOAD].cast_mut_ptr());
+            self.values[COL_PAYLOAD] = pg_sys::Datum::from(payload);
+            self.payload = vardata_any(payload) as *const u8;
+            self.payload_len = varsize_any_exhdr(payload);
+        }
+    }
+
+    pub fn payload(&self) -> &[u8] {
+        assert!(!self.payload.is_null(), "payload read before load_payload");
+        unsafe { std::slice::from_raw_parts(self.payload, self.payload_len) }
+    }
+
+    pub fn stats(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.stats, self.stats_len) }
+    }
+
+    pub fn close_reason(&self) -> i16 {
+        self.values[COL_CLOSE_REASON].value() as i16
+    }
+
+    /// The same bucket no longer pointing into the tuple it was read from (so
+    /// the scan may move on): by-reference values copied, in the current
+    /// memory context, as they are (a TOAST pointer stays a pointer).
+    ///
+    /// # Safety
+    /// `store` must be the store the bucket was read from, and its tuple still valid.
+    pub unsafe fn detached(mut self, store: pg_sys::Relation) -> StoredBucket {
+        unsafe {
+            let tupdesc = (*store).rd_att;
+            for i in 0..self.values.len() {
+                let att = &*crate::pg::relation::tuple_desc_attr(tupdesc, i);
+                if self.nulls[i] || att.attbyval {
+                    continue;
+                }
+                let src = self.values[i].cast_mut_ptr::<u8>();
+                let len = match att.attlen {
+                    -1 => pgrx::varlena::varsize_any(src as *const pg_sys::varlena),
+                    -2 => std::ffi::CStr::from_ptr(src as *const std::ffi::c_char).to_bytes_with_nul().len(),
+                    n => n as usize,
+                };
+                let dst = pg_sys::palloc(len) as *mut u8;
+                std::ptr::copy_nonoverlapping(src, dst, len);
+                self.values[i] = pg_sys::Datum::from(dst);
+            }
+            if !self.stats.is_null() {
+                let copy = pg_sys::palloc(self.stats_len.max(1)) as *mut u8;
+                std::ptr::copy_nonoverlapping(self.stats, copy, self.stats_len);
+                self.stats = copy;
+            }
+            // A payload already detoasted is in memory of its own.
+            self
+        }
+    }
+
+    pub fn meta_datum(&self, i: usize) -> Option<pg_sys::Datum> {
+        let col = COL_FIRST_META + i;
+        if self.nulls[col] { None } else { Some(self.values[col]) }
+    }
+}

@@ -1,0 +1,79 @@
+//! Bucket ids: drawn from the table's sequence, cycling through the 37-bit
+//! space, reused only once no store version carries them.
+
+use super::bucket::COL_BUCKET_ID;
+use super::moves::forget_moves;
+use super::tuple::id_in_use;
+use super::tid;
+use crate::catalog::config::Config;
+use crate::pg::error::ts_error;
+use pgrx::pg_sys;
+
+/// A new bucket id. Ids come from the table's sequence, which cycles through
+/// the 37-bit id space (see tid.rs) and which only this code may advance (it
+/// has no grants: nextval runs as the sequence's owner). After a
+/// wrap-around an id is taken only when no store tuple version carries it
+/// any more, dead ones included: VACUUM of the store frees ids for reuse.
+///
+/// # Safety
+/// `store` must be `config`'s open bucket store.
+pub unsafe fn allocate_id(store: pg_sys::Relation, config: &Config) -> i64 {
+    let mut jumps = 0;
+    loop {
+        let id = crate::pg::role::as_user(config.id_owner, false, || unsafe {
+            pgrx::direct_function_call::<i64>(pg_sys::nextval_oid, &[pgrx::IntoDatum::into_datum(config.id_sequence)])
+                .expect("nextval returns a value")
+        });
+        if !tid::is_usable_id(id) {
+            continue;
+        }
+        if unsafe { !id_in_use(store, config.id_index, id) } {
+            // A reused id must not lead DML that still follows its old self astray.
+            unsafe { forget_moves(config, id) };
+            return id;
+        }
+        // After a wrap-around: skip the whole run of ids still in use at once.
+        jumps += 1;
+        if jumps > 64 {
+            ts_error(
+                crate::pg::error::NOT_IN_PREREQUISITE_STATE,
+                "no free bucket id found for this table",
+                "A table holds at most 2^37 bucket versions; VACUUM frees the ids of deleted ones.",
+            );
+        }
+        let free = unsafe { first_free_id_from(store, config.id_index, id) };
+        crate::pg::role::as_user(config.id_owner, false, || unsafe {
+            pgrx::direct_function_call::<i64>(
+                pg_sys::setval_oid,
+                &[pgrx::IntoDatum::into_datum(config.id_sequence), pgrx::IntoDatum::into_datum((free - 1).max(1))],
+            )
+        });
+    }
+}
+
+/// The first id at or after `id` that no store tuple version carries (the
+/// index is walked in order, so a run of live ids costs one scan).
+unsafe fn first_free_id_from(store: pg_sys::Relation, id_index: pg_sys::Oid, id: i64) -> i64 {
+    unsafe {
+        let index = pg_sys::index_open(id_index, pg_sys::AccessShareLock as i32);
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(&mut key, 1, pg_sys::BTGreaterEqualStrategyNumber as u16, pg_sys::Oid::from(pg_sys::F_INT8GE), pg_sys::Datum::from(id));
+        let scan = pg_sys::systable_beginscan_ordered(store, index, &raw mut pg_sys::SnapshotAnyData, 1, &mut key);
+        let mut next = id;
+        loop {
+            let tuple = pg_sys::systable_getnext_ordered(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tuple.is_null() {
+                break;
+            }
+            let mut isnull = false;
+            let found = pg_sys::heap_getattr(tuple, (COL_BUCKET_ID + 1) as i32, (*store).rd_att, &mut isnull).value() as i64;
+            if found > next {
+                break;
+            }
+            next = next.max(found + 1);
+        }
+        pg_sys::systable_endscan_ordered(scan);
+        pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
+        if next > tid::MAX_BUCKET_ID { 1 } else { next }
+    }
+}

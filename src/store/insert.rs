@@ -1,0 +1,138 @@
+//! THE writer of the store: encodes a bucket's columns, computes their
+//! statistics and time range, gives it an id and inserts it with its index
+//! entries; re-labels a bucket with new meta values, its payload untouched.
+//! It notes that buckets were written, for whoever asks at transaction end.
+
+use super::bucket::*;
+use super::ids::allocate_id;
+use crate::catalog::shape::{Attr, TableShape};
+use crate::catalog::config::Config;
+use crate::pg::error::{ts_error, DATA_CORRUPTED};
+use pgrx::pg_sys;
+use std::cell::Cell;
+use tsbucket_format::stats::{column_stats, encode_stats};
+use tsbucket_format::{encode_bucket, Values};
+
+thread_local! {
+    /// A bucket other than a compaction's was written in this transaction.
+    static WRITTEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether buckets other than compaction's were written since the last call:
+/// the transaction's end asks (compaction may have work once it commits).
+pub fn take_buckets_written() -> bool {
+    WRITTEN.with(|w| w.replace(false))
+}
+
+/// THE writer of the store: encodes the columns, computes their statistics
+/// and time range, gives the bucket an id (or uses the one its buffered rows'
+/// TIDs already carry) and inserts it with its index entries. Returns the id.
+///
+/// # Safety
+/// `store` must be `config`'s bucket store, open and locked RowExclusive;
+/// `shape` the user table's shape.
+pub unsafe fn write_bucket(
+    store: pg_sys::Relation,
+    config: &Config,
+    shape: &TableShape,
+    id: Option<i64>,
+    content: &BucketContent,
+    reason: CloseReason,
+    cid: pg_sys::CommandId,
+) -> i64 {
+    let payload = encode_bucket(content.rows, content.columns);
+    let stats = encode_stats(&content.columns.iter().filter_map(column_stats).collect::<Vec<_>>());
+    let times = content.columns.iter().find(|c| c.attnum as i16 == config.time_attnum).map(|c| &c.values);
+    let (min_time, max_time) = match times {
+        Some(Values::Int(t)) if !t.is_empty() => (*t.iter().min().expect("non-empty"), *t.iter().max().expect("non-empty")),
+        _ => ts_error(DATA_CORRUPTED, "a bucket to be written has no times", "This is a bug in tsbucket; please report it."),
+    };
+    unsafe {
+        let id = id.unwrap_or_else(|| allocate_id(store, config));
+        let tupdesc = (*store).rd_att;
+        let natts = (*tupdesc).natts as usize;
+        let mut values = vec![pg_sys::Datum::from(0); natts];
+        let mut nulls = vec![false; natts];
+        values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
+        values[COL_WINDOW_START] = pg_sys::Datum::from(content.window_start);
+        values[COL_MIN_TIME] = pg_sys::Datum::from(min_time);
+        values[COL_MAX_TIME] = pg_sys::Datum::from(max_time);
+        values[COL_ROW_COUNT] = pg_sys::Datum::from(content.rows as i32);
+        values[COL_UNCOMPRESSED_BYTES] = pg_sys::Datum::from(content.uncompressed_bytes);
+        values[COL_CLOSE_REASON] = pg_sys::Datum::from(reason as i16);
+        values[COL_STATS] = crate::pg::datum::bytea(&stats);
+        values[COL_PAYLOAD] = crate::pg::datum::bytea(&payload);
+        set_meta(&mut values, &mut nulls, content.meta, &shape.meta_attrs());
+        insert_tuple(store, &mut values, &mut nulls, cid);
+        if reason != CloseReason::Compaction {
+            WRITTEN.with(|w| w.set(true));
+        }
+        id
+    }
+}
+
+unsafe fn set_meta(values: &mut [pg_sys::Datum], nulls: &mut [bool], meta: &[Option<Vec<u8>>], meta_attrs: &[&Attr]) {
+    for (i, attr) in meta_attrs.iter().enumerate() {
+        match &meta[i] {
+            Some(bytes) => {
+                values[COL_FIRST_META + i] = unsafe { crate::pg::datum::bytes_datum(bytes, attr.layout()) };
+                nulls[COL_FIRST_META + i] = false;
+            }
+            None => nulls[COL_FIRST_META + i] = true,
+        }
+    }
+}
+
+/// Inserts a store tuple and its index entries as command `cid`. Buffered
+/// rows are written as the command that inserted them, not as the one that
+/// happens to flush them (a scan that flushes at its start must see them).
+unsafe fn insert_tuple(store: pg_sys::Relation, values: &mut [pg_sys::Datum], nulls: &mut [bool], cid: pg_sys::CommandId) {
+    unsafe {
+        let tuple = pg_sys::heap_form_tuple((*store).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
+        pg_sys::heap_insert(store, tuple, cid, 0, std::ptr::null_mut());
+        // The store's indexes are on plain columns (bucket_id; meta..., window_start).
+        for index_oid in crate::pg::nodes::list_oids(pg_sys::RelationGetIndexList(store)) {
+            let index = pg_sys::index_open(index_oid, pg_sys::RowExclusiveLock as i32);
+            let info = pg_sys::BuildIndexInfo(index);
+            let nkeys = (*info).ii_NumIndexAttrs as usize;
+            let mut ivalues = vec![pg_sys::Datum::from(0); nkeys];
+            let mut inulls = vec![false; nkeys];
+            for k in 0..nkeys {
+                let attnum = (*info).ii_IndexAttrNumbers[k] as usize;
+                ivalues[k] = values[attnum - 1];
+                inulls[k] = nulls[attnum - 1];
+            }
+            pg_sys::index_insert(
+                index,
+                ivalues.as_mut_ptr(),
+                inulls.as_mut_ptr(),
+                &mut (*tuple).t_self,
+                store,
+                pg_sys::IndexUniqueCheck::UNIQUE_CHECK_NO,
+                false,
+                info,
+            );
+            pg_sys::index_close(index, pg_sys::NoLock as i32);
+        }
+        pg_sys::heap_freetuple(tuple);
+    }
+}
+
+/// Re-writes an existing bucket row with other meta values (UPDATE of the
+/// series identity): the payload is carried over as it is, never decoded.
+/// The new version gets an id of its own, so that a fetch by TID under any
+/// snapshot (SnapshotAny included) finds exactly the version the TID came from.
+///
+/// # Safety
+/// As `write_bucket`; `old` must come from `store`.
+pub unsafe fn relabel_bucket(store: pg_sys::Relation, config: &Config, shape: &TableShape, old: &StoredBucket, meta: &[Option<Vec<u8>>]) -> i64 {
+    unsafe {
+        let mut values = old.values.clone();
+        let mut nulls = old.nulls.clone();
+        let id = allocate_id(store, config);
+        values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
+        set_meta(&mut values, &mut nulls, meta, &shape.meta_attrs());
+        insert_tuple(store, &mut values, &mut nulls, pg_sys::GetCurrentCommandId(true));
+        id
+    }
+}

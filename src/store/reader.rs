@@ -1,0 +1,289 @@
+//! THE reader of the store: its bucket tuples as a snapshot sees them (the
+//! whole heap, or ranges of its indexes), one bucket by id, the store's
+//! indexes, and the snapshots reads take.
+
+use super::bucket::*;
+use super::tuple::read_header;
+use pgrx::pg_sys;
+
+/// THE reader of the store: its bucket tuples as a snapshot sees them, in
+/// either direction. Every walk over a store (scans, compaction, verify,
+/// estimates) goes through it: the whole heap, or the index ranges of an
+/// [`IndexRanges`].
+pub struct StoreScan {
+    inner: Inner,
+}
+
+enum Inner {
+    Heap(pg_sys::TableScanDesc),
+    Index(IndexWalk),
+}
+
+/// Ranges of one store index: each key set is one btree scan, run in turn (one
+/// per combination of `IN` values). Keys name store (heap) columns; the index's
+/// equality and range keys must select a superset of the wanted buckets, and
+/// no two key sets may select the same bucket.
+pub struct IndexRanges {
+    pub index: pg_sys::Oid,
+    pub key_sets: Vec<Vec<pg_sys::ScanKeyData>>,
+}
+
+struct IndexWalk {
+    store: pg_sys::Relation,
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    key_sets: Vec<Vec<pg_sys::ScanKeyData>>,
+    /// The key set being scanned, and its scan (null before the first fetch,
+    /// after a rescan, and between key sets).
+    current: usize,
+    scan: pg_sys::SysScanDesc,
+    started: bool,
+    /// The direction (forward = true) in which the walk last ran off its end:
+    /// a btree scan asked again would start over, so the walk answers None
+    /// itself until it is asked the other way (a cursor turning back).
+    exhausted: Option<bool>,
+}
+
+impl IndexWalk {
+    unsafe fn open_current(&mut self) {
+        // systable_beginscan_ordered rewrites the keys' column numbers in place:
+        // give it a fresh copy each time.
+        let mut keys = self.key_sets[self.current].clone();
+        // SAFETY: store and index are open; the keys are valid btree keys on the store's columns.
+        self.scan = unsafe { pg_sys::systable_beginscan_ordered(self.store, self.index, self.snapshot, keys.len() as i32, keys.as_mut_ptr()) };
+    }
+
+    unsafe fn close_current(&mut self) {
+        if !self.scan.is_null() {
+            // SAFETY: the scan is open.
+            unsafe { pg_sys::systable_endscan_ordered(self.scan) };
+            self.scan = std::ptr::null_mut();
+        }
+    }
+
+    fn next(&mut self, forward: bool) -> Option<pg_sys::HeapTuple> {
+        if self.key_sets.is_empty() || self.exhausted == Some(forward) {
+            return None;
+        }
+        self.exhausted = None;
+        if !self.started {
+            // A backward fetch from the start walks from the last key set's end.
+            self.current = if forward { 0 } else { self.key_sets.len() - 1 };
+            self.started = true;
+        }
+        let dir = if forward { pg_sys::ScanDirection::ForwardScanDirection } else { pg_sys::ScanDirection::BackwardScanDirection };
+        loop {
+            // SAFETY: the walk's relations are open; the scan is ours.
+            unsafe {
+                if self.scan.is_null() {
+                    self.open_current();
+                }
+                let tuple = pg_sys::systable_getnext_ordered(self.scan, dir);
+                if !tuple.is_null() {
+                    return Some(tuple);
+                }
+                // This key set is done in this direction; the scan stays open at
+                // its end when there is no next one, so a cursor can turn back.
+                let next = if forward { Some(self.current + 1) } else { self.current.checked_sub(1) };
+                let Some(next) = next.filter(|&n| n < self.key_sets.len()) else {
+                    self.exhausted = Some(forward);
+                    return None;
+                };
+                self.close_current();
+                self.current = next;
+            }
+        }
+    }
+}
+
+impl StoreScan {
+    /// # Safety
+    /// `store` must be open and stay open until `end`.
+    pub unsafe fn begin(store: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> StoreScan {
+        let flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_STRAT | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;
+        StoreScan { inner: Inner::Heap(unsafe { pg_sys::heap_beginscan(store, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), flags) }) }
+    }
+
+    /// This participant's share of a parallel scan of the store's heap: the
+    /// heap hands out its blocks to the leader and the workers.
+    ///
+    /// # Safety
+    /// `store` must be open and stay open until `end`; `pscan` initialized for it
+    /// (table_parallelscan_initialize) in the parallel query's shared memory.
+    pub unsafe fn begin_parallel(store: pg_sys::Relation, pscan: pg_sys::ParallelTableScanDesc) -> StoreScan {
+        StoreScan { inner: Inner::Heap(unsafe { pg_sys::table_beginscan_parallel(store, pscan) }) }
+    }
+
+    /// The buckets within `ranges` of one of the store's indexes, in index order.
+    ///
+    /// # Safety
+    /// `store` must be open and stay open until `end`; `ranges.index` one of its indexes.
+    pub unsafe fn begin_index(store: pg_sys::Relation, snapshot: pg_sys::Snapshot, ranges: IndexRanges) -> StoreScan {
+        let index = unsafe { pg_sys::index_open(ranges.index, pg_sys::AccessShareLock as i32) };
+        StoreScan {
+            inner: Inner::Index(IndexWalk {
+                store,
+                index,
+                snapshot,
+                key_sets: ranges.key_sets,
+                current: 0,
+                scan: std::ptr::null_mut(),
+                started: false,
+                exhausted: None,
+            }),
+        }
+    }
+
+    /// The next tuple; valid until the next call.
+    pub fn next(&mut self, forward: bool) -> Option<pg_sys::HeapTuple> {
+        match &mut self.inner {
+            Inner::Heap(scan) => {
+                let dir = if forward { pg_sys::ScanDirection::ForwardScanDirection } else { pg_sys::ScanDirection::BackwardScanDirection };
+                // SAFETY: the scan is open (begun and not ended).
+                let tuple = unsafe { pg_sys::heap_getnext(*scan, dir) };
+                (!tuple.is_null()).then_some(tuple)
+            }
+            Inner::Index(walk) => walk.next(forward),
+        }
+    }
+
+    pub fn rescan(&mut self) {
+        match &mut self.inner {
+            // SAFETY: the scan is open.
+            Inner::Heap(scan) => unsafe { pg_sys::heap_rescan(*scan, std::ptr::null_mut(), false, false, false, false) },
+            Inner::Index(walk) => {
+                // SAFETY: closes only a scan this walk opened.
+                unsafe { walk.close_current() };
+                walk.started = false;
+                walk.exhausted = None;
+            }
+        }
+    }
+
+    pub fn end(self) {
+        match self.inner {
+            // SAFETY: the scan is open, and `self` is consumed.
+            Inner::Heap(scan) => unsafe { pg_sys::heap_endscan(scan) },
+            Inner::Index(mut walk) => unsafe {
+                // SAFETY: as above; the index was opened by begin_index.
+                walk.close_current();
+                pg_sys::index_close(walk.index, pg_sys::AccessShareLock as i32);
+            },
+        }
+    }
+}
+
+/// The store's usable indexes: which index, over which store columns (1-based).
+///
+/// # Safety
+/// `store` must be an open bucket store.
+pub unsafe fn indexes(store: pg_sys::Relation) -> Vec<(pg_sys::Oid, Vec<i16>)> {
+    unsafe {
+        crate::pg::nodes::list_oids(pg_sys::RelationGetIndexList(store))
+            .into_iter()
+            .filter_map(|oid| {
+                let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
+                let form = (*index).rd_index;
+                let columns = (*form).indkey.values.as_slice((*form).indnatts as usize).to_vec();
+                // Only whole-column btree indexes over every row (a superuser may add others).
+                let usable = (*form).indisvalid
+                    && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+                    && !columns.contains(&0)
+                    && pg_sys::RelationGetIndexPredicate(index).is_null();
+                pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
+                usable.then_some((oid, columns))
+            })
+            .collect()
+    }
+}
+
+/// The store's index over exactly `columns` (1-based store column numbers).
+///
+/// # Safety
+/// As `indexes`.
+pub unsafe fn index_on(store: pg_sys::Relation, columns: &[i16]) -> Option<pg_sys::Oid> {
+    unsafe { indexes(store).into_iter().find(|(_, cols)| cols == columns).map(|(oid, _)| oid) }
+}
+
+/// Whether any bucket's newest row is older than `cutoff`, by the index on
+/// max_time (None: the store has no such index, made before 0.2.0).
+///
+/// # Safety
+/// `store` must be an open bucket store.
+pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64) -> Option<bool> {
+    unsafe {
+        let time_type = (*crate::pg::relation::tuple_desc_attr((*store).rd_att, COL_MAX_TIME)).atttypid;
+        let index_oid = index_on(store, &[(COL_MAX_TIME + 1) as i16])?;
+        let proc = if time_type == pg_sys::TIMESTAMPTZOID { pg_sys::F_TIMESTAMPTZ_LT } else { pg_sys::F_TIMESTAMP_LT };
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(&mut key, (COL_MAX_TIME + 1) as i16, pg_sys::BTLessStrategyNumber as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(cutoff));
+        let scan = pg_sys::systable_beginscan(store, index_oid, true, current_snapshot(), 1, &mut key);
+        let found = !pg_sys::systable_getnext(scan).is_null();
+        pg_sys::systable_endscan(scan);
+        Some(found)
+    }
+}
+
+/// Buckets the store holds (heap estimate, or exact when small), and the
+/// buckets and rows of a sample, for row estimates.
+///
+/// # Safety
+/// `store` must be open.
+pub unsafe fn estimate(store: pg_sys::Relation) -> (f64, usize, f64, pg_sys::BlockNumber) {
+    const EXACT_UP_TO_BLOCKS: u32 = 16;
+    const SAMPLE_BUCKETS: usize = 200;
+    unsafe {
+        let nblocks = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM);
+        let exact = nblocks <= EXACT_UP_TO_BLOCKS;
+        let mut scan = StoreScan::begin(store, current_snapshot());
+        let (mut n, mut rows) = (0usize, 0f64);
+        while exact || n < SAMPLE_BUCKETS {
+            let Some(tuple) = scan.next(true) else { break };
+            n += 1;
+            rows += read_header(store, tuple).rows as f64;
+        }
+        scan.end();
+        let buckets = if exact {
+            n as f64
+        } else {
+            let mut pages = 0;
+            let mut tuples = 0.0;
+            let mut allvisfrac = 0.0;
+            match (*(*store).rd_tableam).relation_estimate_size {
+                Some(f) => {
+                    f(store, std::ptr::null_mut(), &mut pages, &mut tuples, &mut allvisfrac);
+                    tuples
+                }
+                None => n as f64,
+            }
+        };
+        (buckets, n, rows, nblocks)
+    }
+}
+
+/// The snapshot maintenance (compaction, expiry) reads the store with, taken
+/// once the caller holds the table's maintenance lock and registered (the
+/// caller unregisters it). Under READ COMMITTED it sees every rewrite that
+/// committed before the lock was granted: the statement's snapshot, taken
+/// before the lock was waited for, still shows the buckets and moves entries
+/// a maintenance run that held the lock first rewrote or removed.
+/// REPEATABLE READ and SERIALIZABLE keep the transaction's snapshot, as for
+/// any statement: the buckets rewritten since are gone when locked and left
+/// alone (`lock_bucket`), so the run merges or expires what is left.
+///
+/// # Safety
+/// In a transaction, after the caller's lock on the table.
+pub unsafe fn snapshot_after_lock() -> pg_sys::Snapshot {
+    // SAFETY: plain reads of the transaction's state; the snapshot is registered before use.
+    unsafe {
+        let uses_xact_snapshot = pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32;
+        let snapshot = if uses_xact_snapshot { pg_sys::GetTransactionSnapshot() } else { pg_sys::GetLatestSnapshot() };
+        pg_sys::RegisterSnapshot(snapshot)
+    }
+}
+
+/// The snapshot a statement runs with; the transaction's when none is active
+/// (commit-time callbacks, planning outside a portal).
+pub fn current_snapshot() -> pg_sys::Snapshot {
+    unsafe { if pg_sys::ActiveSnapshotSet() { pg_sys::GetActiveSnapshot() } else { pg_sys::GetTransactionSnapshot() } }
+}

@@ -1,0 +1,114 @@
+//! One store tuple: its columns decoded (header only, or with the payload),
+//! and the tuple of a bucket id as a snapshot sees it.
+
+use super::bucket::*;
+use crate::pg::error::{ts_error, DATA_CORRUPTED};
+use pgrx::pg_sys;
+use pgrx::varlena::{vardata_any, varsize_any_exhdr};
+
+/// Decodes a store tuple, payload included. Allocates in the current memory context.
+///
+/// # Safety
+/// `tuple` must be a valid tuple of `store`.
+pub unsafe fn read_bucket(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> StoredBucket {
+    unsafe {
+        let mut b = read_header(store, tuple);
+        b.load_payload();
+        b
+    }
+}
+
+/// Decodes a store tuple's small columns only; the (possibly TOASTed)
+/// payload is fetched by `load_payload`, so skipped buckets cost no I/O.
+///
+/// # Safety
+/// `tuple` must be a valid tuple of `store`.
+pub unsafe fn read_header(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> StoredBucket {
+    unsafe {
+        let tupdesc = (*store).rd_att;
+        let natts = (*tupdesc).natts as usize;
+        let mut values = vec![pg_sys::Datum::from(0); natts];
+        let mut nulls = vec![false; natts];
+        pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+        if nulls[COL_PAYLOAD] || nulls[COL_BUCKET_ID] || nulls[COL_ROW_COUNT] {
+            ts_error(DATA_CORRUPTED, "bucket store row has NULL in a required column", "Run tsbucket.verify() on the table.");
+        }
+        let (stats, stats_len) = if nulls[COL_STATS] {
+            (std::ptr::null(), 0)
+        } else {
+            let s = pg_sys::pg_detoast_datum_packed(values[COL_STATS].cast_mut_ptr());
+            (vardata_any(s) as *const u8, varsize_any_exhdr(s))
+        };
+        StoredBucket {
+            tid: (*tuple).t_self,
+            bucket_id: values[COL_BUCKET_ID].value() as i64,
+            window_start: values[COL_WINDOW_START].value() as i64,
+            min_time: values[COL_MIN_TIME].value() as i64,
+            max_time: values[COL_MAX_TIME].value() as i64,
+            rows: values[COL_ROW_COUNT].value() as i32,
+            version: super::slot::Version {
+                xmin: (*(*tuple).t_data).t_choice.t_heap.t_xmin,
+                xmax: (*(*tuple).t_data).t_choice.t_heap.t_xmax,
+                cid: (*(*tuple).t_data).t_choice.t_heap.t_field3.t_cid,
+            },
+            payload: std::ptr::null(),
+            payload_len: 0,
+            stats,
+            stats_len,
+            values,
+            nulls,
+        }
+    }
+}
+
+/// A copy of the store tuple of bucket `bucket_id` visible to `snapshot`
+/// (not detoasted: callers read it only if they need the payload).
+///
+/// # Safety
+/// `store` must be open; `id_index` its index on bucket_id.
+pub unsafe fn find_bucket_tuple(
+    store: pg_sys::Relation,
+    id_index: pg_sys::Oid,
+    bucket_id: i64,
+    snapshot: pg_sys::Snapshot,
+) -> Option<pg_sys::HeapTuple> {
+    unsafe {
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(
+            &mut key,
+            1,
+            pg_sys::BTEqualStrategyNumber as u16,
+            pg_sys::Oid::from(pg_sys::F_INT8EQ),
+            pg_sys::Datum::from(bucket_id),
+        );
+        let scan = pg_sys::systable_beginscan(store, id_index, true, snapshot, 1, &mut key);
+        let tuple = pg_sys::systable_getnext(scan);
+        let found = if tuple.is_null() { None } else { Some(pg_sys::heap_copytuple(tuple)) };
+        pg_sys::systable_endscan(scan);
+        found
+    }
+}
+
+/// The bucket `bucket_id` as `snapshot` sees it, read.
+///
+/// # Safety
+/// As `find_bucket_tuple`.
+pub unsafe fn find_bucket(
+    store: pg_sys::Relation,
+    id_index: pg_sys::Oid,
+    bucket_id: i64,
+    snapshot: pg_sys::Snapshot,
+) -> Option<StoredBucket> {
+    unsafe { find_bucket_tuple(store, id_index, bucket_id, snapshot).map(|t| read_bucket(store, t)) }
+}
+
+/// Whether any version of the store (live, dead or in progress) carries `id`.
+pub unsafe fn id_in_use(store: pg_sys::Relation, id_index: pg_sys::Oid, id: i64) -> bool {
+    unsafe {
+        let found = find_bucket_tuple(store, id_index, id, &raw mut pg_sys::SnapshotAnyData);
+        if let Some(t) = found {
+            pg_sys::heap_freetuple(t);
+        }
+        found.is_some()
+    }
+}

@@ -1,0 +1,258 @@
+//! Appending a row to its open bucket, and the rules that close a bucket:
+//! full by count or size, a newer window of the series opening, the memory
+//! limit.
+
+use crate::catalog::config;
+use crate::catalog::config::Config;
+use crate::pg::datum;
+use crate::pg::error::{ts_error, DATETIME_FIELD_OVERFLOW, NOT_NULL_VIOLATION};
+use crate::catalog::gucs;
+use crate::catalog::shape::{Attr, TableShape};
+use crate::store::bucket::CloseReason;
+use super::buffer::*;
+use super::flush::{flush_bucket, new_bucket_id, write_all};
+use pgrx::pg_sys;
+use rustc_hash::FxHashMap as HashMap;
+use std::rc::Rc;
+use tsbucket_format::window::pg_window_start;
+use tsbucket_format::Column;
+
+/// The series key of a row: its meta values' identifying bytes, length-prefixed.
+unsafe fn series_key(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool], key: &mut Vec<u8>) {
+    key.clear();
+    for attr in shape.meta_attrs() {
+        let i = attr.attnum as usize - 1;
+        if nulls[i] {
+            key.push(0);
+        } else {
+            let bytes = unsafe { datum::datum_bytes(&values[i], attr.layout()) };
+            key.push(1);
+            key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            key.extend_from_slice(bytes);
+        }
+    }
+}
+
+unsafe fn meta_values(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool]) -> Meta {
+    shape
+        .meta_attrs()
+        .iter()
+        .map(|attr| {
+            let i = attr.attnum as usize - 1;
+            (!nulls[i]).then(|| unsafe { datum::datum_bytes(&values[i], attr.layout()) }.to_vec())
+        })
+        .collect()
+}
+
+unsafe fn value_size(attr: &Attr, value: pg_sys::Datum) -> usize {
+    match attr.typlen {
+        -1 => unsafe { datum::varlena_size(value) },
+        -2 => unsafe { std::ffi::CStr::from_ptr(value.cast_mut_ptr::<std::ffi::c_char>()).to_bytes().len() + 1 },
+        n => (n as usize).max(1),
+    }
+}
+
+/// What appending a row needs first: buckets to write, a new bucket id.
+enum Step {
+    /// Bucket id, row index, and whether the buffer is now over its memory limit.
+    Appended(i64, usize, bool),
+    Prepare { close: Vec<(OpenBucket, CloseReason)>, new_bucket: bool },
+}
+
+/// Appends the slot's row to its open bucket and gives the slot its TID.
+///
+/// # Safety
+/// `rel` must be an open tsbucket table and `slot` hold a row of it.
+pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlot, cid: pg_sys::CommandId) {
+    unsafe {
+        let relid = (*rel).rd_id;
+        let natts = (*(*rel).rd_att).natts as usize;
+        pg_sys::slot_getallattrs(slot);
+        let values = std::slice::from_raw_parts((*slot).tts_values, natts);
+        let nulls = std::slice::from_raw_parts((*slot).tts_isnull, natts);
+
+        let (config, shape) = table_of(rel);
+        let time_idx = config.time_attnum as usize - 1;
+        if nulls[time_idx] {
+            let name = crate::pg::relation::attr_name(rel, config.time_attnum);
+            ts_error(
+                NOT_NULL_VIOLATION,
+                &format!("null value in time column \"{name}\" of time-series table \"{}\"", crate::pg::relation::relation_name(relid)),
+                "Every row of a time-series table needs a time.",
+            );
+        }
+        let time = values[time_idx].value() as i64;
+        if time == i64::MIN || time == i64::MAX {
+            let name = crate::pg::relation::attr_name(rel, config.time_attnum);
+            ts_error(
+                DATETIME_FIELD_OVERFLOW,
+                &format!("time column \"{name}\" of time-series table \"{}\" cannot be infinity", crate::pg::relation::relation_name(relid)),
+                "A row belongs to the window of its time; infinity has none. Use a finite time.",
+            );
+        }
+        let window_start = pg_window_start(time, config.span_micros);
+        let owner = Owner { subxid: current_subxid(), cid };
+        let mut row_bytes = 0usize;
+        for attr in shape.payload_attrs() {
+            let i = attr.attnum as usize - 1;
+            row_bytes += if nulls[i] { 1 } else { value_size(attr, values[i]) };
+        }
+        let mut key = KEY.with(|k| std::mem::take(&mut *k.borrow_mut()));
+        series_key(&shape, values, nulls, &mut key);
+
+        let mut new_id = None;
+        let memory_limit = gucs::catalog_memory_limit_bytes();
+        let (bucket_id, row, over_limit) = loop {
+            let step = BUFFER.with(|b| {
+                let mut buffer = b.borrow_mut();
+                let buffer = &mut *buffer;
+                let table = buffer.tables.get_mut(&relid).expect("registered by table_of");
+                let series = match table.series.get_mut(key.as_slice()) {
+                    Some(s) => s,
+                    None => {
+                        let meta = Rc::new(meta_values(&shape, values, nulls));
+                        let meta_bytes_per_row = meta.iter().map(|m| m.as_ref().map_or(1, Vec::len)).sum();
+                        table.series.entry(key.clone()).or_insert(Series { meta, meta_bytes_per_row, open: Vec::new(), newest: Vec::new() })
+                    }
+                };
+                let found = series.open.iter().position(|o| o.window_start == window_start && o.owner == owner);
+                let mut close = Vec::new();
+                match found {
+                    Some(i) if series.open[i].rows >= gucs::bucket_max_count() => {
+                        close.push((series.open.swap_remove(i), CloseReason::Count));
+                    }
+                    Some(i) if series.open[i].rows > 0 && series.open[i].bytes + row_bytes > gucs::bucket_max_size() => {
+                        close.push((series.open.swap_remove(i), CloseReason::Size));
+                    }
+                    Some(i) => {
+                        let bucket = &mut series.open[i];
+                        append(bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row);
+                        buffer.bytes += row_bytes;
+                        return Step::Appended(bucket.bucket_id, bucket.rows - 1, buffer.bytes > memory_limit);
+                    }
+                    None => {
+                        let newest = series.newest.iter().find(|(o, _)| *o == owner).map(|(_, w)| *w);
+                        if let Some(w) = newest.filter(|w| *w < window_start)
+                            && let Some(i) = series.open.iter().position(|o| o.window_start == w && o.owner == owner)
+                        {
+                            close.push((series.open.swap_remove(i), CloseReason::TimeWindow));
+                        }
+                    }
+                }
+                match series.newest.iter_mut().find(|(o, _)| *o == owner) {
+                    Some(entry) => entry.1 = entry.1.max(window_start),
+                    None => series.newest.push((owner, window_start)),
+                }
+                if close.is_empty()
+                    && let Some(bucket_id) = new_id
+                {
+                    let mut bucket = OpenBucket {
+                        bucket_id,
+                        window_start,
+                        owner,
+                        meta: series.meta.clone(),
+                        columns: shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect(),
+                        rows: 0,
+                        bytes: 0,
+                        meta_bytes: 0,
+                    };
+                    append(&mut bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row);
+                    series.open.push(bucket);
+                    buffer.bytes += row_bytes;
+                    return Step::Appended(bucket_id, 0, buffer.bytes > memory_limit);
+                }
+                buffer.bytes -= close.iter().map(|(b, _)| b.bytes).sum::<usize>();
+                Step::Prepare { close, new_bucket: true }
+            });
+            match step {
+                Step::Appended(id, row, over) => break (id, row, over),
+                Step::Prepare { close, new_bucket } => {
+                    for (bucket, reason) in close {
+                        flush_bucket(&config, &shape, bucket, reason);
+                    }
+                    if new_bucket && new_id.is_none() {
+                        new_id = Some(new_bucket_id(&config));
+                    }
+                }
+            }
+        };
+        KEY.with(|k| *k.borrow_mut() = key);
+
+        crate::store::tid::set(&mut (*slot).tts_tid, bucket_id, row);
+        (*slot).tts_tableOid = relid;
+        if over_limit {
+            enforce_memory_limit();
+        }
+    }
+}
+
+unsafe fn append(
+    bucket: &mut OpenBucket,
+    shape: &TableShape,
+    values: &[pg_sys::Datum],
+    nulls: &[bool],
+    row_bytes: usize,
+    meta_bytes: usize,
+) {
+    for (col, attr) in bucket.columns.iter_mut().zip(shape.payload_attrs()) {
+        let i = attr.attnum as usize - 1;
+        if nulls[i] {
+            col.push_null();
+        } else {
+            unsafe { datum::push_datum(col, attr.layout(), values[i]) };
+        }
+    }
+    bucket.rows += 1;
+    bucket.bytes += row_bytes;
+    bucket.meta_bytes += meta_bytes;
+}
+
+/// The table's configuration and shape, registering the table in the buffer.
+unsafe fn table_of(rel: pg_sys::Relation) -> (Rc<Config>, Rc<TableShape>) {
+    let relid = unsafe { (*rel).rd_id };
+    if let Some(pair) = BUFFER.with(|b| b.borrow().tables.get(&relid).map(|t| (t.config.clone(), t.shape.clone()))) {
+        return pair;
+    }
+    let config = config::require(relid);
+    let shape = Rc::new(unsafe { TableShape::new((*rel).rd_att, &config) });
+    BUFFER.with(|b| {
+        b.borrow_mut().tables.insert(
+            relid,
+            TableBuffer { config: config.clone(), shape: shape.clone(), series: HashMap::default(), closed: Vec::new() },
+        )
+    });
+    (config, shape)
+}
+
+/// Writes the fullest buckets of the current subtransaction until the buffer
+/// is back under half its limit.
+fn enforce_memory_limit() {
+    let limit = gucs::catalog_memory_limit_bytes();
+    if BUFFER.with(|b| b.borrow().bytes) <= limit {
+        return;
+    }
+    let subxid = current_subxid();
+    let work = BUFFER.with(|b| {
+        let mut buffer = b.borrow_mut();
+        let buffer = &mut *buffer;
+        let mut sizes: Vec<(usize, i64)> = buffer
+            .tables
+            .values()
+            .flat_map(|t| t.series.values().flat_map(|s| s.open.iter()))
+            .filter(|o| o.owner.subxid == subxid)
+            .map(|o| (o.bytes, o.bucket_id))
+            .collect();
+        sizes.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut to_free = buffer.bytes.saturating_sub(limit / 2);
+        let mut chosen = Vec::new();
+        for (bytes, id) in sizes {
+            if to_free == 0 {
+                break;
+            }
+            chosen.push(id);
+            to_free = to_free.saturating_sub(bytes);
+        }
+        take_buckets(buffer, None, |o| chosen.contains(&o.bucket_id), false)
+    });
+    write_all(work, CloseReason::MemoryLimit);
+}

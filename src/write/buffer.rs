@@ -1,0 +1,180 @@
+//! The per-backend catalog of open buckets: one per table x series x window
+//! x (subtransaction, command), with the bytes they hold; taking buckets out
+//! of it, and what a subtransaction's end or a TRUNCATE does to it.
+
+use crate::catalog::config::Config;
+use crate::catalog::shape::TableShape;
+use pgrx::pg_sys;
+use rustc_hash::FxHashMap as HashMap;
+use std::cell::RefCell;
+use std::rc::Rc;
+use tsbucket_format::Column;
+
+/// Meta values of a series: identifying bytes per meta column, None for NULL.
+pub(super) type Meta = Vec<Option<Vec<u8>>>;
+
+/// Who wrote a bucket's rows: a bucket only ever holds rows of one
+/// subtransaction (so ROLLBACK TO SAVEPOINT discards exactly its rows) and of
+/// one command (so a statement nested in a trigger or function flushes only
+/// its own rows at its end, never the outer statement's).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Owner {
+    pub(super) subxid: u32,
+    pub(super) cid: u32,
+}
+
+pub(super) struct OpenBucket {
+    pub(super) bucket_id: i64,
+    pub(super) window_start: i64,
+    pub(super) owner: Owner,
+    pub(super) meta: Rc<Meta>,
+    /// One per payload attribute, in shape order.
+    pub(super) columns: Vec<Column>,
+    pub(super) rows: usize,
+    pub(super) bytes: usize,
+    pub(super) meta_bytes: usize,
+}
+
+/// The open buckets of one series (usually one: the current window).
+pub(super) struct Series {
+    pub(super) meta: Rc<Meta>,
+    pub(super) meta_bytes_per_row: usize,
+    pub(super) open: Vec<OpenBucket>,
+    /// Newest window per owner: an older window's bucket closes when a
+    /// newer one opens, as MongoDB closes buckets on time.
+    pub(super) newest: Vec<(Owner, i64)>,
+}
+
+pub(super) struct TableBuffer {
+    pub(super) config: Rc<Config>,
+    pub(super) shape: Rc<TableShape>,
+    pub(super) series: HashMap<Vec<u8>, Series>,
+    /// Closed but not yet written (see `reassign_subxact`).
+    pub(super) closed: Vec<OpenBucket>,
+}
+
+#[derive(Default)]
+pub(super) struct WriteBuffer {
+    pub(super) tables: HashMap<pg_sys::Oid, TableBuffer>,
+    pub(super) bytes: usize,
+}
+
+thread_local! {
+    pub(super) static BUFFER: RefCell<WriteBuffer> = RefCell::new(WriteBuffer::default());
+    pub(super) static KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+pub(super) fn current_subxid() -> u32 {
+    unsafe { pg_sys::GetCurrentSubTransactionId() }
+}
+
+pub(super) type Work = Vec<(Rc<Config>, Rc<TableShape>, OpenBucket)>;
+
+/// Removes the open (and, if asked, set-aside) buckets `pick` selects, of one
+/// table or of all.
+pub(super) fn take_buckets(buffer: &mut WriteBuffer, only: Option<pg_sys::Oid>, pick: impl Fn(&OpenBucket) -> bool, with_closed: bool) -> Work {
+    let mut out = Vec::new();
+    for (relid, table) in buffer.tables.iter_mut() {
+        if only.is_some_and(|r| r != *relid) {
+            continue;
+        }
+        for series in table.series.values_mut() {
+            let mut i = 0;
+            while i < series.open.len() {
+                if pick(&series.open[i]) {
+                    out.push((table.config.clone(), table.shape.clone(), series.open.swap_remove(i)));
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        if with_closed {
+            let (taken, kept): (Vec<_>, Vec<_>) = table.closed.drain(..).partition(|b| pick(b));
+            table.closed = kept;
+            out.extend(taken.into_iter().map(|b| (table.config.clone(), table.shape.clone(), b)));
+        }
+    }
+    buffer.bytes -= out.iter().map(|(_, _, b)| b.bytes).sum::<usize>();
+    // Allocation order: deterministic, and keeps the store in time order per load.
+    out.sort_by_key(|(_, _, b)| b.bucket_id);
+    out
+}
+
+/// Forgets tables and series that hold nothing any more.
+pub(super) fn prune(buffer: &mut WriteBuffer) {
+    for table in buffer.tables.values_mut() {
+        table.series.retain(|_, s| !s.open.is_empty());
+    }
+    buffer.tables.retain(|_, t| !t.series.is_empty() || !t.closed.is_empty());
+}
+
+/// Whether rows of `relid` wait in the buffer (cheap: scans ask before flushing).
+pub fn has_buffered(relid: pg_sys::Oid) -> bool {
+    BUFFER.with(|b| b.borrow().tables.contains_key(&relid))
+}
+
+/// ROLLBACK (TO SAVEPOINT): forget the rows of the aborted subtransaction.
+pub fn discard_subxact(subxid: u32) {
+    BUFFER.with(|b| {
+        let mut buffer = b.borrow_mut();
+        drop(take_buckets(&mut buffer, None, |o| o.owner.subxid == subxid, true));
+        for table in buffer.tables.values_mut() {
+            for series in table.series.values_mut() {
+                series.newest.retain(|(o, _)| o.subxid != subxid);
+            }
+        }
+        prune(&mut buffer);
+    });
+}
+
+/// RELEASE SAVEPOINT: the child's open buckets now belong to the parent.
+/// Nothing may be written here (the subtransaction is half gone), so a parent
+/// bucket of the same window is set aside and written at the parent's next flush.
+pub fn reassign_subxact(child: u32, parent: u32) {
+    BUFFER.with(|b| {
+        let mut buffer = b.borrow_mut();
+        for table in buffer.tables.values_mut() {
+            for series in table.series.values_mut() {
+                let windows: Vec<(i64, u32)> =
+                    series.open.iter().filter(|o| o.owner.subxid == child).map(|o| (o.window_start, o.owner.cid)).collect();
+                let mut i = 0;
+                while i < series.open.len() {
+                    let o = &series.open[i];
+                    if o.owner.subxid == parent && windows.contains(&(o.window_start, o.owner.cid)) {
+                        table.closed.push(series.open.swap_remove(i));
+                    } else {
+                        i += 1;
+                    }
+                }
+                series.open.iter_mut().filter(|o| o.owner.subxid == child).for_each(|o| o.owner.subxid = parent);
+                let child_newest: Vec<(Owner, i64)> = series.newest.iter().filter(|(o, _)| o.subxid == child).copied().collect();
+                series.newest.retain(|(o, _)| o.subxid != child);
+                for (o, w) in child_newest {
+                    let as_parent = Owner { subxid: parent, cid: o.cid };
+                    match series.newest.iter_mut().find(|(p, _)| *p == as_parent) {
+                        Some(e) => e.1 = e.1.max(w),
+                        None => series.newest.push((as_parent, w)),
+                    }
+                }
+            }
+            table.closed.iter_mut().filter(|o| o.owner.subxid == child).for_each(|o| o.owner.subxid = parent);
+        }
+    });
+}
+
+/// Transaction end: nothing buffered may survive it.
+pub fn discard_all() {
+    BUFFER.with(|b| *b.borrow_mut() = WriteBuffer::default());
+}
+
+/// TRUNCATE: rows buffered for the table are gone with the table's contents.
+pub fn discard_table(relid: pg_sys::Oid) {
+    BUFFER.with(|b| {
+        let mut buffer = b.borrow_mut();
+        if let Some(t) = buffer.tables.remove(&relid) {
+            let freed: usize =
+                t.series.values().flat_map(|s| s.open.iter()).chain(t.closed.iter()).map(|o| o.bytes).sum();
+            buffer.bytes -= freed;
+        }
+    });
+}
