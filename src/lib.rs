@@ -11,12 +11,11 @@ use pgrx::prelude::*;
 mod am;
 mod catalog;
 mod dml;
-mod grouping;
 mod hooks;
 mod maintenance;
-mod partial_agg;
 mod pg;
-mod planner;
+mod rewrite;
+mod scan;
 mod sql;
 mod store;
 mod timefn;
@@ -43,8 +42,8 @@ pub extern "C-unwind" fn _PG_init() {
     catalog::gucs::init();
     catalog::config::init();
     hooks::init();
+    scan::exec::register();
     catalog::label::init();
-    planner::init();
     // No background maintenance while pg_upgrade restores a cluster.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress && !pg_sys::IsBinaryUpgrade } {
         crate::maintenance::launcher::register();

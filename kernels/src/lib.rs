@@ -24,6 +24,7 @@
 //!   the least / greatest time, the earliest such row on ties (their
 //!   transition functions replace the state only on a strictly better time).
 
+pub mod first_last;
 pub mod predicate;
 mod runs;
 

@@ -2,10 +2,10 @@
 //! The cache is dropped on any relcache invalidation of the table, which
 //! `create_timeseries` and `alter_timeseries` send.
 
-use crate::pg::error::{ts_error, NOT_IN_PREREQUISITE_STATE};
+use crate::pg::error::{NOT_IN_PREREQUISITE_STATE, ts_error};
 use crate::pg::relation::relation_name;
-use pgrx::prelude::*;
 use pgrx::pg_sys;
+use pgrx::prelude::*;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;

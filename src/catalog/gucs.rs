@@ -4,11 +4,11 @@ use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 
 /// Rows per bucket. Capped below 2047 so that a row's offset fits the 11 bits
 /// GIN and other index AMs assume of an ItemPointer offset.
-pub static BUCKET_MAX_COUNT: GucSetting<i32> = GucSetting::<i32>::new(1000);
+pub(super) static BUCKET_MAX_COUNT: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub const BUCKET_MAX_COUNT_CAP: i32 = 2000;
-pub static BUCKET_MAX_SIZE: GucSetting<i32> = GucSetting::<i32>::new(125 * 1024);
+pub(super) static BUCKET_MAX_SIZE: GucSetting<i32> = GucSetting::<i32>::new(125 * 1024);
 /// kB of buffered, not yet written rows per backend.
-pub static CATALOG_MEMORY_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(256 * 1024);
+pub(super) static CATALOG_MEMORY_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(256 * 1024);
 
 /// Seconds between background runs of expiry and compaction.
 pub static WORKER_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(60);
@@ -24,7 +24,7 @@ pub static VECTORIZED_AGGREGATION: GucSetting<bool> = GucSetting::<bool>::new(tr
 /// 1 reads an inclusive upper time bound as exclusive when pruning buckets.
 /// Debug builds only (tests run them); release builds have no such setting.
 #[cfg(debug_assertions)]
-pub static DEBUG_PLANT_BUG: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub(super) static DEBUG_PLANT_BUG: GucSetting<i32> = GucSetting::<i32>::new(0);
 
 /// The planted bug in force (0: none; always 0 in release builds).
 pub fn planted_bug() -> i32 {

@@ -12,7 +12,7 @@
 //! is registered even without shared_preload_libraries.
 
 use crate::catalog::config;
-use crate::pg::error::{ts_error, FEATURE_NOT_SUPPORTED};
+use crate::pg::error::{FEATURE_NOT_SUPPORTED, ts_error};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::ffi::{CStr, CString};

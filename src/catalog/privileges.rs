@@ -5,9 +5,8 @@
 //! a security-restricted context, as VACUUM and REFRESH MATERIALIZED VIEW do.
 
 use crate::pg::error::ts_error;
-use pgrx::pg_sys;
+use pgrx::{PgSqlErrorCode, pg_sys};
 use pgrx::prelude::*;
-use pgrx::PgSqlErrorCode;
 
 const INSUFFICIENT_PRIVILEGE: PgSqlErrorCode = PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE;
 

@@ -2,9 +2,9 @@
 //! time column, which are meta (series identity, stored once per bucket), and
 //! which storage kind each measurement column uses.
 
-use super::config::Config;
-use crate::pg::datum::{kind_for_type, Layout};
+use crate::pg::datum::{Layout, kind_for_type};
 use crate::pg::relation::tuple_desc_attr;
+use super::config::Config;
 use pgrx::pg_sys;
 use tsbucket_format::ColumnKind;
 

@@ -2,20 +2,16 @@
 //! re-labelled, or re-encoded without the deleted rows), and where each
 //! surviving row went is recorded.
 
-use crate::store::rows::{self as read, LoadedBucket};
-use crate::catalog::config;
-use crate::catalog::config::Config;
-use crate::pg::error::ts_error;
+use crate::catalog::config::{self, Config};
 use crate::catalog::shape::TableShape;
-use crate::store::bucket;
+use crate::dml::pending::{Key, LOCKED, Meta, PENDING, PendingBucket};
+use crate::pg::error::ts_error;
+use crate::store::bucket::{self, BucketContent, CloseReason};
 use crate::store::insert;
 use crate::store::locks;
-use crate::store::moves;
+use crate::store::moves::{self, RowMoves};
+use crate::store::rows::{self as read, LoadedBucket};
 use crate::store::tuple;
-use crate::store::bucket::BucketContent;
-use crate::store::bucket::CloseReason;
-use crate::store::moves::RowMoves;
-use super::pending::*;
 use pgrx::pg_sys;
 use std::collections::BTreeMap;
 use tsbucket_format::Column;

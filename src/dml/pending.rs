@@ -1,7 +1,7 @@
 //! What DELETE and UPDATE have recorded but not yet applied, per table,
 //! bucket and command, and the buckets this transaction holds the lock of.
 
-use crate::store::rows::{self as read};
+use crate::store::rows as read;
 use pgrx::pg_sys;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};

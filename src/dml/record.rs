@@ -2,17 +2,14 @@
 //! (once per transaction), say whether the row can be changed where the
 //! executor found it, and record the change.
 
-use crate::store::rows::{self as read};
-use crate::catalog::config;
-use crate::catalog::config::Config;
-use crate::pg::datum;
-use crate::pg::error::{ts_error, FEATURE_NOT_SUPPORTED};
+use crate::catalog::config::{self, Config};
 use crate::catalog::shape::{Role, TableShape};
-use crate::store::locks;
-use crate::store::moves;
-use crate::store::locks::Lock;
-use crate::store::moves::Successor;
-use super::pending::*;
+use crate::dml::pending::{LOCKED, Meta, Outcome, entry, pending_has};
+use crate::pg::datum;
+use crate::pg::error::{FEATURE_NOT_SUPPORTED, ts_error};
+use crate::store::locks::{self, Lock};
+use crate::store::moves::{self, Successor};
+use crate::store::rows as read;
 use pgrx::pg_sys;
 use tsbucket_format::{Column, Values};
 

@@ -13,10 +13,10 @@
 //! runs the column types' comparison functions as that owner, in a
 //! security-restricted operation, as it would for the table itself.
 
-use crate::store::rows as read;
 use crate::catalog::config;
 use crate::catalog::shape::TableShape;
 use crate::store::reader;
+use crate::store::rows as read;
 use crate::store::tuple;
 use pgrx::pg_sys;
 use pgrx::prelude::*;

@@ -6,24 +6,22 @@
 //! every merged bucket records where its rows went, so DML that waited for
 //! the merge follows them (moves::record_moves).
 
-use crate::store::rows as read;
 use crate::catalog::config;
-use crate::pg::datum;
 use crate::catalog::gucs;
 use crate::catalog::shape::{Role, TableShape};
-use crate::store::bucket;
+use crate::pg::datum;
+use crate::store::bucket::{self, BucketContent, CloseReason};
 use crate::store::insert;
 use crate::store::locks;
 use crate::store::moves;
 use crate::store::reader;
+use crate::store::rows as read;
 use crate::store::tuple;
-use crate::store::bucket::BucketContent;
-use crate::store::bucket::CloseReason;
 use pgrx::pg_sys;
 use std::collections::BTreeMap;
 use tsbucket_format::{Column, Values};
 
-struct Candidate {
+pub(super) struct Candidate {
     bucket_id: i64,
     rows: i32,
 }

@@ -1,23 +1,17 @@
 //! The launcher: lists the databases from the shared catalog, without a
 //! connection to any, and starts a worker for each due database in turn.
 
-
 use crate::catalog::gucs;
-use pgrx::bgworkers::{
-    BackgroundWorker, BackgroundWorkerBuilder, BackgroundWorkerStatus, BgWorkerStartTime, DynamicBackgroundWorker, SignalWakeFlags,
-};
-use super::schedule::*;
+use crate::maintenance::schedule::{DATABASES, DbEntry};
 use pgrx::pg_sys;
+use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BackgroundWorkerStatus, BgWorkerStartTime, DynamicBackgroundWorker, SignalWakeFlags};
 use pgrx::prelude::*;
 use std::time::{Duration, Instant};
-
 
 pub(super) const WORKER_TYPE: &str = "tsbucket worker";
 
 pub fn register() {
-    pgrx::pg_shmem_init!(DATABASES);
-    // SAFETY: _PG_init runs in the postmaster before any other process exists.
-    unsafe { SHMEM_READY = true };
+    crate::maintenance::schedule::init_shmem();
     BackgroundWorkerBuilder::new("tsbucket launcher")
         .set_type("tsbucket launcher")
         .set_library("tsbucket")

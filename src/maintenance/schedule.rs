@@ -2,16 +2,15 @@
 //! lacks the extension, whether buckets were written there since its last
 //! visit, whether it has expiry, when it was last visited.
 
-
-use pgrx::lwlock::PgLwLock;
 use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::lwlock::PgLwLock;
 use pgrx::shmem::PGRXSharedMemory;
-
 
 pub(super) const MAX_DATABASES: usize = 1024;
 
 #[derive(Copy, Clone, Default)]
-pub struct DbEntry {
+pub(super) struct DbEntry {
     pub(super) oid: u32,
     /// A worker found no extension here; cleared by CREATE EXTENSION.
     pub(super) absent: bool,
@@ -29,7 +28,7 @@ pub struct DbEntry {
 }
 
 #[derive(Copy, Clone)]
-pub struct Databases {
+pub(super) struct Databases {
     pub(super) n: usize,
     pub(super) entries: [DbEntry; MAX_DATABASES],
 }
@@ -65,7 +64,14 @@ unsafe impl PGRXSharedMemory for Databases {}
 pub(super) static DATABASES: PgLwLock<Databases> = unsafe { PgLwLock::new(c"tsbucket_databases") };
 
 /// Shared memory exists only when the library was preloaded.
-pub(super) static mut SHMEM_READY: bool = false;
+static mut SHMEM_READY: bool = false;
+
+/// Asks for the databases' shared memory (from _PG_init, when preloaded).
+pub(super) fn init_shmem() {
+    pgrx::pg_shmem_init!(DATABASES);
+    // SAFETY: _PG_init runs in the postmaster before any other process exists.
+    unsafe { SHMEM_READY = true };
+}
 
 pub(super) fn shmem_ready() -> bool {
     // SAFETY: written once in _PG_init of the postmaster, before any backend forks.

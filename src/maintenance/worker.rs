@@ -1,13 +1,11 @@
 //! A database's worker: expiry, compaction and statistics for each of its
 //! time-series tables, a transaction each, then it exits.
 
-
-use pgrx::bgworkers::BackgroundWorker;
+use crate::maintenance::schedule::update_my_database;
 use super::launcher::WORKER_TYPE;
-use super::schedule::*;
 use pgrx::pg_sys;
+use pgrx::bgworkers::BackgroundWorker;
 use pgrx::prelude::*;
-
 
 // Postgres's backend SIGTERM handler. The background-worker default raises
 // FATAL inside the signal handler, which turns into a PANIC (and a cluster

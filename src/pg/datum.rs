@@ -102,7 +102,7 @@ const _: () = assert!(cfg!(target_endian = "little"), "tsbucket assumes a little
 /// # Safety
 /// `p` must point to a varlena.
 #[inline]
-pub unsafe fn is_plain_inline(p: *const pg_sys::varlena) -> bool {
+pub(super) unsafe fn is_plain_inline(p: *const pg_sys::varlena) -> bool {
     let first = unsafe { *(p as *const u8) };
     // Little-endian headers: xxxxxxx1 = 1-byte header (0x01 alone = external
     // pointer), xxxxxx00 = 4-byte uncompressed, xxxxxx10 = 4-byte compressed.

@@ -5,6 +5,7 @@
 
 pub mod datum;
 pub mod error;
+pub mod fmgr;
 pub mod memory;
 pub mod nodes;
 pub mod relation;

@@ -6,8 +6,8 @@ use crate::store::reader;
 use crate::store::tuple;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use tsbucket_format::stats::{column_stats, decode_stats};
 use tsbucket_format::{BucketReader, Values};
+use tsbucket_format::stats::{column_stats, decode_stats};
 
 /// Decodes every bucket and reports what is inconsistent.
 #[pg_extern]

@@ -2,23 +2,23 @@
 //! layout only this folder knows, and why a bucket stopped taking rows.
 
 use pgrx::pg_sys;
-use tsbucket_format::Column;
 use pgrx::varlena::{vardata_any, varsize_any_exhdr};
+use tsbucket_format::Column;
 
 /// Store columns, 0-based. Keep in step with the CREATE TABLE in sql/bootstrap.sql.
-pub const COL_BUCKET_ID: usize = 0;
+pub(super) const COL_BUCKET_ID: usize = 0;
 
 pub const COL_WINDOW_START: usize = 1;
 
-pub const COL_MIN_TIME: usize = 2;
+pub(super) const COL_MIN_TIME: usize = 2;
 
-pub const COL_MAX_TIME: usize = 3;
+pub(super) const COL_MAX_TIME: usize = 3;
 
-pub const COL_ROW_COUNT: usize = 4;
+pub(super) const COL_ROW_COUNT: usize = 4;
 
 pub const COL_UNCOMPRESSED_BYTES: usize = 5;
 
-pub const COL_CLOSE_REASON: usize = 6;
+pub(super) const COL_CLOSE_REASON: usize = 6;
 
 pub const COL_STATS: usize = 7;
 

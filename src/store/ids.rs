@@ -1,12 +1,12 @@
 //! Bucket ids: drawn from the table's sequence, cycling through the 37-bit
 //! space, reused only once no store version carries them.
 
+use crate::catalog::config::Config;
+use crate::pg::error::ts_error;
+use super::tid;
 use super::bucket::COL_BUCKET_ID;
 use super::moves::forget_moves;
 use super::tuple::id_in_use;
-use super::tid;
-use crate::catalog::config::Config;
-use crate::pg::error::ts_error;
 use pgrx::pg_sys;
 
 /// A new bucket id. Ids come from the table's sequence, which cycles through

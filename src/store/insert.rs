@@ -3,15 +3,15 @@
 //! entries; re-labels a bucket with new meta values, its payload untouched.
 //! It notes that buckets were written, for whoever asks at transaction end.
 
-use super::bucket::*;
-use super::ids::allocate_id;
-use crate::catalog::shape::{Attr, TableShape};
 use crate::catalog::config::Config;
-use crate::pg::error::{ts_error, DATA_CORRUPTED};
+use crate::catalog::shape::{Attr, TableShape};
+use crate::pg::error::{DATA_CORRUPTED, ts_error};
+use crate::store::bucket::{BucketContent, COL_BUCKET_ID, COL_CLOSE_REASON, COL_FIRST_META, COL_MAX_TIME, COL_MIN_TIME, COL_PAYLOAD, COL_ROW_COUNT, COL_STATS, COL_UNCOMPRESSED_BYTES, COL_WINDOW_START, CloseReason, StoredBucket};
+use super::ids::allocate_id;
 use pgrx::pg_sys;
 use std::cell::Cell;
+use tsbucket_format::{Values, encode_bucket};
 use tsbucket_format::stats::{column_stats, encode_stats};
-use tsbucket_format::{encode_bucket, Values};
 
 thread_local! {
     /// A bucket other than a compaction's was written in this transaction.

@@ -1,9 +1,9 @@
 //! Bucket locks, as heap locks the rows a DELETE or UPDATE changes: user DML
 //! waits for them, maintenance skips what they hold.
 
-use super::tuple::find_bucket_tuple;
 use crate::catalog::config::Config;
-use crate::pg::error::{ts_error, DATA_CORRUPTED, SERIALIZATION_FAILURE};
+use crate::pg::error::{DATA_CORRUPTED, SERIALIZATION_FAILURE, ts_error};
+use super::tuple::find_bucket_tuple;
 use pgrx::pg_sys;
 
 /// Deletes a bucket row, failing with 40001 if a concurrent transaction

@@ -5,7 +5,7 @@
 //! in a security-restricted context (`privileges::as_owner_restricted`), never
 //! with elevated rights.
 
-use super::bucket::{StoredBucket, COL_FIRST_META};
+use super::bucket::{COL_FIRST_META, StoredBucket};
 use pgrx::pg_sys;
 use std::cmp::Ordering;
 use std::ffi::CStr;
@@ -93,7 +93,7 @@ impl MetaTypes {
 /// A row literal as `record_out` writes it: NULL as nothing, values quoted
 /// where they are empty or hold quotes, backslashes, parentheses, commas or
 /// white space, with quotes and backslashes doubled.
-pub fn row_literal(parts: &[Option<String>]) -> String {
+pub(super) fn row_literal(parts: &[Option<String>]) -> String {
     let mut out = String::from("(");
     for (i, p) in parts.iter().enumerate() {
         if i > 0 {

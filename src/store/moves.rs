@@ -1,10 +1,10 @@
 //! Where the rows of a rewritten bucket went: recorded in the table's moves
 //! table in the rewriting transaction, followed by DML that waited for it.
 
-use super::tuple::id_in_use;
-use super::reader::StoreScan;
 use crate::catalog::config::Config;
-use crate::pg::error::{ts_error, DATA_CORRUPTED};
+use crate::pg::error::{DATA_CORRUPTED, ts_error};
+use super::reader::StoreScan;
+use super::tuple::id_in_use;
 use pgrx::pg_sys;
 use pgrx::varlena::{vardata_any, varsize_any_exhdr};
 

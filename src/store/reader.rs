@@ -2,7 +2,7 @@
 //! whole heap, or ranges of its indexes), one bucket by id, the store's
 //! indexes, and the snapshots reads take.
 
-use super::bucket::*;
+use crate::store::bucket::COL_MAX_TIME;
 use super::tuple::read_header;
 use pgrx::pg_sys;
 

@@ -2,12 +2,11 @@
 //! fill slots row by row. Shared by scans and fetch-by-TID.
 
 use crate::catalog::config::Config;
-use crate::pg::datum;
-use crate::pg::error::{ts_error, DATA_CORRUPTED};
 use crate::catalog::shape::{Role, TableShape};
+use crate::pg::datum;
+use crate::pg::error::{DATA_CORRUPTED, ts_error};
 use super::bucket::StoredBucket;
-use super::tuple::find_bucket_tuple;
-use super::tuple::read_bucket;
+use super::tuple::{find_bucket_tuple, read_bucket};
 use pgrx::pg_sys;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -27,7 +26,7 @@ pub struct LoadedBucket {
     pub version: super::slot::Version,
 }
 
-pub fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display) -> ! {
+pub(super) fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display) -> ! {
     ts_error(
         DATA_CORRUPTED,
         &format!("bucket {bucket_id} of table \"{}\" is corrupt: {what}", crate::pg::relation::relation_name(relid)),

@@ -10,7 +10,7 @@
 //! a row-version token may report a change that did not touch the row, but
 //! never misses one.
 
-use crate::pg::error::{ts_error, FEATURE_NOT_SUPPORTED};
+use crate::pg::error::{FEATURE_NOT_SUPPORTED, ts_error};
 use pgrx::pg_sys;
 use std::sync::OnceLock;
 

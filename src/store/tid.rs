@@ -16,10 +16,10 @@ use pgrx::pg_sys;
 const ROW_BITS: u32 = 11;
 const ROW_MASK: u16 = (1 << ROW_BITS) - 1;
 /// Largest bucket id: 32 block bits + 5 offset bits.
-pub const MAX_BUCKET_ID: i64 = (1 << 37) - 1;
+pub(super) const MAX_BUCKET_ID: i64 = (1 << 37) - 1;
 
 /// Whether an id can name a bucket: in range, and not mapping to the invalid block.
-pub fn is_usable_id(id: i64) -> bool {
+pub(super) fn is_usable_id(id: i64) -> bool {
     (1..=MAX_BUCKET_ID).contains(&id) && (id & 0xffff_ffff) != 0xffff_ffff
 }
 

@@ -1,8 +1,8 @@
 //! One store tuple: its columns decoded (header only, or with the payload),
 //! and the tuple of a bucket id as a snapshot sees it.
 
-use super::bucket::*;
-use crate::pg::error::{ts_error, DATA_CORRUPTED};
+use crate::pg::error::{DATA_CORRUPTED, ts_error};
+use crate::store::bucket::{COL_BUCKET_ID, COL_MAX_TIME, COL_MIN_TIME, COL_PAYLOAD, COL_ROW_COUNT, COL_STATS, COL_WINDOW_START, StoredBucket};
 use pgrx::pg_sys;
 use pgrx::varlena::{vardata_any, varsize_any_exhdr};
 
@@ -103,7 +103,7 @@ pub unsafe fn find_bucket(
 }
 
 /// Whether any version of the store (live, dead or in progress) carries `id`.
-pub unsafe fn id_in_use(store: pg_sys::Relation, id_index: pg_sys::Oid, id: i64) -> bool {
+pub(super) unsafe fn id_in_use(store: pg_sys::Relation, id_index: pg_sys::Oid, id: i64) -> bool {
     unsafe {
         let found = find_bucket_tuple(store, id_index, id, &raw mut pg_sys::SnapshotAnyData);
         if let Some(t) = found {

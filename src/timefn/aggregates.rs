@@ -3,8 +3,9 @@
 //! lives in the aggregate's memory context and moving frames cost O(1) per row
 //! (`moving_avg` has an inverse transition function).
 
-use super::{aggregate_context, arg, output_unit_micros, return_null, INVALID};
 use crate::pg::error::ts_error;
+use crate::pg::fmgr::{aggregate_context, arg, finfo, return_null};
+use super::dates::{INVALID, output_unit_micros};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 

@@ -7,19 +7,19 @@
 //! The state is `internal` (any value type), with combine, serial and
 //! deserial functions, so Postgres runs them in parallel and TsBucketScan
 //! computes their partial states per bucket (`am::aggscan`, which builds the
-//! serialized form with `serialized`).
+//! serialized form of `tsbucket_kernels::first_last`).
 //!
 //! A state exists once a row with a time was seen (until then it is NULL).
 //! Serialized: flags (bit 0: the value is not NULL), the time (i64), the
 //! value's typlen (i16) and typbyval (u8), then the value's bytes as
 //! `datum::datum_bytes` gives them.
 
-use super::{aggregate_context, arg, return_null};
-use crate::pg::datum;
-use crate::pg::error::{ts_error, SqlState};
-use crate::pg::datum::Layout;
+use crate::pg::datum::{self, Layout};
+use crate::pg::error::{SqlState, ts_error};
+use crate::pg::fmgr::{aggregate_context, arg, finfo, return_null};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use tsbucket_kernels::first_last;
 
 finfo!(
     pg_finfo_tsbucket_first_transition,
@@ -42,30 +42,20 @@ struct Chosen {
     typbyval: bool,
 }
 
-const HAS_VALUE: u8 = 1;
-const HEADER: usize = 1 + 8 + 2 + 1;
-
 fn value_attr(typlen: i16, typbyval: bool) -> Layout {
     Layout::bytes(typlen, typbyval)
 }
 
-/// The serialized state of a chosen row, as the serial function writes it.
+/// The serialized state of a chosen row (`kernels::first_last`), as the
+/// serial function writes it (the in-scan aggregation emits the same).
 ///
 /// # Safety
 /// `value` must be a datum of a type `typlen` long, by value or not as `typbyval` says.
-pub unsafe fn serialized(time: i64, value: Option<pg_sys::Datum>, typlen: i16, typbyval: bool) -> Vec<u8> {
-    let attr = value_attr(typlen, typbyval);
+unsafe fn serialized(time: i64, value: Option<pg_sys::Datum>, typlen: i16, typbyval: bool) -> Vec<u8> {
     // SAFETY: `value` is of a type `typlen` long, as the caller promises.
-    let bytes = value.as_ref().map(|v| unsafe { datum::datum_bytes(v, attr) }).unwrap_or_default();
-    let mut out = Vec::with_capacity(HEADER + bytes.len());
-    out.push(if value.is_some() { HAS_VALUE } else { 0 });
-    out.extend_from_slice(&time.to_le_bytes());
-    out.extend_from_slice(&typlen.to_le_bytes());
-    out.push(typbyval as u8);
-    out.extend_from_slice(bytes);
-    out
+    let bytes = value.as_ref().map(|v| unsafe { datum::datum_bytes(v, value_attr(typlen, typbyval)) });
+    first_last::encode(&first_last::Chosen { time, value: bytes, typlen, typbyval })
 }
-
 
 /// A new state in `cxt`: `value` (already in `cxt`, or by value) at `time`.
 ///
@@ -233,26 +223,10 @@ pub unsafe extern "C-unwind" fn tsbucket_first_last_deserialize(fcinfo: pg_sys::
         let attr = value_attr(-1, false);
         let d = pg_sys::Datum::from(v);
         let bytes = datum::datum_bytes(&d, attr);
-        if bytes.len() < HEADER || bytes[0] & !HAS_VALUE != 0 {
-            corrupt();
-        }
-        let flags = bytes[0];
-        let time = i64::from_le_bytes(bytes[1..9].try_into().expect("8 bytes"));
-        let typlen = i16::from_le_bytes(bytes[9..11].try_into().expect("2 bytes"));
-        let typbyval = bytes[11] != 0;
-        let payload = &bytes[HEADER..];
-        let fits = match typlen {
-            -1 | -2 => !typbyval,
-            n if n > 0 && typbyval => n <= 8 && (flags & HAS_VALUE == 0 || payload.len() == n as usize),
-            n if n > 0 => flags & HAS_VALUE == 0 || payload.len() == n as usize,
-            _ => false,
-        };
-        if !fits || (flags & HAS_VALUE == 0 && !payload.is_empty()) {
-            corrupt();
-        }
+        let Some(c) = first_last::decode(bytes) else { corrupt() };
         // In the current (per-call) context: combine copies what it keeps.
-        let value = (flags & HAS_VALUE != 0).then(|| datum::bytes_datum(payload, value_attr(typlen, typbyval)));
-        pg_sys::Datum::from(new_state(pg_sys::CurrentMemoryContext, time, value, typlen, typbyval))
+        let value = c.value.map(|payload| datum::bytes_datum(payload, value_attr(c.typlen, c.typbyval)));
+        pg_sys::Datum::from(new_state(pg_sys::CurrentMemoryContext, c.time, value, c.typlen, c.typbyval))
     }
 }
 

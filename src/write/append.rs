@@ -2,20 +2,19 @@
 //! full by count or size, a newer window of the series opening, the memory
 //! limit.
 
-use crate::catalog::config;
-use crate::catalog::config::Config;
-use crate::pg::datum;
-use crate::pg::error::{ts_error, DATETIME_FIELD_OVERFLOW, NOT_NULL_VIOLATION};
+use crate::catalog::config::{self, Config};
 use crate::catalog::gucs;
 use crate::catalog::shape::{Attr, TableShape};
+use crate::pg::datum;
+use crate::pg::error::{DATETIME_FIELD_OVERFLOW, NOT_NULL_VIOLATION, ts_error};
 use crate::store::bucket::CloseReason;
-use super::buffer::*;
+use crate::write::buffer::{BUFFER, KEY, Meta, OpenBucket, Owner, Series, TableBuffer, current_subxid, take_buckets};
 use super::flush::{flush_bucket, new_bucket_id, write_all};
 use pgrx::pg_sys;
 use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
-use tsbucket_format::window::pg_window_start;
 use tsbucket_format::Column;
+use tsbucket_format::window::pg_window_start;
 
 /// The series key of a row: its meta values' identifying bytes, length-prefixed.
 unsafe fn series_key(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool], key: &mut Vec<u8>) {

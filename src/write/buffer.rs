@@ -54,7 +54,7 @@ pub(super) struct TableBuffer {
 }
 
 #[derive(Default)]
-pub(super) struct WriteBuffer {
+pub struct WriteBuffer {
     pub(super) tables: HashMap<pg_sys::Oid, TableBuffer>,
     pub(super) bytes: usize,
 }
@@ -101,7 +101,7 @@ pub(super) fn take_buckets(buffer: &mut WriteBuffer, only: Option<pg_sys::Oid>, 
 }
 
 /// Forgets tables and series that hold nothing any more.
-pub(super) fn prune(buffer: &mut WriteBuffer) {
+pub fn prune(buffer: &mut WriteBuffer) {
     for table in buffer.tables.values_mut() {
         table.series.retain(|_, s| !s.open.is_empty());
     }

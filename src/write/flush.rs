@@ -3,11 +3,10 @@
 
 use crate::catalog::config::Config;
 use crate::catalog::shape::TableShape;
+use crate::store::bucket::{BucketContent, CloseReason};
 use crate::store::ids;
 use crate::store::insert;
-use crate::store::bucket::BucketContent;
-use crate::store::bucket::CloseReason;
-use super::buffer::*;
+use crate::write::buffer::{BUFFER, OpenBucket, Owner, Work, current_subxid, prune, take_buckets};
 use pgrx::pg_sys;
 
 pub(super) fn write_all(work: Work, reason: CloseReason) {

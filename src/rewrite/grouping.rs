@@ -9,9 +9,7 @@
 //! (and possibly other columns, estimated by Postgres), this adds a hashed
 //! aggregate with that estimate; Postgres then picks the cheaper plan.
 
-use crate::am::access;
-use crate::catalog::config;
-use crate::catalog::config::Config;
+use crate::catalog::config::{self, Config};
 use crate::pg::nodes::list_ptrs;
 use pgrx::pg_sys;
 
@@ -84,7 +82,7 @@ unsafe fn time_range(rel: *mut pg_sys::RelOptInfo, config: &Config) -> Option<(i
         let (mut lo, mut hi) = (None::<i64>, None::<i64>);
         for ri in list_ptrs((*rel).baserestrictinfo) {
             let clause = (*(ri as *mut pg_sys::RestrictInfo)).clause as *mut pg_sys::Node;
-            let Some((strategy, value)) = crate::planner::time_bound(clause, (*rel).relid, config.time_attnum) else { continue };
+            let Some((strategy, value)) = crate::scan::quals::time_bound(clause, (*rel).relid, config.time_attnum) else { continue };
             if matches!(strategy, 3..=5) {
                 lo = Some(lo.map_or(value, |l| l.max(value)));
             }
@@ -94,7 +92,7 @@ unsafe fn time_range(rel: *mut pg_sys::RelOptInfo, config: &Config) -> Option<(i
         }
         if lo.is_none() || hi.is_none() {
             let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-            let extent = access::window_extent(store, config);
+            let extent = crate::scan::access::window_extent(store, config);
             pg_sys::table_close(store, pg_sys::NoLock as i32);
             let (first, last) = extent?;
             lo = lo.or(Some(first));

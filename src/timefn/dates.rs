@@ -8,17 +8,21 @@
 use crate::pg::error::ts_error;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use tsbucket_timecalc::{self as tc, FixedOffset, Offset, Unit, WeekStart, Zone, US_PER_SECOND};
+use tsbucket_timecalc::{self as tc, FixedOffset, Offset, US_PER_SECOND, Unit, WeekStart, Zone};
 
-const INVALID: pgrx::PgSqlErrorCode = pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE;
+pub(super) const INVALID: pgrx::PgSqlErrorCode = pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE;
+
 const OUT_OF_RANGE: pgrx::PgSqlErrorCode = pgrx::PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW;
+
 /// Postgres timestamps count from 2000-01-01; the calendar code from 1970-01-01.
 const PG_EPOCH_US: i64 = 946_684_800 * US_PER_SECOND;
+
 /// Postgres's valid timestamp range (MIN_TIMESTAMP .. END_TIMESTAMP).
 const MIN_PG_US: i64 = -211_813_488_000_000_000;
+
 const END_PG_US: i64 = 9_223_371_331_200_000_000;
 
-fn unit(s: &str) -> Unit {
+fn parse_unit(s: &str) -> Unit {
     Unit::parse(s).unwrap_or_else(|| {
         ts_error(
             INVALID,
@@ -131,7 +135,7 @@ fn is_infinite(pg_us: i64) -> bool {
 /// so a NULL there gives NULL only for weeks. Every other NULL gives NULL
 /// before any argument is checked, as in MongoDB.
 fn trunc_pg(pg_us: i64, unit_name: &str, bin_size: i32, timezone: &str, start_of_week: Option<&str>) -> Option<i64> {
-    let u = unit(unit_name);
+    let u = parse_unit(unit_name);
     let sow = week_start(u, start_of_week)?;
     if bin_size <= 0 {
         ts_error(INVALID, &format!("bin_size must be positive, not {bin_size}"), "Give a bin_size of 1 or more.");
@@ -189,7 +193,7 @@ fn _date_trunc_date(
 
 #[pg_extern(immutable, parallel_safe, strict)]
 fn _date_add(ts: TimestampWithTimeZone, unit: &str, amount: i64, timezone: &str) -> TimestampWithTimeZone {
-    let u = self::unit(unit);
+    let u = parse_unit(unit);
     let pg_us: i64 = ts.into();
     if is_infinite(pg_us) {
         return ts;
@@ -209,7 +213,7 @@ fn _date_diff(
     start_of_week: Option<&str>,
 ) -> Option<i64> {
     let (start, end_, unit, timezone) = (start?, end_?, unit?, timezone?);
-    let u = self::unit(unit);
+    let u = parse_unit(unit);
     let sow = week_start(u, start_of_week)?;
     let (a, b): (i64, i64) = (start.into(), end_.into());
     if is_infinite(a) || is_infinite(b) {
@@ -220,67 +224,9 @@ fn _date_diff(
 }
 
 /// Length of an output unit for derivative and integral (fixed-length units only).
-pub fn output_unit_micros(s: &str) -> f64 {
-    let u = unit(s);
+pub(super) fn output_unit_micros(s: &str) -> f64 {
+    let u = parse_unit(s);
     u.fixed_micros().unwrap_or_else(|| {
         ts_error(INVALID, &format!("unit \"{s}\" has no fixed length"), "Use week, day, hour, minute, second or millisecond.")
     }) as f64
 }
-
-/// The version-1 info records of C functions written by hand (aggregate
-/// support functions with Postgres's calling convention).
-macro_rules! finfo {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[unsafe(no_mangle)]
-            #[doc(hidden)]
-            pub extern "C" fn $name() -> &'static pg_sys::Pg_finfo_record {
-                const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-                &V1
-            }
-        )*
-    };
-}
-
-/// Argument `i` of a call with Postgres's calling convention, or None when NULL.
-///
-/// # Safety
-/// `fcinfo` must be a call's with more than `i` arguments.
-unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> Option<pg_sys::Datum> {
-    // SAFETY: as the caller promises.
-    unsafe {
-        let a = &*(*fcinfo).args.as_ptr().add(i);
-        if a.isnull { None } else { Some(a.value) }
-    }
-}
-
-/// Returns SQL NULL from a call with Postgres's calling convention.
-///
-/// # Safety
-/// `fcinfo` must be a call's.
-unsafe fn return_null(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    // SAFETY: as the caller promises.
-    unsafe { (*fcinfo).isnull = true };
-    pg_sys::Datum::from(0)
-}
-
-/// The calling aggregate's memory context, where states live; an error
-/// naming `what` when the function is not called as an aggregate.
-///
-/// # Safety
-/// `fcinfo` must be a call's.
-unsafe fn aggregate_context(fcinfo: pg_sys::FunctionCallInfo, what: &str) -> pg_sys::MemoryContext {
-    let mut cxt: pg_sys::MemoryContext = std::ptr::null_mut();
-    // SAFETY: AggCheckCallContext only reads the call's context.
-    if unsafe { pg_sys::AggCheckCallContext(fcinfo, &mut cxt) } == 0 {
-        ts_error(
-            pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            &format!("{what} must be called as an aggregate"),
-            "Use it in SELECT ... OVER (...) or with GROUP BY.",
-        );
-    }
-    cxt
-}
-
-pub mod aggregates;
-pub mod first_last;

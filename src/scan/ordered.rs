@@ -16,17 +16,14 @@
 //! span`; ascending, none holds a row before `next_window_start`. The best
 //! loaded row is returned once no unloaded bucket can beat it.
 
-use crate::store::rows::{self as read, LoadedBucket};
-use super::scan::{self, Prune, ScanCounters};
-use crate::catalog::config;
-use crate::catalog::config::Config;
+use crate::catalog::config::{self, Config};
 use crate::catalog::shape::TableShape;
-use super::access;
-use crate::store::bucket;
-use crate::store::reader;
+use crate::scan::plain::ScanCounters;
+use crate::scan::prune::Prune;
+use crate::store::bucket::{self, StoredBucket};
+use crate::store::reader::{self, IndexRanges};
+use crate::store::rows::{self as read, LoadedBucket};
 use crate::store::tuple;
-use crate::store::reader::IndexRanges;
-use crate::store::bucket::StoredBucket;
 use pgrx::pg_sys;
 use std::cell::Cell;
 use std::collections::BinaryHeap;
@@ -221,7 +218,7 @@ struct Loaded {
     tie: Tie,
 }
 
-pub struct OrderedScan {
+pub(super) struct OrderedScan {
     config: Rc<Config>,
     shape: TableShape,
     rel: pg_sys::Relation,
@@ -233,7 +230,7 @@ pub struct OrderedScan {
     needed: Option<Vec<bool>>,
     prune: Vec<Prune>,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
-    row_filters: Vec<scan::RowFilter>,
+    row_filters: Vec<crate::scan::prune::RowFilter>,
     /// Buckets whose headers were read but not their payloads, each in its own
     /// context, and their best possible keys (from max_time, or min_time
     /// ascending): one is loaded when it may hold the next row.
@@ -276,9 +273,9 @@ impl OrderedScan {
             // The series index when every meta column has an equality: each of
             // its key sets (one per combination of values) is one series, in
             // window order; else the window_start index.
-            let (metas, values) = scan::meta_conditions(&prune);
-            let series = match access::choose(store, &config, &metas, time.is_some()) {
-                a if a.pins_every_series(&config) => access::ranges(store, &config, &a, &values, time),
+            let (metas, values) = crate::scan::access::meta_conditions(&prune);
+            let series = match crate::scan::access::choose(store, &config, &metas, time.is_some()) {
+                a if a.pins_every_series(&config) => crate::scan::access::ranges(store, &config, &a, &values, time),
                 _ => None,
             };
             // Each key set must pin every meta column (ranges stops adding
@@ -295,7 +292,7 @@ impl OrderedScan {
             };
             let ranges: Vec<IndexRanges> = match series.filter(whole_series) {
                 Some(r) => r.key_sets.into_iter().map(|keys| IndexRanges { index: r.index, key_sets: vec![keys] }).collect(),
-                None => vec![access::window_ranges(store, &config, time).unwrap_or_else(|| {
+                None => vec![crate::scan::access::window_ranges(store, &config, time).unwrap_or_else(|| {
                     crate::pg::error::ts_error(
                         crate::pg::error::DATA_CORRUPTED,
                         &format!("the bucket store of table \"{}\" has no window_start index", crate::pg::relation::relation_name((*rel).rd_id)),
@@ -324,7 +321,7 @@ impl OrderedScan {
     ) -> OrderedScan {
         unsafe {
             let (config, shape, store) = open(rel, snapshot);
-            let index = access::require_series_index(store, &config);
+            let index = crate::scan::access::require_series_index(store, &config);
             let tupdesc = (*rel).rd_att;
             let mut eq = Vec::new();
             let mut byval_len = Vec::new();
@@ -361,10 +358,10 @@ impl OrderedScan {
                 .into_iter()
                 .map(|r| Walk { scan: reader::StoreScan::begin_index(store, snapshot, r), last_window: None, done: false })
                 .collect();
-            let meta_fns = scan::meta_functions(&prune);
-            let row_filters = scan::row_filters(&config, &prune, (*rel).rd_att);
+            let meta_fns = crate::scan::prune::meta_functions(&prune);
+            let row_filters = crate::scan::prune::row_filters(&config, &prune, (*rel).rd_att);
             let mut needed = needed;
-            scan::decode_filtered_columns(&mut needed, &row_filters);
+            crate::scan::prune::decode_filtered_columns(&mut needed, &row_filters);
             let scan_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket ordered scan".as_ptr(), 0, 1024, 8 * 1024);
             OrderedScan {
                 config,
@@ -461,7 +458,7 @@ impl OrderedScan {
                     }
                     None => 0,
                 };
-                if !scan::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) {
+                if !crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) {
                     self.counters.buckets_skipped += 1;
                     pg_sys::MemoryContextDelete(cxt);
                     continue;
@@ -495,7 +492,7 @@ impl OrderedScan {
             pg_sys::MemoryContextSwitchTo(old);
             self.counters.buckets_read += 1;
             let time = read::time_values(&self.config, &bucket);
-            let mut order: Vec<usize> = (0..bucket.rows).filter(|&r| scan::row_passes(&bucket, &self.row_filters, r)).collect();
+            let mut order: Vec<usize> = (0..bucket.rows).filter(|&r| crate::scan::prune::row_passes(&bucket, &self.row_filters, r)).collect();
             self.counters.rows_filtered += (bucket.rows - order.len()) as u64;
             if self.descending {
                 order.sort_by(|&a, &b| time[b].cmp(&time[a]));
@@ -514,29 +511,6 @@ impl OrderedScan {
             let slot = free_slot(&mut self.loaded);
             self.loaded[slot] = Some(Loaded { bucket, prepared, order, next: 0, cxt, rank, tie });
             self.heads.push((first, slot));
-        }
-    }
-}
-
-/// What every ordered scan starts from: the rows this transaction buffered
-/// written, the table's configuration and shape, its store opened.
-unsafe fn open(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> (Rc<Config>, TableShape, pg_sys::Relation) {
-    unsafe {
-        scan::write_buffered_rows(rel, snapshot);
-        let config = config::require((*rel).rd_id);
-        let shape = TableShape::new((*rel).rd_att, &config);
-        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        (config, shape, store)
-    }
-}
-
-/// A free position in `v` (reusing a taken-out one).
-fn free_slot<T>(v: &mut Vec<Option<T>>) -> usize {
-    match v.iter().position(Option::is_none) {
-        Some(i) => i,
-        None => {
-            v.push(None);
-            v.len() - 1
         }
     }
 }
@@ -601,6 +575,29 @@ impl OrderedScan {
                 pg_sys::MemoryContextSwitchTo(old);
                 return true;
             }
+        }
+    }
+}
+
+/// What every ordered scan starts from: the rows this transaction buffered
+/// written, the table's configuration and shape, its store opened.
+unsafe fn open(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> (Rc<Config>, TableShape, pg_sys::Relation) {
+    unsafe {
+        crate::scan::plain::write_buffered_rows(rel, snapshot);
+        let config = config::require((*rel).rd_id);
+        let shape = TableShape::new((*rel).rd_att, &config);
+        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        (config, shape, store)
+    }
+}
+
+/// A free position in `v` (reusing a taken-out one).
+fn free_slot<T>(v: &mut Vec<Option<T>>) -> usize {
+    match v.iter().position(Option::is_none) {
+        Some(i) => i,
+        None => {
+            v.push(None);
+            v.len() - 1
         }
     }
 }

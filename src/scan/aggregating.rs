@@ -5,25 +5,25 @@
 //! and bucket goes up to the Finalize Aggregate. No row becomes a tuple,
 //! except to evaluate conditions the range filters do not decide.
 
-use crate::store::rows as read;
-use super::scan::{self, BoundRange, NextBucket, Prune, ScanCounters, ScanOptions};
 use crate::catalog::config::Config;
-use crate::pg::error::{ts_error, SqlState};
-use crate::partial_agg::{AggPlan, ArgSource, KeyPlan};
-use pgrx::pg_sys;
-use pgrx::IntoDatum;
+use crate::pg::error::{SqlState, ts_error};
+use crate::scan::agg_plan::{AggPlan, ArgSource, KeyPlan};
+use crate::scan::plain::{NextBucket, ScanCounters, ScanOptions};
+use crate::scan::prune::{BoundRange, Prune};
+use crate::store::rows as read;
+use pgrx::{IntoDatum, pg_sys};
 use std::rc::Rc;
-use tsbucket_kernels::{accumulate, initial, runs, AggKind, Input, State};
+use tsbucket_kernels::{AggKind, Input, State, accumulate, first_last, initial, runs};
 
 /// A group key as the executor computes it.
-pub struct Key {
+pub(super) struct Key {
     pub plan: KeyPlan,
     /// For a time bucket: its expression, evaluated on a row holding only the time.
     pub expr: *mut pg_sys::ExprState,
 }
 
 /// The quals of the scan, split by who decides them.
-pub struct Quals {
+pub(super) struct Quals {
     /// Every qual (when a pruning value is NULL or NaN, so that the range filters do not decide).
     pub all: *mut pg_sys::ExprState,
     /// The quals the range filters and bucket pruning do not decide.
@@ -43,14 +43,14 @@ enum Partial {
 }
 
 #[derive(Default, Clone, Copy)]
-pub struct AggCounters {
+pub(super) struct AggCounters {
     pub rows_aggregated: u64,
     /// Rows the quals evaluated row by row removed.
     pub rows_removed_by_filter: u64,
     pub partial_rows: u64,
 }
 
-pub struct AggregatingScan {
+pub(super) struct AggregatingScan {
     rel: pg_sys::Relation,
     config: Rc<Config>,
     scan: pg_sys::TableScanDesc,
@@ -89,7 +89,7 @@ impl AggregatingScan {
             let mut options_prune_summary = PruneSummary::of(&options.prune);
             // Rows a vector filter removes are counted in no header.
             options_prune_summary.column_filters |= options.vector_filter.is_some();
-            let scan = scan::begin_with(rel, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
+            let scan = crate::scan::plain::begin_with(rel, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
             let row_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, crate::store::slot::ops());
             let residual = if exact { quals.residual } else { quals.all };
             let from_headers = headers_may_answer(rel, &config, &options_prune_summary, &aggs, residual);
@@ -114,8 +114,8 @@ impl AggregatingScan {
     /// Ends the scan begun by `begin`.
     pub unsafe fn end(self) -> (ScanCounters, AggCounters) {
         unsafe {
-            let counters = scan::counters(self.scan);
-            scan::end(self.scan);
+            let counters = crate::scan::plain::counters(self.scan);
+            crate::scan::plain::end(self.scan);
             pg_sys::ExecDropSingleTupleTableSlot(self.row_slot);
             (counters, self.counters)
         }
@@ -123,8 +123,8 @@ impl AggregatingScan {
 
     /// # Safety
     /// The scan must be running.
-    pub unsafe fn access_taken(&self) -> super::access::Access {
-        unsafe { scan::access_taken(self.scan) }
+    pub unsafe fn access_taken(&self) -> crate::scan::access::Access {
+        unsafe { crate::scan::plain::access_taken(self.scan) }
     }
 
     /// Fills `slot` (of the scan's output: keys, then partial states) with the
@@ -253,7 +253,7 @@ impl AggregatingScan {
             loop {
                 let scan = self.scan;
                 let mut answer = None;
-                let next = scan::next_bucket_or_header(scan, &mut |b| {
+                let next = crate::scan::plain::next_bucket_or_header(scan, &mut |b| {
                     answer = self.header_answer(b);
                     answer.is_some()
                 });
@@ -276,7 +276,7 @@ impl AggregatingScan {
                         read::fill_slot(self.rel, rows.shape, rows.bucket, Some(rows.prepared), r as usize, self.row_slot);
                         pg_sys::MemoryContextSwitchTo(old);
                         (*self.econtext).ecxt_scantuple = self.row_slot;
-                        super::lastpoint::qual_passes(qual, self.econtext)
+                        crate::scan::quals::qual_passes(qual, self.econtext)
                     });
                     self.counters.rows_removed_by_filter += (before - selected.len()) as u64;
                 }
@@ -403,7 +403,10 @@ impl AggregatingScan {
                 }
                 ArgSource::Rows => unreachable!("first and last have a value argument"),
             };
-            crate::timefn::first_last::serialized(time, value, attr.typlen, attr.typbyval)
+            {
+                let bytes = value.as_ref().map(|v| crate::pg::datum::datum_bytes(v, attr.layout()));
+                first_last::encode(&first_last::Chosen { time, value: bytes, typlen: attr.typlen, typbyval: attr.typbyval })
+            }
         }
     }
 

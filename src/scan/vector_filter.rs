@@ -6,30 +6,29 @@
 //! constants are evaluated (`VectorPlan::bind`) and each bucket's rows get a
 //! pass mask (`VectorFilter::mask`).
 
+use crate::pg::nodes::{is_pseudo_constant, list_ptrs, strip};
+use crate::scan::prune::{Bound, datum_bound, missing_bound};
 use crate::store::rows::LoadedBucket;
-use super::scan::{datum_bound, missing_bound, Bound};
-use crate::pg::nodes::list_ptrs;
-use crate::pg::nodes::strip;
 use pgrx::pg_sys;
 use tsbucket_format::{ColumnKind, Values};
-use tsbucket_kernels::predicate::{float_order, satisfies, Pred, Truth};
+use tsbucket_kernels::predicate::{Pred, Truth, float_order, satisfies};
 
 /// A leaf, its constants still expressions (parameters are known only at scan start).
-pub enum PlanLeaf {
+pub(super) enum PlanLeaf {
     Compare { attr: usize, strategy: i32, value: *mut pg_sys::ExprState, kind: ColumnKind, typlen: i16 },
     In { attr: usize, array: *mut pg_sys::ExprState, kind: ColumnKind, typlen: i16 },
     IsNull { attr: usize, negated: bool },
 }
 
 /// A leaf with its constants.
-pub enum Leaf {
+pub(super) enum Leaf {
     /// `value` None: compared with NULL (NULL for every row).
     Compare { attr: usize, strategy: i32, value: Option<Bound> },
     In { attr: usize, values: Vec<Bound>, has_null: bool },
     IsNull { attr: usize, negated: bool },
 }
 
-pub struct VectorPlan {
+pub(super) struct VectorPlan {
     pub pred: Pred<PlanLeaf>,
 }
 
@@ -48,7 +47,9 @@ const SIGNED_ORDER: [pg_sys::Oid; 9] = [
     pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID, pg_sys::DATEOID, pg_sys::TIMEOID,
     pg_sys::TIMESTAMPOID, pg_sys::TIMESTAMPTZOID, pg_sys::FLOAT4OID, pg_sys::FLOAT8OID,
 ];
+
 const INTS: [pg_sys::Oid; 3] = [pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID];
+
 const FLOATS: [pg_sys::Oid; 2] = [pg_sys::FLOAT4OID, pg_sys::FLOAT8OID];
 
 /// The payload column (time or measurement, decoded) `n` is, if a plain Var of the scan.
@@ -99,13 +100,11 @@ pub(crate) unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::
     }
 }
 
-use crate::pg::nodes::is_pseudo_constant;
-
 /// The vector form of `qual`, if every part of it has one.
 ///
 /// # Safety
 /// `qual` is one of the scan node's quals; its constants are compiled for `ps`.
-pub unsafe fn plan(qual: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32, meta_attnums: &[i16], ps: *mut pg_sys::PlanState) -> Option<VectorPlan> {
+pub(super) unsafe fn plan(qual: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32, meta_attnums: &[i16], ps: *mut pg_sys::PlanState) -> Option<VectorPlan> {
     unsafe { plan_node(qual, rel, scanrelid, meta_attnums, ps).map(|pred| VectorPlan { pred }) }
 }
 
@@ -184,6 +183,22 @@ impl VectorPlan {
             }
             VectorFilter { pred, missing, missing_null }
         }
+    }
+}
+
+impl VectorPlan {
+    /// The attributes the filter reads (they must be decoded).
+    pub fn attrs(&self) -> Vec<usize> {
+        fn walk(p: &Pred<PlanLeaf>, out: &mut Vec<usize>) {
+            match p {
+                Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|x| walk(x, out)),
+                Pred::Not(x) => walk(x, out),
+                Pred::Leaf(PlanLeaf::Compare { attr, .. } | PlanLeaf::In { attr, .. } | PlanLeaf::IsNull { attr, .. }) => out.push(*attr),
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.pred, &mut out);
+        out
     }
 }
 
@@ -288,20 +303,4 @@ impl VectorFilter {
             .t
     }
 
-}
-
-impl VectorPlan {
-    /// The attributes the filter reads (they must be decoded).
-    pub fn attrs(&self) -> Vec<usize> {
-        fn walk(p: &Pred<PlanLeaf>, out: &mut Vec<usize>) {
-            match p {
-                Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|x| walk(x, out)),
-                Pred::Not(x) => walk(x, out),
-                Pred::Leaf(PlanLeaf::Compare { attr, .. } | PlanLeaf::In { attr, .. } | PlanLeaf::IsNull { attr, .. }) => out.push(*attr),
-            }
-        }
-        let mut out = Vec::new();
-        walk(&self.pred, &mut out);
-        out
-    }
 }

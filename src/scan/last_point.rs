@@ -12,17 +12,18 @@
 //! unread. The candidate row must pass the plan's quals, evaluated here; the
 //! series yields nothing when no row passes.
 
-use crate::store::rows::{self as read, LoadedBucket};
-use super::scan::{self, Prune, ScanCounters};
-use crate::catalog::config;
-use crate::catalog::config::Config;
+use crate::catalog::config::{self, Config};
 use crate::catalog::shape::TableShape;
+use crate::scan::plain::ScanCounters;
+use crate::scan::prune::Prune;
+use crate::scan::quals::qual_passes;
 use crate::store::bucket;
+use crate::store::rows::{self as read, LoadedBucket};
 use crate::store::tuple;
 use pgrx::pg_sys;
 use std::rc::Rc;
 
-pub struct LastPointScan {
+pub(super) struct LastPointScan {
     config: Rc<Config>,
     shape: TableShape,
     rel: pg_sys::Relation,
@@ -32,7 +33,7 @@ pub struct LastPointScan {
     needed: Option<Vec<bool>>,
     prune: Vec<Prune>,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
-    row_filters: Vec<scan::RowFilter>,
+    row_filters: Vec<crate::scan::prune::RowFilter>,
     /// Per meta column: the index's `>` support, and how to copy its values.
     greater: Vec<(pg_sys::RegProcedure, pg_sys::Oid)>,
     equal: Vec<(pg_sys::RegProcedure, pg_sys::Oid)>,
@@ -58,7 +59,7 @@ impl LastPointScan {
         prune: Vec<Prune>,
     ) -> LastPointScan {
         unsafe {
-            scan::write_buffered_rows(rel, snapshot);
+            crate::scan::plain::write_buffered_rows(rel, snapshot);
             let config = config::require((*rel).rd_id);
             let shape = TableShape::new((*rel).rd_att, &config);
             let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
@@ -82,10 +83,10 @@ impl LastPointScan {
                     (att.attbyval, att.attlen)
                 })
                 .collect();
-            let meta_fns = scan::meta_functions(&prune);
-            let row_filters = scan::row_filters(&config, &prune, (*rel).rd_att);
+            let meta_fns = crate::scan::prune::meta_functions(&prune);
+            let row_filters = crate::scan::prune::row_filters(&config, &prune, (*rel).rd_att);
             let mut needed = needed;
-            scan::decode_filtered_columns(&mut needed, &row_filters);
+            crate::scan::prune::decode_filtered_columns(&mut needed, &row_filters);
             let cxt = pg_sys::CurrentMemoryContext;
             let series_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point series".as_ptr(), 0, 1024, 8 * 1024);
             let bucket_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
@@ -252,7 +253,7 @@ impl LastPointScan {
                     pg_sys::MemoryContextSwitchTo(old);
                     break;
                 }
-                if best.is_some_and(|b| stored.max_time <= b) || !scan::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) {
+                if best.is_some_and(|b| stored.max_time <= b) || !crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) {
                     self.counters.buckets_skipped += 1;
                     pg_sys::MemoryContextSwitchTo(old);
                     continue;
@@ -290,7 +291,7 @@ impl LastPointScan {
                 if beat.is_some_and(|b| time[row] <= b) {
                     break;
                 }
-                if !scan::row_passes(bucket, &self.row_filters, row) {
+                if !crate::scan::prune::row_passes(bucket, &self.row_filters, row) {
                     self.counters.rows_filtered += 1;
                     continue;
                 }
@@ -305,14 +306,4 @@ impl LastPointScan {
             None
         }
     }
-}
-
-/// ExecQual: a NULL result is false; no qual is true.
-pub(crate) unsafe fn qual_passes(qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext) -> bool {
-    if qual.is_null() {
-        return true;
-    }
-    let mut isnull = false;
-    let d = unsafe { pg_sys::ExecEvalExprSwitchContext(qual, econtext, &mut isnull) };
-    !isnull && d.value() != 0
 }

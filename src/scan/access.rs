@@ -2,7 +2,7 @@
 //! conditions a TsBucketScan found (meta equalities and time bounds), a range
 //! of the store's (meta..., window_start) index or of its window_start index,
 //! else the whole store. The ranges only narrow what the scan reads: every
-//! bucket still passes the header checks (`scan::bucket_may_match`), so an
+//! bucket still passes the header checks (`crate::scan::prune::bucket_may_match`), so an
 //! index range must select a superset of the matching buckets, never less.
 //!
 //! Why the window_start bounds hold: a bucket's rows lie in its window,
@@ -11,11 +11,10 @@
 //! `time >= lo` is in a bucket with `window_start > lo - span`; one with
 //! `time <= hi` in one with `window_start <= hi`.
 
-use super::scan::{Bound, BoundRange};
 use crate::catalog::config::Config;
+use crate::scan::prune::{Bound, BoundRange, Prune};
 use crate::store::bucket;
-use crate::store::reader;
-use crate::store::reader::IndexRanges;
+use crate::store::reader::{self, IndexRanges};
 use pgrx::pg_sys;
 
 /// Buckets an `IN` list may expand to at most, as separate index scans.
@@ -23,7 +22,7 @@ const MAX_KEY_SETS: usize = 1024;
 
 /// An equality condition on a meta column, as the planner found it.
 #[derive(Clone, Copy)]
-pub struct MetaCondition {
+pub(super) struct MetaCondition {
     pub meta: usize,
     pub op: pg_sys::Oid,
     pub collation: pg_sys::Oid,
@@ -33,7 +32,7 @@ pub struct MetaCondition {
 
 /// How a scan reaches the store, decided from the kinds of its conditions.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Access {
+pub(super) enum Access {
     /// The whole store, in physical order.
     Heap,
     /// The (meta..., window_start) index: equality on the first `metas` meta
@@ -53,7 +52,7 @@ impl Access {
 
 /// How one meta condition becomes an index key.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MetaKey {
+pub(super) struct MetaKey {
     /// Which of the scan's meta conditions (position in the list given to `choose`).
     pub condition: usize,
     /// The operator with the meta column on its left (commuted if needed).
@@ -82,7 +81,7 @@ pub unsafe fn series_index(store: pg_sys::Relation, config: &Config) -> Option<p
 ///
 /// # Safety
 /// As `series_index`.
-pub unsafe fn require_series_index(store: pg_sys::Relation, config: &Config) -> pg_sys::Oid {
+pub(super) unsafe fn require_series_index(store: pg_sys::Relation, config: &Config) -> pg_sys::Oid {
     unsafe { series_index(store, config) }.unwrap_or_else(|| {
         crate::pg::error::ts_error(
             crate::pg::error::DATA_CORRUPTED,
@@ -97,7 +96,7 @@ pub unsafe fn require_series_index(store: pg_sys::Relation, config: &Config) -> 
 ///
 /// # Safety
 /// `store` must be `config`'s open bucket store.
-pub unsafe fn window_ranges(store: pg_sys::Relation, config: &Config, time: Option<&BoundRange>) -> Option<IndexRanges> {
+pub(super) unsafe fn window_ranges(store: pg_sys::Relation, config: &Config, time: Option<&BoundRange>) -> Option<IndexRanges> {
     unsafe {
         let index = reader::index_on(store, &[(bucket::COL_WINDOW_START + 1) as i16])?;
         Some(IndexRanges { index, key_sets: vec![window_keys(store, config, time)] })
@@ -131,7 +130,7 @@ pub unsafe fn window_extent(store: pg_sys::Relation, config: &Config) -> Option<
 ///
 /// # Safety
 /// As `window_extent`.
-pub unsafe fn window_count(store: pg_sys::Relation, config: &Config) -> Option<f64> {
+pub(super) unsafe fn window_count(store: pg_sys::Relation, config: &Config) -> Option<f64> {
     unsafe { window_extent(store, config).map(|(a, b)| ((b - a) as f64 / config.span_micros as f64) + 1.0) }
 }
 
@@ -169,7 +168,7 @@ unsafe fn meta_key(index: pg_sys::Relation, column: usize, condition: usize, con
 ///
 /// # Safety
 /// `store` must be `config`'s open bucket store.
-pub unsafe fn choose(store: pg_sys::Relation, config: &Config, metas: &[MetaCondition], has_time: bool) -> Access {
+pub(super) unsafe fn choose(store: pg_sys::Relation, config: &Config, metas: &[MetaCondition], has_time: bool) -> Access {
     unsafe {
         let nmeta = config.meta_attnums.len();
         if let Some(oid) = series_index(store, config) {
@@ -205,7 +204,7 @@ pub unsafe fn choose(store: pg_sys::Relation, config: &Config, metas: &[MetaCond
 /// # Safety
 /// `store` must be `config`'s open bucket store; the values of the types the
 /// conditions compare with.
-pub unsafe fn open(
+pub(super) unsafe fn open(
     store: pg_sys::Relation,
     snapshot: pg_sys::Snapshot,
     config: &Config,
@@ -225,7 +224,7 @@ pub unsafe fn open(
 ///
 /// # Safety
 /// As `open`.
-pub unsafe fn ranges(
+pub(super) unsafe fn ranges(
     store: pg_sys::Relation,
     config: &Config,
     access: &Access,
@@ -318,4 +317,17 @@ unsafe fn window_keys(store: pg_sys::Relation, config: &Config, time: Option<&Bo
         }
         keys
     }
+}
+
+/// The meta equalities among the conditions, with their values, for `access`.
+pub(super) fn meta_conditions(prune: &[Prune]) -> (Vec<MetaCondition>, Vec<&[pg_sys::Datum]>) {
+    prune
+        .iter()
+        .filter_map(|p| match p {
+            Prune::Meta { meta, op, collation, meta_first, values } => {
+                Some((MetaCondition { meta: *meta, op: *op, collation: *collation, meta_first: *meta_first }, values.as_slice()))
+            }
+            _ => None,
+        })
+        .unzip()
 }

@@ -1,0 +1,173 @@
+//! Writing through the table access method: INSERT and COPY into the write
+//! path, DELETE and UPDATE into dml, EvalPlanQual's re-fetch of moved rows.
+
+use crate::am::refusals::unsupported;
+use crate::store::slot;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn tuple_insert(
+    rel: pg_sys::Relation,
+    slot: *mut pg_sys::TupleTableSlot,
+    cid: pg_sys::CommandId,
+    _options: i32,
+    _bistate: *mut pg_sys::BulkInsertStateData,
+) {
+    // SAFETY: the executor passes an open tsbucket table and a slot holding a row of it.
+    unsafe {
+        crate::write::append::insert_row(rel, slot, cid);
+        slot::set_version(slot, slot::Version::written_now(cid));
+    }
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn tuple_insert_speculative(
+    _rel: pg_sys::Relation,
+    _slot: *mut pg_sys::TupleTableSlot,
+    _cid: pg_sys::CommandId,
+    _options: i32,
+    _bistate: *mut pg_sys::BulkInsertStateData,
+    _spec_token: u32,
+) {
+    unsupported("INSERT ... ON CONFLICT", "Time-series tables have no unique indexes, so there is no conflict to detect.")
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn tuple_complete_speculative(
+    _rel: pg_sys::Relation,
+    _slot: *mut pg_sys::TupleTableSlot,
+    _spec_token: u32,
+    _succeeded: bool,
+) {
+    unsupported("INSERT ... ON CONFLICT", "Time-series tables have no unique indexes, so there is no conflict to detect.")
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn multi_insert(
+    rel: pg_sys::Relation,
+    slots: *mut *mut pg_sys::TupleTableSlot,
+    nslots: i32,
+    cid: pg_sys::CommandId,
+    _options: i32,
+    _bistate: *mut pg_sys::BulkInsertStateData,
+) {
+    unsafe {
+        for i in 0..nslots as usize {
+            crate::write::append::insert_row(rel, *slots.add(i), cid);
+            slot::set_version(*slots.add(i), slot::Version::written_now(cid));
+        }
+    }
+}
+
+/// Tells the executor what heap would: TM_Ok, or TM_SelfModified for a row
+/// this command already changed, or TM_Updated / TM_Deleted for a row a
+/// committed transaction moved or deleted (READ COMMITTED then follows it
+/// through tuple_lock and EvalPlanQual; REPEATABLE READ raises 40001).
+unsafe fn report(outcome: crate::dml::pending::Outcome, tid: pg_sys::ItemPointer, cid: pg_sys::CommandId, tmfd: *mut pg_sys::TM_FailureData) -> pg_sys::TM_Result::Type {
+    use crate::dml::pending::Outcome;
+    unsafe {
+        (*tmfd).ctid = *tid;
+        (*tmfd).xmax = pg_sys::InvalidTransactionId;
+        (*tmfd).cmax = cid;
+        (*tmfd).traversed = false;
+        match outcome {
+            Outcome::Done => pg_sys::TM_Result::TM_Ok,
+            Outcome::AlreadyDoneBySelf => pg_sys::TM_Result::TM_SelfModified,
+            Outcome::ChangedBySelf => {
+                // Not this command: the executor raises "already modified by an operation triggered by the current command".
+                (*tmfd).cmax = pg_sys::InvalidCommandId;
+                pg_sys::TM_Result::TM_SelfModified
+            }
+            Outcome::Moved => pg_sys::TM_Result::TM_Updated,
+            Outcome::Deleted => pg_sys::TM_Result::TM_Deleted,
+        }
+    }
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn tuple_delete(
+    rel: pg_sys::Relation,
+    tid: pg_sys::ItemPointer,
+    cid: pg_sys::CommandId,
+    _snapshot: pg_sys::Snapshot,
+    _crosscheck: pg_sys::Snapshot,
+    _wait: bool,
+    tmfd: *mut pg_sys::TM_FailureData,
+    _changing_part: bool,
+) -> pg_sys::TM_Result::Type {
+    unsafe { report(crate::dml::record::record_delete(rel, &*tid, cid), tid, cid, tmfd) }
+}
+
+#[cfg(feature = "pg15")]
+type UpdateIndexes = bool;
+
+#[cfg(not(feature = "pg15"))]
+type UpdateIndexes = pg_sys::TU_UpdateIndexes::Type;
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn tuple_update(
+    rel: pg_sys::Relation,
+    otid: pg_sys::ItemPointer,
+    slot: *mut pg_sys::TupleTableSlot,
+    cid: pg_sys::CommandId,
+    _snapshot: pg_sys::Snapshot,
+    _crosscheck: pg_sys::Snapshot,
+    _wait: bool,
+    tmfd: *mut pg_sys::TM_FailureData,
+    lockmode: *mut pg_sys::LockTupleMode::Type,
+    update_indexes: *mut UpdateIndexes,
+) -> pg_sys::TM_Result::Type {
+    unsafe {
+        *lockmode = pg_sys::LockTupleMode::LockTupleExclusive;
+        let result = report(crate::dml::record::record_update(rel, &*otid, slot, cid), otid, cid, tmfd);
+        if result != pg_sys::TM_Result::TM_Ok {
+            return result;
+        }
+        (*slot).tts_tid = *otid;
+        (*slot).tts_tableOid = (*rel).rd_id;
+        // The row lives on in a bucket this transaction writes at the end of the statement.
+        slot::set_version(slot, slot::Version::written_now(cid));
+        #[cfg(feature = "pg15")]
+        {
+            *update_indexes = false;
+        }
+        #[cfg(not(feature = "pg15"))]
+        {
+            *update_indexes = pg_sys::TU_UpdateIndexes::TU_None;
+        }
+    }
+    pg_sys::TM_Result::TM_Ok
+}
+
+/// EvalPlanQual's re-fetch of a row a concurrent transaction moved (row
+/// locking by SELECT ... FOR UPDATE is refused when the query is parsed).
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn tuple_lock(
+    rel: pg_sys::Relation,
+    tid: pg_sys::ItemPointer,
+    _snapshot: pg_sys::Snapshot,
+    slot: *mut pg_sys::TupleTableSlot,
+    cid: pg_sys::CommandId,
+    _mode: pg_sys::LockTupleMode::Type,
+    _wait_policy: pg_sys::LockWaitPolicy::Type,
+    flags: u8,
+    tmfd: *mut pg_sys::TM_FailureData,
+) -> pg_sys::TM_Result::Type {
+    unsafe {
+        let follow = flags & pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8 != 0;
+        let (result, traversed) = crate::dml::record::lock_row(rel, &mut *tid, cid, follow, slot);
+        (*tmfd).ctid = *tid;
+        (*tmfd).xmax = pg_sys::InvalidTransactionId;
+        // TM_SelfModified here means a later command of ours (a trigger) changed the
+        // bucket: the executor then refuses, as for heap.
+        (*tmfd).cmax = if result == pg_sys::TM_Result::TM_SelfModified { pg_sys::InvalidCommandId } else { cid };
+        (*tmfd).traversed = traversed;
+        result
+    }
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn finish_bulk_insert(rel: pg_sys::Relation, _options: i32) {
+    crate::write::flush::flush(Some(unsafe { (*rel).rd_id }), crate::store::bucket::CloseReason::EndOfStatement, None);
+}

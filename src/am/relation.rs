@@ -1,0 +1,206 @@
+//! The relation-level callbacks: new storage (and TRUNCATE of the store),
+//! VACUUM of the store, ANALYZE and index builds, sizes and estimates.
+
+use crate::am::refusals::{INDEX_HINT, unsupported};
+use crate::catalog::config;
+use crate::pg::error::{FEATURE_NOT_SUPPORTED, ts_error};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+#[cfg(feature = "pg15")]
+type FileLocator = pg_sys::RelFileNode;
+
+#[cfg(not(feature = "pg15"))]
+type FileLocator = pg_sys::RelFileLocator;
+
+/// New storage for the table itself (it stays empty: rows live in the store).
+/// On TRUNCATE of a configured table the store is truncated too, in the same
+/// transaction, so ROLLBACK brings the rows back.
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn relation_set_new_filelocator(
+    rel: pg_sys::Relation,
+    newrlocator: *const FileLocator,
+    persistence: std::ffi::c_char,
+    freeze_xid: *mut pg_sys::TransactionId,
+    minmulti: *mut pg_sys::MultiXactId,
+) {
+    unsafe {
+        // No transaction ids live in this relation's own storage.
+        *freeze_xid = pg_sys::InvalidTransactionId;
+        *minmulti = pg_sys::InvalidTransactionId;
+        if persistence == pg_sys::RELPERSISTENCE_UNLOGGED as std::ffi::c_char {
+            unsupported("UNLOGGED", "Create the table without UNLOGGED; its buckets are WAL-logged in the bucket store.");
+        }
+        let srel = pg_sys::RelationCreateStorage(*newrlocator, persistence, true);
+        pg_sys::smgrclose(srel);
+        truncate_store(rel);
+    }
+}
+
+unsafe fn truncate_store(rel: pg_sys::Relation) {
+    let relid = unsafe { (*rel).rd_id };
+    if let Some(config) = config::lookup(relid) {
+        crate::write::buffer::discard_table(relid);
+        crate::catalog::config::as_extension_owner(|| {
+            let mut relations = crate::pg::relation::qualified_name(config.store_relid);
+            if let Some((moves, _)) = config.moves {
+                relations = format!("{relations}, {}", crate::pg::relation::qualified_name(moves));
+            }
+            Spi::run(&format!("TRUNCATE {relations}")).expect("truncate bucket store");
+        });
+    }
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn relation_nontransactional_truncate(rel: pg_sys::Relation) {
+    unsafe { truncate_store(rel) }
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn relation_copy_data(_rel: pg_sys::Relation, _newrlocator: *const FileLocator) {
+    unsupported("ALTER TABLE ... SET TABLESPACE", "Move the bucket store (tsbucket.timeseries.bucket_store) instead.")
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn relation_copy_for_cluster(
+    _old: pg_sys::Relation,
+    _new: pg_sys::Relation,
+    _old_index: pg_sys::Relation,
+    _use_sort: bool,
+    _oldest_xmin: pg_sys::TransactionId,
+    _xid_cutoff: *mut pg_sys::TransactionId,
+    _multi_cutoff: *mut pg_sys::MultiXactId,
+    _num_tuples: *mut f64,
+    _tups_vacuumed: *mut f64,
+    _tups_recently_dead: *mut f64,
+) {
+    unsupported(
+        "VACUUM FULL or CLUSTER",
+        "Plain VACUUM reclaims the space of deleted buckets; buckets are already ordered by series and time.",
+    )
+}
+
+/// VACUUM of the table vacuums its bucket store, where the dead versions are.
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn relation_vacuum(
+    rel: pg_sys::Relation,
+    params: *mut pg_sys::VacuumParams,
+    bstrategy: pg_sys::BufferAccessStrategy,
+) {
+    unsafe {
+        let Some(config) = config::lookup((*rel).rd_id) else { return };
+        let store = pg_sys::table_open(config.store_relid, pg_sys::ShareUpdateExclusiveLock as i32);
+        if let Some(vacuum) = (*(*store).rd_tableam).relation_vacuum {
+            vacuum(store, params, bstrategy);
+        }
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+    }
+}
+
+// The table's own storage is empty, so ANALYZE samples nothing from it; row
+// estimates come from relation_estimate_size instead.
+#[cfg(feature = "pg15")]
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn scan_analyze_next_block(
+    _scan: pg_sys::TableScanDesc,
+    _blockno: pg_sys::BlockNumber,
+    _bstrategy: pg_sys::BufferAccessStrategy,
+) -> bool {
+    false
+}
+
+#[cfg(not(feature = "pg15"))]
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn scan_analyze_next_block(_scan: pg_sys::TableScanDesc, _stream: *mut pg_sys::ReadStream) -> bool {
+    false
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn scan_analyze_next_tuple(
+    _scan: pg_sys::TableScanDesc,
+    _oldest_xmin: pg_sys::TransactionId,
+    _liverows: *mut f64,
+    _deadrows: *mut f64,
+    _slot: *mut pg_sys::TupleTableSlot,
+) -> bool {
+    false
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn index_build_range_scan(
+    _table_rel: pg_sys::Relation,
+    _index_rel: pg_sys::Relation,
+    index_info: *mut pg_sys::IndexInfo,
+    _allow_sync: bool,
+    _anyvisible: bool,
+    _progress: bool,
+    _start_blockno: pg_sys::BlockNumber,
+    _numblocks: pg_sys::BlockNumber,
+    _callback: pg_sys::IndexBuildCallback,
+    _callback_state: *mut std::ffi::c_void,
+    _scan: pg_sys::TableScanDesc,
+) -> f64 {
+    unsafe {
+        if (*index_info).ii_Unique || !(*index_info).ii_ExclusionOps.is_null() {
+            ts_error(
+                FEATURE_NOT_SUPPORTED,
+                "unique indexes, primary keys, UNIQUE and EXCLUDE constraints are not supported on time-series tables",
+                "Time-series tables accept duplicate measurements, as MongoDB's time-series collections do.",
+            );
+        }
+    }
+    ts_error(FEATURE_NOT_SUPPORTED, "indexes are not supported on time-series tables", INDEX_HINT)
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn index_validate_scan(
+    _table_rel: pg_sys::Relation,
+    _index_rel: pg_sys::Relation,
+    _index_info: *mut pg_sys::IndexInfo,
+    _snapshot: pg_sys::Snapshot,
+    _state: *mut pg_sys::ValidateIndexState,
+) {
+    ts_error(FEATURE_NOT_SUPPORTED, "indexes are not supported on time-series tables", INDEX_HINT)
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn relation_size(_rel: pg_sys::Relation, _fork: pg_sys::ForkNumber::Type) -> u64 {
+    0
+}
+
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn relation_needs_toast_table(_rel: pg_sys::Relation) -> bool {
+    false
+}
+
+/// Pages and rows for the planner: the store's pages, and its bucket count
+/// times the average bucket fill (exact for small stores, sampled otherwise).
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn relation_estimate_size(
+    rel: pg_sys::Relation,
+    _attr_widths: *mut i32,
+    pages: *mut pg_sys::BlockNumber,
+    tuples: *mut f64,
+    allvisfrac: *mut f64,
+) {
+    unsafe {
+        *pages = 0;
+        *tuples = 0.0;
+        *allvisfrac = 0.0;
+        let Some(config) = config::lookup((*rel).rd_id) else { return };
+        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
+        // After ANALYZE (tsbucket's, src/stats.rs): its row count, scaled by how
+        // the store has grown since, as Postgres scales a heap's reltuples.
+        let (analyzed_pages, analyzed_rows) = ((*(*rel).rd_rel).relpages, (*(*rel).rd_rel).reltuples);
+        if analyzed_pages > 0 && analyzed_rows >= 0.0 {
+            let nblocks = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM);
+            *pages = nblocks;
+            *tuples = (analyzed_rows as f64 * nblocks as f64 / analyzed_pages as f64).round();
+        } else {
+            let (buckets, sampled_buckets, sampled_rows, nblocks) = crate::store::reader::estimate(store);
+            *pages = nblocks;
+            *tuples = if sampled_buckets == 0 { 0.0 } else { buckets * sampled_rows / sampled_buckets as f64 };
+        }
+        pg_sys::table_close(store, pg_sys::NoLock as i32);
+    }
+}

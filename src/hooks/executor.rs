@@ -1,0 +1,63 @@
+//! ExecutorFinish: the end of a statement (or of a nested one), where buffered
+//! rows are written and pending DELETEs and UPDATEs applied.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+// Postgres's own implementations, declared here without pgrx's error trap: an
+// ERROR raised inside them (a foreign-key violation from an AFTER trigger at
+// ExecutorFinish, a utility command's error with its position) then reaches
+// the client exactly as Postgres raised it, every field included, instead of
+// being caught and re-raised with only code, message, detail and hint.
+// Calling them is sound only while no Rust value with a destructor is alive in
+// the calling frames, which the hooks below keep to (an ERROR jumps over them).
+unsafe extern "C-unwind" {
+    #[link_name = "standard_ExecutorFinish"]
+    fn standard_executor_finish(query_desc: *mut pg_sys::QueryDesc);
+}
+
+static mut PREV_EXECUTOR_FINISH: pg_sys::ExecutorFinish_hook_type = None;
+
+/// End of a statement (or of a nested one): write what commands from
+/// `from_cid` on buffered, and apply their DELETEs and UPDATEs. A statement
+/// nested in a trigger or function has a later command id than the statement
+/// that runs it, so its end never touches the outer statement's work.
+pub(super) fn end_of_statement(from_cid: Option<pg_sys::CommandId>) {
+    crate::write::flush::flush(None, crate::store::bucket::CloseReason::EndOfStatement, from_cid);
+    crate::dml::apply::apply(from_cid);
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn executor_finish(query_desc: *mut pg_sys::QueryDesc) {
+    // A plain SELECT writes nothing (its command id is not even assigned):
+    // its end must not touch the work of a statement it is nested in.
+    let cid = unsafe {
+        let estate = (*query_desc).estate;
+        let writes = (*query_desc).operation != pg_sys::CmdType::CMD_SELECT || (*(*query_desc).plannedstmt).hasModifyingCTE;
+        (writes && !estate.is_null()).then(|| (*estate).es_output_cid)
+    };
+    // Before: AFTER STATEMENT triggers must see this statement's rows.
+    if cid.is_some() {
+        end_of_statement(cid);
+    }
+    unsafe {
+        match PREV_EXECUTOR_FINISH {
+            Some(prev) => prev(query_desc),
+            None => standard_executor_finish(query_desc),
+        }
+    }
+    // After: data-modifying CTEs finished inside ExecutorFinish.
+    if cid.is_some() {
+        end_of_statement(cid);
+    }
+}
+
+/// Installs ExecutorFinish (from _PG_init).
+pub(super) fn install() {
+    // SAFETY: _PG_init runs once per process before any statement; the previous
+    // hook is kept and called first.
+    unsafe {
+        PREV_EXECUTOR_FINISH = pg_sys::ExecutorFinish_hook;
+        pg_sys::ExecutorFinish_hook = Some(executor_finish);
+    }
+}

@@ -1,0 +1,62 @@
+//! Helpers for functions with Postgres's C calling convention (aggregate
+//! transition and final functions): arguments, NULL results, the aggregate's
+//! memory context.
+
+use crate::pg::error::ts_error;
+use pgrx::pg_sys;
+
+/// The version-1 info records of C functions written by hand (aggregate
+/// support functions with Postgres's calling convention).
+macro_rules! finfo {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[unsafe(no_mangle)]
+            #[doc(hidden)]
+            pub extern "C" fn $name() -> &'static pgrx::pg_sys::Pg_finfo_record {
+                const V1: pgrx::pg_sys::Pg_finfo_record = pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
+                &V1
+            }
+        )*
+    };
+}
+pub(crate) use finfo;
+
+/// Argument `i` of a call with Postgres's calling convention, or None when NULL.
+///
+/// # Safety
+/// `fcinfo` must be a call's with more than `i` arguments.
+pub unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> Option<pg_sys::Datum> {
+    // SAFETY: as the caller promises.
+    unsafe {
+        let a = &*(*fcinfo).args.as_ptr().add(i);
+        if a.isnull { None } else { Some(a.value) }
+    }
+}
+
+/// Returns SQL NULL from a call with Postgres's calling convention.
+///
+/// # Safety
+/// `fcinfo` must be a call's.
+pub unsafe fn return_null(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: as the caller promises.
+    unsafe { (*fcinfo).isnull = true };
+    pg_sys::Datum::from(0)
+}
+
+/// The calling aggregate's memory context, where states live; an error
+/// naming `what` when the function is not called as an aggregate.
+///
+/// # Safety
+/// `fcinfo` must be a call's.
+pub unsafe fn aggregate_context(fcinfo: pg_sys::FunctionCallInfo, what: &str) -> pg_sys::MemoryContext {
+    let mut cxt: pg_sys::MemoryContext = std::ptr::null_mut();
+    // SAFETY: AggCheckCallContext only reads the call's context.
+    if unsafe { pg_sys::AggCheckCallContext(fcinfo, &mut cxt) } == 0 {
+        ts_error(
+            pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            &format!("{what} must be called as an aggregate"),
+            "Use it in SELECT ... OVER (...) or with GROUP BY.",
+        );
+    }
+    cxt
+}

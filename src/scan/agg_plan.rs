@@ -1,0 +1,220 @@
+//! What the in-scan aggregation computes, as found in a plan: aggregates the
+//! kernels compute over a column of the table (count, sum, avg, min, max,
+//! variance, stddev, first, last), and group keys (meta columns, the time
+//! column, a time bucket).
+
+use crate::catalog::config::Config;
+use crate::pg::nodes::strip;
+use crate::scan::time_bucket::monotone_in_time;
+use pgrx::pg_sys;
+use tsbucket_kernels::AggKind;
+
+/// What an aggregate reads.
+#[derive(Clone, Copy, Debug)]
+pub enum ArgSource {
+    /// count(*).
+    Rows,
+    /// A decoded column, by attnum - 1.
+    Column(usize),
+    /// A meta column (count only), by position among the meta columns.
+    Meta(usize),
+}
+
+/// An aggregate the scan computes, as found in an Aggref.
+#[derive(Clone, Copy, Debug)]
+pub struct AggPlan {
+    pub kind: AggKind,
+    pub arg: ArgSource,
+    /// The argument's type (min/max return it); InvalidOid for count(*).
+    pub arg_type: pg_sys::Oid,
+    /// avg of float4/float8: its final function reads N and Sx of the
+    /// float8_accum state, not Sxx (so a bucket header's sum answers it).
+    pub avg: bool,
+}
+
+/// A group key the scan computes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KeyPlan {
+    Meta(usize),
+    /// The time column itself.
+    Time,
+    /// A time bucket: an expression of the time column alone, never decreasing as time grows.
+    TimeBucket,
+}
+
+const ANUM_AGGTRANSFN: i16 = 4;
+
+const ANUM_AGGCOMBINEFN: i16 = 6;
+
+/// OIDs below this are built into Postgres (FirstGenbkiObjectId).
+const FIRST_NON_BUILTIN_OID: u32 = 10_000;
+
+/// The aggregate `aggref` computes, if the kernels can compute its partial
+/// state; `args` are its arguments as expressions over the scan's relation.
+///
+/// # Safety
+/// `aggref` must be a valid Aggref; `rel` the open table of `config`.
+pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::Node], config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
+    unsafe {
+        let a = &*aggref;
+        if !a.aggfilter.is_null()
+            || !a.aggdistinct.is_null()
+            || !a.aggorder.is_null()
+            || a.aggkind != b'n' as std::ffi::c_char
+            || a.agglevelsup != 0
+            || a.aggvariadic
+        {
+            return None;
+        }
+        let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::AGGFNOID as i32, pg_sys::Datum::from(a.aggfnoid));
+        if tuple.is_null() {
+            return None;
+        }
+        let mut isnull = false;
+        let transfn = pg_sys::Oid::from(
+            pg_sys::SysCacheGetAttr(pg_sys::SysCacheIdentifier::AGGFNOID as i32, tuple, ANUM_AGGTRANSFN, &mut isnull).value() as u32,
+        );
+        let combinefn = pg_sys::SysCacheGetAttr(pg_sys::SysCacheIdentifier::AGGFNOID as i32, tuple, ANUM_AGGCOMBINEFN, &mut isnull).value() as u32;
+        pg_sys::ReleaseSysCache(tuple);
+        if let Some(kind) = first_or_last(a.aggfnoid, transfn) {
+            return classify_first_last(kind, args, config, rel, scanrelid);
+        }
+        let arg = match args {
+            [] => None,
+            [a] => Some(*a),
+            _ => return None,
+        };
+        // Built-in aggregates only: Postgres calls combine functions only of
+        // aggregates marked parallel safe, which built-in ones of this list are.
+        if combinefn == 0 || u32::from(transfn) >= FIRST_NON_BUILTIN_OID || u32::from(a.aggfnoid) >= FIRST_NON_BUILTIN_OID {
+            return None;
+        }
+        let name = pg_sys::get_func_name(transfn);
+        if name.is_null() {
+            return None;
+        }
+        let kind = AggKind::from_transition(&std::ffi::CStr::from_ptr(name).to_string_lossy())?;
+        let Some(arg) = arg else {
+            return (kind == AggKind::CountRows && a.aggstar).then_some(AggPlan { kind, arg: ArgSource::Rows, arg_type: pg_sys::InvalidOid, avg: false });
+        };
+        let e = arg;
+        if (*e).type_ != pg_sys::NodeTag::T_Var {
+            return None;
+        }
+        let v = e as *mut pg_sys::Var;
+        if (*v).varno as u32 != scanrelid || (*v).varlevelsup != 0 || (*v).varattno <= 0 {
+            return None;
+        }
+        let attnum = (*v).varattno;
+        let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
+        // Not domains: their storage follows the type OID, not the base type's.
+        if att.attisdropped || pg_sys::get_typtype(att.atttypid) != pg_sys::TYPTYPE_BASE as std::ffi::c_char {
+            return None;
+        }
+        if let Some(m) = config.meta_attnums.iter().position(|&x| x == attnum) {
+            return (kind == AggKind::CountValues).then_some(AggPlan { kind, arg: ArgSource::Meta(m), arg_type: att.atttypid, avg: false });
+        }
+        if kind.reads_values() {
+            // The kernels read integers and floats as stored: the argument must be
+            // the column itself, of a type stored that way.
+            let stored = crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval);
+            use tsbucket_format::ColumnKind as K;
+            let float = matches!(stored, K::Float64 | K::Float32);
+            let fits = match kind {
+                AggKind::SumFloat8 | AggKind::AccumFloat => float,
+                AggKind::SumInt | AggKind::AvgInt => stored == K::Int,
+                // The float comparison for float storage, the integer one for integers.
+                _ => float == matches!(att.atttypid, pg_sys::FLOAT4OID | pg_sys::FLOAT8OID) && (float || matches!(stored, K::Int | K::Timestamp)),
+            };
+            if !fits || pg_sys::exprType(e) != att.atttypid {
+                return None;
+            }
+        }
+        let avg = matches!(u32::from(a.aggfnoid), pg_sys::F_AVG_FLOAT4 | pg_sys::F_AVG_FLOAT8);
+        Some(AggPlan { kind, arg: ArgSource::Column(attnum as usize - 1), arg_type: att.atttypid, avg })
+    }
+}
+
+/// First or Last, when `aggfnoid` is tsbucket.first / tsbucket.last (an
+/// aggregate of the extension's schema with their name and transition
+/// function: an aggregate a user made of the same transition function has
+/// other support functions, or none).
+///
+/// # Safety
+/// Reads the catalog: a transaction must be open.
+unsafe fn first_or_last(aggfnoid: pg_sys::Oid, transfn: pg_sys::Oid) -> Option<AggKind> {
+    // SAFETY: catalog lookups by OID; names are NUL-terminated strings Postgres returns.
+    unsafe {
+        let schema = pg_sys::get_namespace_oid(c"tsbucket".as_ptr(), true);
+        if schema == pg_sys::InvalidOid {
+            return None;
+        }
+        let name_in_schema = |f: pg_sys::Oid| -> Option<Vec<u8>> {
+            if pg_sys::get_func_namespace(f) != schema {
+                return None;
+            }
+            let name = pg_sys::get_func_name(f);
+            (!name.is_null()).then(|| std::ffi::CStr::from_ptr(name).to_bytes().to_vec())
+        };
+        match (name_in_schema(aggfnoid)?.as_slice(), name_in_schema(transfn)?.as_slice()) {
+            (b"first", b"_first_transition") => Some(AggKind::First),
+            (b"last", b"_last_transition") => Some(AggKind::Last),
+            _ => None,
+        }
+    }
+}
+
+/// first(value, time) / last(value, time) over the table's time column, the
+/// value any column of the table (its datum is what the row would hold).
+///
+/// # Safety
+/// `args` must be valid expressions; `rel` the open table of `config`.
+unsafe fn classify_first_last(kind: AggKind, args: &[*mut pg_sys::Node], config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
+    // SAFETY: node reads of valid expressions; the attribute is within the table's descriptor.
+    unsafe {
+        let [value, time] = args else { return None };
+        let column = |e: *mut pg_sys::Node| -> Option<i16> {
+            if (*e).type_ != pg_sys::NodeTag::T_Var {
+                return None;
+            }
+            let v = e as *mut pg_sys::Var;
+            ((*v).varno as u32 == scanrelid && (*v).varlevelsup == 0 && (*v).varattno > 0).then_some((*v).varattno)
+        };
+        if column(*time)? != config.time_attnum {
+            return None;
+        }
+        let attnum = column(*value)?;
+        let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
+        if att.attisdropped {
+            return None;
+        }
+        let arg = match config.meta_attnums.iter().position(|&x| x == attnum) {
+            Some(m) => ArgSource::Meta(m),
+            None => ArgSource::Column(attnum as usize - 1),
+        };
+        Some(AggPlan { kind, arg, arg_type: att.atttypid, avg: false })
+    }
+}
+
+/// The group key `e` (an expression over the scan's relation) is.
+///
+/// # Safety
+/// `e` must be a valid expression.
+pub unsafe fn classify_key(e: *mut pg_sys::Node, config: &Config, scanrelid: u32) -> Option<KeyPlan> {
+    unsafe {
+        let s = strip(e);
+        if (*s).type_ == pg_sys::NodeTag::T_Var {
+            let v = s as *mut pg_sys::Var;
+            if (*v).varno as u32 != scanrelid || (*v).varlevelsup != 0 {
+                return None;
+            }
+            if (*v).varattno == config.time_attnum {
+                return Some(KeyPlan::Time);
+            }
+            return config.meta_attnums.iter().position(|&m| m == (*v).varattno).map(KeyPlan::Meta);
+        }
+        let (mut len, mut byval) = (0i16, false);
+        pg_sys::get_typlenbyval(pg_sys::exprType(e), &mut len, &mut byval);
+        (byval && !pg_sys::contain_volatile_functions(e) && monotone_in_time(e, scanrelid, config.time_attnum)).then_some(KeyPlan::TimeBucket)
+    }
+}

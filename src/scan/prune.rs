@@ -1,0 +1,289 @@
+//! Conditions that rule whole buckets out before their payload is read
+//! (time bounds against a bucket's min/max time, meta values, measurement
+//! min/max), and the same bounds checked row by row on decoded columns.
+
+use crate::catalog::config::Config;
+use crate::store::bucket;
+use crate::store::rows::LoadedBucket;
+use pgrx::pg_sys;
+
+/// A condition that rules whole buckets out before their payload is read.
+pub enum Prune {
+    /// The time column must lie in the range (checked against the bucket's
+    /// min/max time, in microseconds).
+    Time(BoundRange),
+    /// The meta column `meta` must satisfy `op(meta, value)` (or `op(value,
+    /// meta)` when `meta_first` is false) for at least one of `values`.
+    Meta { meta: usize, op: pg_sys::Oid, collation: pg_sys::Oid, meta_first: bool, values: Vec<pg_sys::Datum> },
+    /// A measurement column must lie in the range, checked against the
+    /// bucket's stored min/max of that column.
+    Column { attnum: u16, range: BoundRange },
+}
+
+/// A bound on an integer-like (timestamps included) or float column.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    Int(i64),
+    Float(f64),
+}
+
+impl Bound {
+    /// None for NaN, and for bounds of different kinds.
+    fn compare(self, other: Bound) -> Option<std::cmp::Ordering> {
+        match (self, other) {
+            (Bound::Int(a), Bound::Int(b)) => Some(a.cmp(&b)),
+            (Bound::Float(a), Bound::Float(b)) => a.partial_cmp(&b),
+            _ => None,
+        }
+    }
+
+    fn same_kind(self, other: Bound) -> bool {
+        matches!((self, other), (Bound::Int(_), Bound::Int(_)) | (Bound::Float(_), Bound::Float(_)))
+    }
+}
+
+/// The values a condition allows: [lo, hi], each bound optional, `true` = inclusive.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BoundRange {
+    pub lo: Option<(Bound, bool)>,
+    pub hi: Option<(Bound, bool)>,
+}
+
+impl BoundRange {
+    /// Narrows by `column <op> v`, op given as a btree strategy (1 <, 2 <=, 3 =, 4 >=, 5 >).
+    pub fn narrow(&mut self, strategy: i32, v: Bound) {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        // Keep the current bound if it is at least as tight as the new one.
+        let tighter = |cur: Option<(Bound, bool)>, new: (Bound, bool), beyond| {
+            cur.is_some_and(|(c, inclusive)| c.compare(new.0) == Some(beyond) || (c.compare(new.0) == Some(Equal) && !inclusive))
+        };
+        let mut lower = |new: (Bound, bool)| {
+            if !tighter(self.lo, new, Greater) {
+                self.lo = Some(new);
+            }
+        };
+        match strategy {
+            3 => lower((v, true)),
+            4 => lower((v, true)),
+            5 => lower((v, false)),
+            _ => {}
+        }
+        let mut upper = |new: (Bound, bool)| {
+            if !tighter(self.hi, new, Less) {
+                self.hi = Some(new);
+            }
+        };
+        match strategy {
+            1 => upper((v, false)),
+            2 | 3 => upper((v, true)),
+            _ => {}
+        }
+    }
+
+    /// Whether every value in [min, max] lies in the range (integer-like bounds).
+    pub fn contains(&self, min: i64, max: i64) -> bool {
+        let lo_ok = self.lo.is_none_or(|(b, inclusive)| match b {
+            Bound::Int(v) => min > v || (inclusive && min == v),
+            Bound::Float(_) => false,
+        });
+        let hi_ok = self.hi.is_none_or(|(b, inclusive)| match b {
+            Bound::Int(v) => max < v || (inclusive && max == v),
+            Bound::Float(_) => false,
+        });
+        lo_ok && hi_ok
+    }
+
+    /// Whether values spanning [min, max] (plus NaN where `has_nan`; Postgres
+    /// sorts NaN above every number) may include one in the range.
+    pub fn admits(&self, min: Bound, max: Bound, has_nan: bool) -> bool {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let meets = |x: Bound, (v, inclusive): (Bound, bool), beyond| {
+            // Bounds of another kind say nothing: admit.
+            !x.same_kind(v) || x.compare(v) == Some(beyond) || (inclusive && x.compare(v) == Some(Equal))
+        };
+        let lo_ok = has_nan || self.lo.is_none_or(|lo| meets(max, lo, Greater));
+        let hi_ok = self.hi.is_none_or(|hi| meets(min, hi, Less));
+        lo_ok && hi_ok
+    }
+}
+
+/// A range condition checked per row on a decoded column.
+#[derive(Clone, Copy)]
+pub(super) struct RowFilter {
+    /// attnum - 1.
+    pub attr: usize,
+    pub range: BoundRange,
+    /// Whether the column's value in buckets written before it was added (its
+    /// default, or NULL) passes: such buckets hold no array for it.
+    pub missing_passes: bool,
+}
+
+/// The value of a by-value datum of a column stored as `kind`, `typlen` bytes long.
+pub(super) fn datum_bound(value: pg_sys::Datum, kind: tsbucket_format::ColumnKind, typlen: i16) -> Bound {
+    use tsbucket_format::ColumnKind;
+    match kind {
+        ColumnKind::Float64 => Bound::Float(f64::from_bits(value.value() as u64)),
+        ColumnKind::Float32 => Bound::Float(f32::from_bits(value.value() as u32) as f64),
+        _ => Bound::Int(crate::pg::datum::int_of(value, typlen)),
+    }
+}
+
+/// The value of column `attr` (attnum - 1) in buckets written before the
+/// column was added (its default, or NULL): as a Bound when by value, and
+/// whether it is NULL.
+///
+/// # Safety
+/// `tupdesc` is the table's; `attr` one of its attributes.
+pub(super) unsafe fn missing_bound(tupdesc: pg_sys::TupleDesc, attr: usize) -> (Option<Bound>, bool) {
+    // SAFETY: as the caller promises.
+    unsafe {
+        let att = &*crate::pg::relation::tuple_desc_attr(tupdesc, attr);
+        let mut isnull = false;
+        let d = pg_sys::getmissingattr(tupdesc, attr as i32 + 1, &mut isnull);
+        let bound = (!isnull && att.attbyval && !att.attisdropped)
+            .then(|| datum_bound(d, crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen));
+        (bound, isnull)
+    }
+}
+
+/// The range conditions to check per row. They decide their conditions
+/// exactly: NULL fails, NaN sorts above every number, and a column added
+/// after a bucket was written has its default there.
+///
+/// # Safety
+/// `tupdesc` is the table's.
+pub(super) unsafe fn row_filters(config: &Config, prune: &[Prune], tupdesc: pg_sys::TupleDesc) -> Vec<RowFilter> {
+    prune
+        .iter()
+        .filter_map(|p| match p {
+            Prune::Time(range) => Some((config.time_attnum as usize - 1, *range)),
+            Prune::Column { attnum, range } => Some((*attnum as usize - 1, *range)),
+            Prune::Meta { .. } => None,
+        })
+        .map(|(attr, range)| {
+            // SAFETY: attr is an attribute of the table (the planner found it in the quals).
+            let (missing, _) = unsafe { missing_bound(tupdesc, attr) };
+            let missing_passes = missing.is_some_and(|v| range.admits(v, v, matches!(v, Bound::Float(f) if f.is_nan())));
+            RowFilter { attr, range, missing_passes }
+        })
+        .collect()
+}
+
+/// Marks the row filters' columns as needed: a filter decides only on decoded values.
+pub(super) fn decode_filtered_columns(needed: &mut Option<Vec<bool>>, filters: &[RowFilter]) {
+    if let Some(n) = needed.as_mut() {
+        filters.iter().for_each(|f| n[f.attr] = true);
+    }
+}
+
+/// Whether row `row` satisfies every row filter.
+pub(super) fn row_passes(bucket: &LoadedBucket, filters: &[RowFilter], row: usize) -> bool {
+    use tsbucket_format::Values;
+    filters.iter().all(|f| match &bucket.columns[f.attr] {
+        None => f.missing_passes,
+        Some(col) if col.is_null(row) => false,
+        Some(col) => match &col.values {
+            Values::Int(v) => f.range.admits(Bound::Int(v[row]), Bound::Int(v[row]), false),
+            Values::Float(v) => f.range.admits(Bound::Float(v[row]), Bound::Float(v[row]), v[row].is_nan()),
+            _ => true,
+        },
+    })
+}
+
+/// Whether any row of the bucket could satisfy every pruning condition.
+pub(super) unsafe fn bucket_may_match(prune: &[Prune], meta_fns: &mut [Option<pg_sys::FmgrInfo>], b: &bucket::StoredBucket) -> bool {
+    for (i, p) in prune.iter().enumerate() {
+        match p {
+            Prune::Time(range) => {
+                let planted;
+                let range = if crate::catalog::gucs::planted_bug() == 1 && range.hi.is_some_and(|(_, inclusive)| inclusive) {
+                    planted = BoundRange { hi: range.hi.map(|(b, _)| (b, false)), ..*range };
+                    &planted
+                } else {
+                    range
+                };
+                if !range.admits(Bound::Int(b.min_time), Bound::Int(b.max_time), false) {
+                    return false;
+                }
+            }
+            Prune::Column { attnum, range } => {
+                if !column_may_match(b, *attnum, range) {
+                    return false;
+                }
+            }
+            Prune::Meta { meta, collation, meta_first, values, .. } => {
+                let Some(m) = b.meta_datum(*meta) else { return false };
+                let finfo = meta_fns[i].as_mut().expect("built with the condition");
+                let any = values.iter().any(|v| {
+                    let (a, b) = if *meta_first { (m, *v) } else { (*v, m) };
+                    unsafe { pg_sys::FunctionCall2Coll(finfo, *collation, a, b) }.value() != 0
+                });
+                if !any {
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Whether the bucket's min/max of column `attnum` allow a row in the range.
+/// Without statistics (an all-NULL column, one added later) it may.
+fn column_may_match(b: &bucket::StoredBucket, attnum: u16, range: &BoundRange) -> bool {
+    use tsbucket_format::stats::{decode_stats, Range};
+    let Ok(stats) = decode_stats(b.stats()) else { return true };
+    match stats.into_iter().find(|s| s.attnum == attnum).map(|s| s.range) {
+        None => true,
+        Some(Range::Int { min, max }) => range.admits(Bound::Int(min), Bound::Int(max), false),
+        Some(Range::Float { min, max, has_nan }) => range.admits(Bound::Float(min), Bound::Float(max), has_nan),
+    }
+}
+
+/// The comparison functions of the meta conditions, by position in `prune`.
+///
+/// # Safety
+/// Looks operators up in the catalogs.
+pub(super) unsafe fn meta_functions(prune: &[Prune]) -> Vec<Option<pg_sys::FmgrInfo>> {
+    prune
+        .iter()
+        .map(|p| match p {
+            Prune::Meta { op, .. } => {
+                let mut finfo = pg_sys::FmgrInfo::default();
+                // SAFETY: op is an operator the planner found in the quals.
+                unsafe { pg_sys::fmgr_info(pg_sys::get_opcode(*op), &mut finfo) };
+                Some(finfo)
+            }
+            Prune::Time { .. } | Prune::Column { .. } => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(conditions: &[(i32, Bound)]) -> BoundRange {
+        let mut r = BoundRange::default();
+        conditions.iter().for_each(|(s, v)| r.narrow(*s, *v));
+        r
+    }
+
+    #[test]
+    fn narrowing_keeps_the_tightest_bounds() {
+        let r = range(&[(4, Bound::Int(5)), (5, Bound::Int(5)), (4, Bound::Int(3)), (1, Bound::Int(9)), (2, Bound::Int(12))]);
+        assert_eq!(r, BoundRange { lo: Some((Bound::Int(5), false)), hi: Some((Bound::Int(9), false)) });
+        let eq = range(&[(3, Bound::Int(7))]);
+        assert!(eq.admits(Bound::Int(7), Bound::Int(7), false));
+        assert!(!eq.admits(Bound::Int(8), Bound::Int(9), false));
+    }
+
+    #[test]
+    fn admits_respects_inclusivity_and_nan() {
+        let above = range(&[(5, Bound::Float(10.0))]);
+        assert!(!above.admits(Bound::Float(0.0), Bound::Float(10.0), false));
+        assert!(above.admits(Bound::Float(0.0), Bound::Float(10.0), true));
+        assert!(range(&[(4, Bound::Float(10.0))]).admits(Bound::Float(0.0), Bound::Float(10.0), false));
+        assert!(!range(&[(1, Bound::Float(0.0))]).admits(Bound::Float(f64::NAN), Bound::Float(f64::NAN), true));
+        assert!(range(&[(1, Bound::Int(0))]).admits(Bound::Float(5.0), Bound::Float(6.0), false));
+    }
+}

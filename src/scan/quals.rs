@@ -1,0 +1,249 @@
+//! Pruning conditions found in a scan's quals (time bounds, meta equalities,
+//! measurement comparisons) and their values, evaluated when the scan starts
+//! (parameters are known only then); and running the quals on a row.
+
+use crate::catalog::config::Config;
+use crate::pg::nodes::{is_pseudo_constant, list_ptrs, strip};
+use crate::scan::prune::{Bound, BoundRange, Prune};
+use pgrx::pg_sys;
+use tsbucket_format::ColumnKind;
+
+/// Built-in comparison operators of the time column's type, with their btree
+/// strategies (1 <, 2 <=, 3 =, 4 >=, 5 >).
+const TIMESTAMPTZ_OPS: [(u32, i32); 5] = [(1322, 1), (1323, 2), (1320, 3), (1325, 4), (1324, 5)];
+
+const TIMESTAMP_OPS: [(u32, i32); 5] = [(2062, 1), (2063, 2), (2060, 3), (2065, 4), (2064, 5)];
+
+/// `time <op> constant` (or `constant <op> time`) on `relid`'s time column: the
+/// comparison as `time <strategy> value` (btree strategies 1 <, 2 <=, 3 =, 4 >=, 5 >).
+pub(crate) unsafe fn time_bound(clause: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> Option<(i32, i64)> {
+    unsafe {
+        if (*clause).type_ != pg_sys::NodeTag::T_OpExpr {
+            return None;
+        }
+        let e = clause as *mut pg_sys::OpExpr;
+        let args = list_ptrs((*e).args);
+        if args.len() != 2 {
+            return None;
+        }
+        let (a, b) = (strip(args[0] as *mut pg_sys::Node), strip(args[1] as *mut pg_sys::Node));
+        let is_time = |n: *mut pg_sys::Node| {
+            (*n).type_ == pg_sys::NodeTag::T_Var && {
+                let v = n as *mut pg_sys::Var;
+                (*v).varno as u32 == relid && (*v).varlevelsup == 0 && (*v).varattno == time_attnum
+            }
+        };
+        let constant = |n: *mut pg_sys::Node| {
+            ((*n).type_ == pg_sys::NodeTag::T_Const && !(*(n as *mut pg_sys::Const)).constisnull)
+                .then(|| (*(n as *mut pg_sys::Const)).constvalue.value() as i64)
+        };
+        let strategy = TIMESTAMPTZ_OPS.iter().chain(TIMESTAMP_OPS.iter()).find(|(o, _)| pg_sys::Oid::from(*o) == (*e).opno)?.1;
+        if is_time(a) {
+            Some((strategy, constant(b)?))
+        } else if is_time(b) {
+            Some((6 - strategy, constant(a)?))
+        } else {
+            None
+        }
+    }
+}
+
+/// A pruning condition found in the plan's quals, evaluated when the scan starts.
+pub(super) struct Candidate {
+    pub clause: *mut pg_sys::Node,
+    pub target: Target,
+    pub op: pg_sys::Oid,
+    pub collation: pg_sys::Oid,
+    pub var_first: bool,
+    /// The pseudo-constant side, ready to evaluate.
+    value: *mut pg_sys::ExprState,
+    value_type: pg_sys::Oid,
+    array: bool,
+}
+
+#[derive(Clone, Copy)]
+pub(super) enum Target {
+    /// The time column, with the operator's btree strategy.
+    Time { strategy: i32 },
+    Meta(usize),
+    /// A measurement column with per-bucket min/max: attnum, the compared
+    /// value's storage kind, btree strategy (1 <, 2 <=, 3 =, 4 >=, 5 >) and
+    /// the value's typlen.
+    Column { attnum: u16, kind: ColumnKind, strategy: i32, typlen: i16 },
+}
+
+pub(super) unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, scanrelid: u32, quals: *mut pg_sys::List) -> Vec<Candidate> {
+    unsafe {
+        let time_type = {
+            let rel = (*node).ss.ss_currentRelation;
+            (*crate::pg::relation::tuple_desc_attr((*rel).rd_att, config.time_attnum as usize - 1)).atttypid
+        };
+        let rls_active = pg_sys::check_enable_rls((*(*node).ss.ss_currentRelation).rd_id, pg_sys::InvalidOid, true)
+            == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32;
+        let mut out = Vec::new();
+        for q in list_ptrs(quals) {
+            let clause = q as *mut pg_sys::Node;
+            let (args, op, collation, array) = match (*clause).type_ {
+                pg_sys::NodeTag::T_OpExpr => {
+                    let e = clause as *mut pg_sys::OpExpr;
+                    ((*e).args, (*e).opno, (*e).inputcollid, false)
+                }
+                pg_sys::NodeTag::T_ScalarArrayOpExpr => {
+                    let e = clause as *mut pg_sys::ScalarArrayOpExpr;
+                    if !(*e).useOr {
+                        continue;
+                    }
+                    ((*e).args, (*e).opno, (*e).inputcollid, true)
+                }
+                _ => continue,
+            };
+            let args = list_ptrs(args);
+            if args.len() != 2 {
+                continue;
+            }
+            let (a, b) = (strip(args[0] as *mut pg_sys::Node), strip(args[1] as *mut pg_sys::Node));
+            let is_our_var = |n: *mut pg_sys::Node| {
+                (*n).type_ == pg_sys::NodeTag::T_Var && {
+                    let v = n as *mut pg_sys::Var;
+                    (*v).varno as u32 == scanrelid && (*v).varlevelsup == 0
+                }
+            };
+            let (var, other, var_first) = if is_our_var(a) && is_pseudo_constant(b) {
+                (a as *mut pg_sys::Var, args[1] as *mut pg_sys::Node, true)
+            } else if !array && is_our_var(b) && is_pseudo_constant(a) {
+                (b as *mut pg_sys::Var, args[0] as *mut pg_sys::Node, false)
+            } else {
+                continue;
+            };
+            let attnum = (*var).varattno;
+            let value_type = pg_sys::exprType(other);
+            let target = if attnum == config.time_attnum {
+                let ops: &[(u32, i32)] = if time_type == pg_sys::TIMESTAMPTZOID { &TIMESTAMPTZ_OPS } else { &TIMESTAMP_OPS };
+                let strategy = ops.iter().find(|(o, _)| pg_sys::Oid::from(*o) == op).map(|(_, s)| *s);
+                match strategy {
+                    Some(strategy) if !array && value_type == time_type => Target::Time { strategy },
+                    _ => continue,
+                }
+            } else if let Some(m) = config.meta_attnums.iter().position(|&m| m == attnum) {
+                // Only the equality of the meta type's default btree family (what the
+                // store's index orders by), and, where row-level security applies, only
+                // a leakproof one: pruning sees every bucket's meta value before the
+                // policies filter rows.
+                let rel = (*node).ss.ss_currentRelation;
+                let meta_type = (*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1)).atttypid;
+                let cache = pg_sys::lookup_type_cache(meta_type, pg_sys::TYPECACHE_BTREE_OPFAMILY as i32);
+                let family = if cache.is_null() { pg_sys::InvalidOid } else { (*cache).btree_opf };
+                if family == pg_sys::InvalidOid
+                    || pg_sys::get_op_opfamily_strategy(op, family) != pg_sys::BTEqualStrategyNumber as i32
+                    || (rls_active && !pg_sys::get_func_leakproof(pg_sys::get_opcode(op)))
+                {
+                    continue;
+                }
+                Target::Meta(m)
+            } else if let Some(target) = column_target(node, attnum, op, value_type, array, var_first) {
+                target
+            } else {
+                continue;
+            };
+            let value = pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, &mut (*node).ss.ps);
+            out.push(Candidate { clause, target, op, collation, var_first, value, value_type, array });
+        }
+        out
+    }
+}
+
+/// A comparison of a measurement column whose buckets keep min/max statistics:
+/// an integer-like or float column compared with a value of its own type by an
+/// operator of its type's default btree family.
+unsafe fn column_target(
+    node: *mut pg_sys::CustomScanState,
+    attnum: i16,
+    op: pg_sys::Oid,
+    value_type: pg_sys::Oid,
+    array: bool,
+    var_first: bool,
+) -> Option<Target> {
+    unsafe {
+        if array || attnum <= 0 {
+            return None;
+        }
+        let rel = (*node).ss.ss_currentRelation;
+        // The same comparisons the vector filters evaluate on the arrays. That
+        // gives the strategy of `column <op> value`; a Target keeps the
+        // operator's own (evaluate() turns it round by side).
+        let (strategy, kind, typlen) = crate::scan::vector_filter::comparison(rel, attnum as usize - 1, op, value_type, var_first)?;
+        let strategy = if var_first { strategy } else { 6 - strategy };
+        Some(Target::Column { attnum: attnum as u16, kind, strategy, typlen })
+    }
+}
+
+/// Evaluates the candidates' constant sides (parameters are known only now).
+/// The flag says whether every value was usable (not NULL, nor a NaN bound),
+/// so that pruning and the row filters decide their quals exactly.
+/// `scan_cxt` holds the values for as long as the scan runs (they outlive the
+/// per-tuple context, which the executor resets row by row).
+pub(super) unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate], scan_cxt: pg_sys::MemoryContext) -> (Vec<Prune>, bool) {
+    unsafe {
+        let mut exact = true;
+        let econtext = (*node).ss.ps.ps_ExprContext;
+        let mut time = BoundRange::default();
+        let mut out = Vec::new();
+        let mut columns: std::collections::BTreeMap<u16, BoundRange> = Default::default();
+        for c in candidates {
+            let mut isnull = false;
+            let value = pg_sys::ExecEvalExprSwitchContext(c.value, econtext, &mut isnull);
+            if isnull {
+                exact = false;
+                continue;
+            }
+            match c.target {
+                Target::Time { strategy } => {
+                    // Normalise `v <op> time` to `time <op'> v`.
+                    let strategy = if c.var_first { strategy } else { 6 - strategy };
+                    time.narrow(strategy, Bound::Int(value.value() as i64));
+                }
+                Target::Column { attnum, kind, strategy, typlen } => {
+                    let v = crate::scan::prune::datum_bound(value, kind, typlen);
+                    // A NaN constant: leave it to the quals (NaN sorts above everything).
+                    if matches!(v, Bound::Float(f) if f.is_nan()) {
+                        exact = false;
+                        continue;
+                    }
+                    let strategy = if c.var_first { strategy } else { 6 - strategy };
+                    columns.entry(attnum).or_default().narrow(strategy, v);
+                }
+                Target::Meta(meta) => {
+                    let old = pg_sys::MemoryContextSwitchTo(scan_cxt);
+                    let values = if c.array {
+                        // A copy in the query context: the evaluated array lives in the
+                        // per-tuple context, which the executor resets row by row, and its
+                        // elements are read for as long as the scan runs.
+                        let array = pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr()) as *mut pg_sys::ArrayType;
+                        crate::pg::datum::array_elements(array).into_iter().flatten().collect()
+                    } else {
+                        let (mut len, mut byval) = (0i16, false);
+                        pg_sys::get_typlenbyval(c.value_type, &mut len, &mut byval);
+                        vec![crate::pg::datum::copy_datum(value, byval, len)]
+                    };
+                    pg_sys::MemoryContextSwitchTo(old);
+                    out.push(Prune::Meta { meta, op: c.op, collation: c.collation, meta_first: c.var_first, values });
+                }
+            }
+        }
+        if time != BoundRange::default() {
+            out.push(Prune::Time(time));
+        }
+        out.extend(columns.into_iter().map(|(attnum, range)| Prune::Column { attnum, range }));
+        (out, exact)
+    }
+}
+
+/// ExecQual: a NULL result is false; no qual is true.
+pub(crate) unsafe fn qual_passes(qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext) -> bool {
+    if qual.is_null() {
+        return true;
+    }
+    let mut isnull = false;
+    let d = unsafe { pg_sys::ExecEvalExprSwitchContext(qual, econtext, &mut isnull) };
+    !isnull && d.value() != 0
+}
