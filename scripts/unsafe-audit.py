@@ -23,7 +23,7 @@ def blocks(path):
     in_test = False
     for i, line in enumerate(lines):
         code = re.sub(r'"(\\.|[^"\\])*"', '""', line.split("//")[0])
-        if re.match(r"\s*mod tests\b", code):
+        if re.match(r"\s*mod tests\s*\{", code):
             in_test = True
         if not re.search(r"\bunsafe\s*\{", code) or re.search(r"\bunsafe\s+(fn|impl|extern|trait)\b", code):
             continue

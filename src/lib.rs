@@ -1,9 +1,11 @@
 //! tsbucket: MongoDB-style time-series tables for PostgreSQL.
 //!
-//! Layers (see README "Architecture"): `tsbucket-format` (pure Rust codecs and
-//! payloads) <- `catalog`/`shape` (configuration) <- `write` and `modify`
-//! (write path) <- `am` (table access method callbacks) <- `hooks` and `api`
-//! (statement boundaries, SQL functions).
+//! One layer per folder, each using only those below it (README
+//! "Architecture"): `pg` (audited FFI helpers) <- `catalog` (configuration)
+//! <- `store` (the bucket store) <- `write`, `dml` <- `scan` (TsBucketScan)
+//! <- `rewrite`, `am` (the table AM), `maintenance` <- `hooks`, `sql`,
+//! `timefn`. The pure crates `tsbucket-format`, `-timecalc` and `-kernels`
+//! hold what needs no server.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -45,6 +47,8 @@ pub extern "C-unwind" fn _PG_init() {
     scan::exec::register();
     catalog::label::init();
     // No background maintenance while pg_upgrade restores a cluster.
+    // SAFETY: process_shared_preload_libraries_in_progress and IsBinaryUpgrade are bool globals the postmaster sets
+    // before it loads libraries; _PG_init, single-threaded, only copies them.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress && !pg_sys::IsBinaryUpgrade } {
         crate::maintenance::launcher::register();
     }

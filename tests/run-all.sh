@@ -27,6 +27,11 @@ integration() {
 }
 
 step "format, timecalc and kernels: unit, property and corrupt-input tests" cargo test -q -p tsbucket-format -p tsbucket-timecalc -p tsbucket-kernels --release
+# The house: every unsafe block narrow and justified; no circles between modules.
+step "unsafe audit" python3 scripts/unsafe-audit.py src
+if [ -f ../shared/tools/layers.py ]; then
+    step "module layers" python3 ../shared/tools/layers.py src
+fi
 for ver in $PG_VERSIONS; do
     step "$ver: #[pg_test]" pgrx_test "$ver"
     # Debug builds: overflow checks catch what release builds would wrap.

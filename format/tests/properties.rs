@@ -198,3 +198,65 @@ fn empty_bytes_values_survive_nulls() {
         b
     }));
 }
+
+fn row_value(cell: &Cell) -> tsbucket_format::row::Value<'_> {
+    use tsbucket_format::row::Value;
+    match cell {
+        Cell::Null => Value::Null,
+        Cell::Int(v) => Value::Int(*v),
+        Cell::Float(v) => Value::Float(*v),
+        Cell::Bool(v) => Value::Bool(*v),
+        Cell::Bytes(v) => Value::Bytes(v),
+    }
+}
+
+fn row() -> impl Strategy<Value = Vec<(u16, ColumnKind, Cell)>> {
+    prop::collection::vec(kind(), 0..12).prop_flat_map(|kinds| {
+        let cells: Vec<_> = kinds.iter().map(|&k| cell(k)).collect();
+        (Just(kinds), cells).prop_map(|(kinds, cells)| {
+            kinds.into_iter().zip(cells).enumerate().map(|(i, (k, c))| ((i * 3 + 1) as u16, k, c)).collect()
+        })
+    })
+}
+
+proptest! {
+    #[test]
+    fn rows_round_trip_into_columns(rows in prop::collection::vec(row(), 1..20)) {
+        use tsbucket_format::row::{encode_row, push_value, RowReader};
+        for r in &rows {
+            let values: Vec<_> = r.iter().map(|(a, k, c)| (*a, *k, row_value(c))).collect();
+            let mut bytes = Vec::new();
+            encode_row(&values, &mut bytes);
+            let mut reader = RowReader::parse(&bytes).unwrap();
+            for (attnum, kind, cell) in r {
+                let (a, k, v) = reader.next_value().unwrap().expect("a value");
+                prop_assert_eq!((a, k), (*attnum, *kind));
+                let mut got = Column::new(a, k);
+                push_value(&mut got, k, v).unwrap();
+                let mut want = Column::new(a, k);
+                push_value(&mut want, k, row_value(cell)).unwrap();
+                assert_same(&want, &got);
+            }
+            prop_assert!(reader.next_value().unwrap().is_none());
+        }
+    }
+
+    #[test]
+    fn corrupt_rows_never_panic(r in row(), flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..6), cut in any::<usize>()) {
+        use tsbucket_format::row::{encode_row, push_value, RowReader};
+        let values: Vec<_> = r.iter().map(|(a, k, c)| (*a, *k, row_value(c))).collect();
+        let mut bytes = Vec::new();
+        encode_row(&values, &mut bytes);
+        for (at, x) in flips {
+            let n = bytes.len();
+            bytes[at % n] ^= x;
+        }
+        bytes.truncate(cut % (bytes.len() + 1));
+        if let Ok(mut reader) = RowReader::parse(&bytes) {
+            let mut col = Column::new(1, ColumnKind::Bytes);
+            while let Ok(Some((_, k, v))) = reader.next_value() {
+                let _ = push_value(&mut col, k, v);
+            }
+        }
+    }
+}

@@ -14,7 +14,8 @@ pub(super) unsafe extern "C-unwind" fn tuple_insert(
     _options: i32,
     _bistate: *mut pg_sys::BulkInsertStateData,
 ) {
-    // SAFETY: the executor passes an open tsbucket table and a slot holding a row of it.
+    // SAFETY: the executor passes `rel`, the tsbucket table of this INSERT (opened and locked RowExclusive by ExecInitModifyTable),
+    // and `slot`, a slot of it holding the row: insert_row's and set_version's contracts.
     unsafe {
         crate::write::append::insert_row(rel, slot, cid);
         slot::set_version(slot, slot::Version::written_now(cid));
@@ -52,8 +53,10 @@ pub(super) unsafe extern "C-unwind" fn multi_insert(
     _options: i32,
     _bistate: *mut pg_sys::BulkInsertStateData,
 ) {
-    unsafe {
-        for i in 0..nslots as usize {
+    for i in 0..nslots as usize {
+        // SAFETY: `slots` is COPY's array of `nslots` filled slots of `rel` (the table COPY FROM opened and locked), and i < nslots,
+        // so `*slots.add(i)` is one of them: a slot holding a row of the open table, as insert_row and set_version want.
+        unsafe {
             crate::write::append::insert_row(rel, *slots.add(i), cid);
             slot::set_version(*slots.add(i), slot::Version::written_now(cid));
         }
@@ -64,24 +67,31 @@ pub(super) unsafe extern "C-unwind" fn multi_insert(
 /// this command already changed, or TM_Updated / TM_Deleted for a row a
 /// committed transaction moved or deleted (READ COMMITTED then follows it
 /// through tuple_lock and EvalPlanQual; REPEATABLE READ raises 40001).
+///
+/// # Safety
+/// `tid` must be readable and `tmfd` writable: the executor's arguments of
+/// tuple_delete / tuple_update.
 unsafe fn report(outcome: crate::dml::pending::Outcome, tid: pg_sys::ItemPointer, cid: pg_sys::CommandId, tmfd: *mut pg_sys::TM_FailureData) -> pg_sys::TM_Result::Type {
     use crate::dml::pending::Outcome;
+    // SAFETY: `tid` (readable) and `tmfd` (writable) are the executor's ItemPointer and TM_FailureData of the
+    // tuple_delete / tuple_update call that runs report, as this function's contract requires.
     unsafe {
         (*tmfd).ctid = *tid;
         (*tmfd).xmax = pg_sys::InvalidTransactionId;
         (*tmfd).cmax = cid;
         (*tmfd).traversed = false;
-        match outcome {
-            Outcome::Done => pg_sys::TM_Result::TM_Ok,
-            Outcome::AlreadyDoneBySelf => pg_sys::TM_Result::TM_SelfModified,
-            Outcome::ChangedBySelf => {
-                // Not this command: the executor raises "already modified by an operation triggered by the current command".
-                (*tmfd).cmax = pg_sys::InvalidCommandId;
-                pg_sys::TM_Result::TM_SelfModified
-            }
-            Outcome::Moved => pg_sys::TM_Result::TM_Updated,
-            Outcome::Deleted => pg_sys::TM_Result::TM_Deleted,
+    }
+    match outcome {
+        Outcome::Done => pg_sys::TM_Result::TM_Ok,
+        Outcome::AlreadyDoneBySelf => pg_sys::TM_Result::TM_SelfModified,
+        Outcome::ChangedBySelf => {
+            // Not this command: the executor raises "already modified by an operation triggered by the current command".
+            // SAFETY: the same writable `tmfd` as filled above, still the caller's for this call.
+            unsafe { (*tmfd).cmax = pg_sys::InvalidCommandId };
+            pg_sys::TM_Result::TM_SelfModified
         }
+        Outcome::Moved => pg_sys::TM_Result::TM_Updated,
+        Outcome::Deleted => pg_sys::TM_Result::TM_Deleted,
     }
 }
 
@@ -96,6 +106,8 @@ pub(super) unsafe extern "C-unwind" fn tuple_delete(
     tmfd: *mut pg_sys::TM_FailureData,
     _changing_part: bool,
 ) -> pg_sys::TM_Result::Type {
+    // SAFETY: `rel` is the open tsbucket table of this DELETE (record_delete's contract), `tid` the executor's TID of the row
+    // to delete and `tmfd` its failure record, both valid for this call (report's contract).
     unsafe { report(crate::dml::record::record_delete(rel, &*tid, cid), tid, cid, tmfd) }
 }
 
@@ -118,24 +130,31 @@ pub(super) unsafe extern "C-unwind" fn tuple_update(
     lockmode: *mut pg_sys::LockTupleMode::Type,
     update_indexes: *mut UpdateIndexes,
 ) -> pg_sys::TM_Result::Type {
+    // SAFETY: `lockmode` is ExecUpdate's out-parameter for the lock mode taken, writable during this call.
+    unsafe { *lockmode = pg_sys::LockTupleMode::LockTupleExclusive };
+    // SAFETY: `slot` holds the new version of the row at `otid` of `rel`, the open table of this UPDATE (record_update's
+    // contract); `otid` and `tmfd` are the executor's TID and failure record for this call (report's contract).
+    let result = unsafe { report(crate::dml::record::record_update(rel, &*otid, slot, cid), otid, cid, tmfd) };
+    if result != pg_sys::TM_Result::TM_Ok {
+        return result;
+    }
+    // SAFETY: `slot`, `otid` and `rel` are still ExecUpdate's: the slot of the new row version, the old row's TID and the
+    // open table, all valid until this callback returns.
     unsafe {
-        *lockmode = pg_sys::LockTupleMode::LockTupleExclusive;
-        let result = report(crate::dml::record::record_update(rel, &*otid, slot, cid), otid, cid, tmfd);
-        if result != pg_sys::TM_Result::TM_Ok {
-            return result;
-        }
         (*slot).tts_tid = *otid;
         (*slot).tts_tableOid = (*rel).rd_id;
         // The row lives on in a bucket this transaction writes at the end of the statement.
         slot::set_version(slot, slot::Version::written_now(cid));
-        #[cfg(feature = "pg15")]
-        {
-            *update_indexes = false;
-        }
-        #[cfg(not(feature = "pg15"))]
-        {
-            *update_indexes = pg_sys::TU_UpdateIndexes::TU_None;
-        }
+    }
+    #[cfg(feature = "pg15")]
+    {
+        // SAFETY: `update_indexes` is ExecUpdate's bool out-parameter (PostgreSQL 15), writable during this call.
+        unsafe { *update_indexes = false };
+    }
+    #[cfg(not(feature = "pg15"))]
+    {
+        // SAFETY: `update_indexes` is ExecUpdate's TU_UpdateIndexes out-parameter (PostgreSQL 16 on), writable during this call.
+        unsafe { *update_indexes = pg_sys::TU_UpdateIndexes::TU_None };
     }
     pg_sys::TM_Result::TM_Ok
 }
@@ -154,20 +173,27 @@ pub(super) unsafe extern "C-unwind" fn tuple_lock(
     flags: u8,
     tmfd: *mut pg_sys::TM_FailureData,
 ) -> pg_sys::TM_Result::Type {
+    let follow = flags & pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8 != 0;
+    // SAFETY: `rel` is the open tsbucket table EvalPlanQual re-fetches from and `slot` a slot of it (lock_row's contract);
+    // `tid` is the executor's ItemPointer, writable during this call, which lock_row moves to the row's latest place.
+    let (result, traversed) = unsafe { crate::dml::record::lock_row(rel, &mut *tid, cid, follow, slot) };
+    // TM_SelfModified here means a later command of ours (a trigger) changed the
+    // bucket: the executor then refuses, as for heap.
+    let cmax = if result == pg_sys::TM_Result::TM_SelfModified { pg_sys::InvalidCommandId } else { cid };
+    // SAFETY: `tmfd` is the executor's TM_FailureData for this tuple_lock call, writable until it returns; `tid` is read
+    // after lock_row moved it.
     unsafe {
-        let follow = flags & pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8 != 0;
-        let (result, traversed) = crate::dml::record::lock_row(rel, &mut *tid, cid, follow, slot);
         (*tmfd).ctid = *tid;
         (*tmfd).xmax = pg_sys::InvalidTransactionId;
-        // TM_SelfModified here means a later command of ours (a trigger) changed the
-        // bucket: the executor then refuses, as for heap.
-        (*tmfd).cmax = if result == pg_sys::TM_Result::TM_SelfModified { pg_sys::InvalidCommandId } else { cid };
+        (*tmfd).cmax = cmax;
         (*tmfd).traversed = traversed;
-        result
     }
+    result
 }
 
 #[pg_guard]
 pub(super) unsafe extern "C-unwind" fn finish_bulk_insert(rel: pg_sys::Relation, _options: i32) {
-    crate::write::flush::flush(Some(unsafe { (*rel).rd_id }), crate::store::bucket::CloseReason::EndOfStatement, None);
+    // SAFETY: `rel` is the table COPY FROM wrote into, still open (and locked) when it calls finish_bulk_insert.
+    let relid = unsafe { (*rel).rd_id };
+    crate::write::flush::flush(Some(relid), crate::store::bucket::CloseReason::EndOfStatement, None);
 }

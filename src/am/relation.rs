@@ -24,20 +24,32 @@ pub(super) unsafe extern "C-unwind" fn relation_set_new_filelocator(
     freeze_xid: *mut pg_sys::TransactionId,
     minmulti: *mut pg_sys::MultiXactId,
 ) {
+    // No transaction ids live in this relation's own storage.
+    // SAFETY: `freeze_xid` and `minmulti` are the out-parameters heap_create (or TRUNCATE's new-relfilenode swap) passes
+    // for the new storage's cutoffs, writable during this call.
     unsafe {
-        // No transaction ids live in this relation's own storage.
         *freeze_xid = pg_sys::InvalidTransactionId;
         *minmulti = pg_sys::InvalidTransactionId;
-        if persistence == pg_sys::RELPERSISTENCE_UNLOGGED as std::ffi::c_char {
-            unsupported("UNLOGGED", "Create the table without UNLOGGED; its buckets are WAL-logged in the bucket store.");
-        }
+    }
+    if persistence == pg_sys::RELPERSISTENCE_UNLOGGED as std::ffi::c_char {
+        unsupported("UNLOGGED", "Create the table without UNLOGGED; its buckets are WAL-logged in the bucket store.");
+    }
+    // SAFETY: `newrlocator` points to the file locator Postgres just assigned to `rel`, read once for RelationCreateStorage,
+    // whose SMgrRelation `srel` is closed at once; `rel` is the relation being created or truncated, open and locked
+    // AccessExclusive by its DDL, as truncate_store requires.
+    unsafe {
         let srel = pg_sys::RelationCreateStorage(*newrlocator, persistence, true);
         pg_sys::smgrclose(srel);
         truncate_store(rel);
     }
 }
 
+/// Empties the bucket store (and moves table) of `rel` if it is configured.
+///
+/// # Safety
+/// `rel` must be an open relation.
 unsafe fn truncate_store(rel: pg_sys::Relation) {
+    // SAFETY: `rel` is open, as this function's contract requires, so its relcache entry can be read.
     let relid = unsafe { (*rel).rd_id };
     if let Some(config) = config::lookup(relid) {
         crate::write::buffer::discard_table(relid);
@@ -53,6 +65,7 @@ unsafe fn truncate_store(rel: pg_sys::Relation) {
 
 #[pg_guard]
 pub(super) unsafe extern "C-unwind" fn relation_nontransactional_truncate(rel: pg_sys::Relation) {
+    // SAFETY: `rel` is the table TRUNCATE (of a table created in this transaction) holds open and AccessExclusive-locked.
     unsafe { truncate_store(rel) }
 }
 
@@ -87,8 +100,12 @@ pub(super) unsafe extern "C-unwind" fn relation_vacuum(
     params: *mut pg_sys::VacuumParams,
     bstrategy: pg_sys::BufferAccessStrategy,
 ) {
+    // SAFETY: `rel` is the table vacuum_rel has open and locked ShareUpdateExclusive for this callback.
+    let relid = unsafe { (*rel).rd_id };
+    let Some(config) = config::lookup(relid) else { return };
+    // SAFETY: table_open locks the store ShareUpdateExclusive (as VACUUM of a heap would), so `store` and its rd_tableam stay
+    // valid until the table_close below; `params` and `bstrategy` are VACUUM's own, handed on unchanged.
     unsafe {
-        let Some(config) = config::lookup((*rel).rd_id) else { return };
         let store = pg_sys::table_open(config.store_relid, pg_sys::ShareUpdateExclusiveLock as i32);
         if let Some(vacuum) = (*(*store).rd_tableam).relation_vacuum {
             vacuum(store, params, bstrategy);
@@ -140,14 +157,14 @@ pub(super) unsafe extern "C-unwind" fn index_build_range_scan(
     _callback_state: *mut std::ffi::c_void,
     _scan: pg_sys::TableScanDesc,
 ) -> f64 {
-    unsafe {
-        if (*index_info).ii_Unique || !(*index_info).ii_ExclusionOps.is_null() {
-            ts_error(
-                FEATURE_NOT_SUPPORTED,
-                "unique indexes, primary keys, UNIQUE and EXCLUDE constraints are not supported on time-series tables",
-                "Time-series tables accept duplicate measurements, as MongoDB's time-series collections do.",
-            );
-        }
+    // SAFETY: `index_info` is the IndexInfo index_build made for the index being created, valid during this call.
+    let unique_or_exclusion = unsafe { (*index_info).ii_Unique || !(*index_info).ii_ExclusionOps.is_null() };
+    if unique_or_exclusion {
+        ts_error(
+            FEATURE_NOT_SUPPORTED,
+            "unique indexes, primary keys, UNIQUE and EXCLUDE constraints are not supported on time-series tables",
+            "Time-series tables accept duplicate measurements, as MongoDB's time-series collections do.",
+        );
     }
     ts_error(FEATURE_NOT_SUPPORTED, "indexes are not supported on time-series tables", INDEX_HINT)
 }
@@ -183,24 +200,35 @@ pub(super) unsafe extern "C-unwind" fn relation_estimate_size(
     tuples: *mut f64,
     allvisfrac: *mut f64,
 ) {
+    // SAFETY: `pages`, `tuples` and `allvisfrac` are estimate_rel_size's out-parameters, writable during this call.
     unsafe {
         *pages = 0;
         *tuples = 0.0;
         *allvisfrac = 0.0;
-        let Some(config) = config::lookup((*rel).rd_id) else { return };
-        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        // After ANALYZE (tsbucket's, src/stats.rs): its row count, scaled by how
-        // the store has grown since, as Postgres scales a heap's reltuples.
-        let (analyzed_pages, analyzed_rows) = ((*(*rel).rd_rel).relpages, (*(*rel).rd_rel).reltuples);
-        if analyzed_pages > 0 && analyzed_rows >= 0.0 {
-            let nblocks = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM);
-            *pages = nblocks;
-            *tuples = (analyzed_rows as f64 * nblocks as f64 / analyzed_pages as f64).round();
-        } else {
-            let (buckets, sampled_buckets, sampled_rows, nblocks) = crate::store::reader::estimate(store);
-            *pages = nblocks;
-            *tuples = if sampled_buckets == 0 { 0.0 } else { buckets * sampled_rows / sampled_buckets as f64 };
-        }
+    }
+    // SAFETY: `rel` is the table the planner holds open (and locked) while it estimates its size.
+    let relid = unsafe { (*rel).rd_id };
+    let Some(config) = config::lookup(relid) else { return };
+    // SAFETY: table_open of the configured store, locked AccessShare; it stays open until the table_close at the end.
+    let store = unsafe { pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32) };
+    // After ANALYZE (tsbucket's, maintenance/analyze.rs): its row count, scaled by how
+    // the store has grown since, as Postgres scales a heap's reltuples.
+    // SAFETY: `rel` is still open, so its pg_class row `rd_rel` is valid to read.
+    let (analyzed_pages, analyzed_rows) = unsafe { ((*(*rel).rd_rel).relpages, (*(*rel).rd_rel).reltuples) };
+    let (nblocks, estimated_tuples) = if analyzed_pages > 0 && analyzed_rows >= 0.0 {
+        // SAFETY: `store` is open under the AccessShareLock taken by table_open above.
+        let nblocks = unsafe { pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM) };
+        (nblocks, (analyzed_rows as f64 * nblocks as f64 / analyzed_pages as f64).round())
+    } else {
+        // SAFETY: `store` is open (estimate's contract), from the table_open above until the table_close below.
+        let (buckets, sampled_buckets, sampled_rows, nblocks) = unsafe { crate::store::reader::estimate(store) };
+        (nblocks, if sampled_buckets == 0 { 0.0 } else { buckets * sampled_rows / sampled_buckets as f64 })
+    };
+    // SAFETY: `pages` and `tuples` are the same writable out-parameters as above; `store` is the relation opened above,
+    // closed once here (its lock is kept until the transaction ends).
+    unsafe {
+        *pages = nblocks;
+        *tuples = estimated_tuples;
         pg_sys::table_close(store, pg_sys::NoLock as i32);
     }
 }

@@ -22,11 +22,14 @@ pub(super) unsafe extern "C-unwind" fn scan_begin(
     if !pscan.is_null() {
         unsupported("a parallel scan of the table access method", PARALLEL_HINT);
     }
+    // SAFETY: table_beginscan passes `rel`, open for the whole scan, with its snapshot and `nkeys` keys at `key`; a
+    // plain scan of the table AM uses the default options, as begin_with's contract describes.
     unsafe { crate::scan::plain::begin_with(rel, snapshot, nkeys, key, pscan, flags, crate::scan::plain::ScanOptions::default()) }
 }
 
 #[pg_guard]
 pub(super) unsafe extern "C-unwind" fn scan_end(scan: pg_sys::TableScanDesc) {
+    // SAFETY: `scan` is the descriptor scan_begin returned through begin_with; table_endscan hands it back once, last.
     unsafe { crate::scan::plain::end(scan) }
 }
 
@@ -39,6 +42,7 @@ pub(super) unsafe extern "C-unwind" fn scan_rescan(
     _allow_sync: bool,
     _allow_pagemode: bool,
 ) {
+    // SAFETY: `scan` came from scan_begin (begin_with) and table_rescan calls this before scan_end frees it.
     unsafe { crate::scan::plain::rescan(scan) }
 }
 
@@ -48,6 +52,8 @@ pub(super) unsafe extern "C-unwind" fn scan_getnextslot(
     direction: pg_sys::ScanDirection::Type,
     slot: *mut pg_sys::TupleTableSlot,
 ) -> bool {
+    // SAFETY: `scan` came from begin_with (via scan_begin) and is not yet ended; `slot` is the executor's slot made with
+    // this AM's slot_callbacks for the scanned relation.
     unsafe { crate::scan::plain::getnextslot(scan, direction, slot) }
 }
 
@@ -96,25 +102,35 @@ pub(super) unsafe extern "C-unwind" fn tuple_fetch_row_version(
     snapshot: pg_sys::Snapshot,
     slot: *mut pg_sys::TupleTableSlot,
 ) -> bool {
-    unsafe {
-        let Some(config) = config::lookup((*rel).rd_id) else { return false };
-        let shape = TableShape::new((*rel).rd_att, &config);
-        let (bucket_id, row) = crate::store::tid::get(&*tid);
+    // SAFETY: `rel` is the tsbucket table the executor fetches from, open for this call.
+    let relid = unsafe { (*rel).rd_id };
+    let Some(config) = config::lookup(relid) else { return false };
+    // SAFETY: `rel` is open, so its tuple descriptor `rd_att` is valid for as long as `shape` is built (TableShape::new's contract).
+    let shape = unsafe { TableShape::new((*rel).rd_att, &config) };
+    // SAFETY: `tid` is the executor's ItemPointer of the row version to fetch, readable during this call.
+    let (bucket_id, row) = crate::store::tid::get(unsafe { &*tid });
+    // SAFETY: `store` is `config`'s store, open and AccessShare-locked from table_open to table_close (fetch_bucket's
+    // contract); `snapshot` is the caller's, registered for this fetch.
+    let bucket = unsafe {
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let bucket = read::fetch_bucket(&config, &shape, store, bucket_id, snapshot);
         pg_sys::table_close(store, pg_sys::NoLock as i32);
-        match bucket {
-            Some(b) if row < b.rows => {
-                read::fill_slot(rel, &shape, &b, None, row, slot);
-                true
-            }
-            _ => false,
+        bucket
+    };
+    match bucket {
+        Some(b) if row < b.rows => {
+            // SAFETY: `slot` is the caller's slot of `rel`, made with this AM's slot_callbacks (fill_slot's contract);
+            // `row` is below the fetched bucket's row count.
+            unsafe { read::fill_slot(rel, &shape, &b, None, row, slot) };
+            true
         }
+        _ => false,
     }
 }
 
 #[pg_guard]
 pub(super) unsafe extern "C-unwind" fn tuple_tid_valid(_scan: pg_sys::TableScanDesc, tid: pg_sys::ItemPointer) -> bool {
+    // SAFETY: `tid` is the ItemPointer the caller asks about, readable during this call.
     unsafe { (*tid).ip_posid >= 1 }
 }
 
@@ -128,19 +144,26 @@ pub(super) unsafe extern "C-unwind" fn tuple_satisfies_snapshot(
     slot: *mut pg_sys::TupleTableSlot,
     snapshot: pg_sys::Snapshot,
 ) -> bool {
-    unsafe {
-        let Some(config) = config::lookup((*rel).rd_id) else { return false };
-        let (bucket_id, _) = crate::store::tid::get(&(*slot).tts_tid);
+    // SAFETY: `rel` is the open tsbucket table whose row the caller checks.
+    let relid = unsafe { (*rel).rd_id };
+    let Some(config) = config::lookup(relid) else { return false };
+    // SAFETY: `slot` holds a row of `rel` fetched earlier; its tts_tid is read in place while the caller keeps the slot.
+    let (bucket_id, _) = crate::store::tid::get(unsafe { &(*slot).tts_tid });
+    // SAFETY: the store is open and AccessShare-locked from table_open to table_close, and `config.id_index` is its
+    // bucket_id index (find_bucket_tuple's contract); `snapshot` is the caller's.
+    let found = unsafe {
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let found = crate::store::tuple::find_bucket_tuple(store, config.id_index, bucket_id, snapshot);
         pg_sys::table_close(store, pg_sys::NoLock as i32);
-        match found {
-            Some(t) => {
-                pg_sys::heap_freetuple(t);
-                true
-            }
-            None => false,
+        found
+    };
+    match found {
+        Some(t) => {
+            // SAFETY: `t` is the palloc'd tuple copy find_bucket_tuple returned, owned here and freed once.
+            unsafe { pg_sys::heap_freetuple(t) };
+            true
         }
+        None => false,
     }
 }
 

@@ -48,7 +48,8 @@ pub fn lookup(relid: pg_sys::Oid) -> Option<Rc<Config>> {
 
 /// Whether tsbucket's own extension script (CREATE or ALTER EXTENSION) is running.
 fn running_own_script() -> bool {
-    // SAFETY: plain reads of backend globals; get_extension_oid reads the catalog.
+    // SAFETY: creating_extension and CurrentExtensionObject are globals this backend sets around an extension script
+    // and only reads here; get_extension_oid gets a static NUL-terminated name and, with missing_ok, returns InvalidOid.
     unsafe { pg_sys::creating_extension && pg_sys::CurrentExtensionObject == pg_sys::get_extension_oid(c"tsbucket".as_ptr(), true) }
 }
 
@@ -103,7 +104,7 @@ fn check_sql_version() {
 fn load(relid: pg_sys::Oid) -> Option<Config> {
     // pg_upgrade re-creates the schema before it carries the catalog's and the
     // stores' files over: no table is configured (nor needs to be) until then.
-    // SAFETY: a plain read of a backend global.
+    // SAFETY: IsBinaryUpgrade is a bool global set from the -b option when this backend starts, read-only afterwards.
     if unsafe { pg_sys::IsBinaryUpgrade } {
         return None;
     }
@@ -159,6 +160,8 @@ unsafe extern "C-unwind" fn relcache_callback(_arg: pg_sys::Datum, relid: pg_sys
 }
 
 pub fn init() {
+    // SAFETY: called once from _PG_init; relcache_callback is a guarded extern "C-unwind" function with the signature of
+    // a relcache callback, and the callback list keeps it for the life of the process, as the library stays loaded.
     unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(relcache_callback), pg_sys::Datum::from(0)) };
 }
 
@@ -171,7 +174,7 @@ pub fn as_extension_owner<R>(f: impl FnOnce() -> R) -> R {
     })
     .ok()
     .flatten()
-    // SAFETY: a plain read of the backend's user id.
+    // SAFETY: GetUserId returns the current user id this backend keeps (no extension row: the caller's rights stay).
     .unwrap_or_else(|| unsafe { pg_sys::GetUserId() });
     crate::pg::role::as_user(owner, false, f)
 }
@@ -203,14 +206,19 @@ pub fn all_tables() -> Vec<pg_sys::Oid> {
 
 /// Whether `relid` is a table of the tsbucket access method (configured or not).
 pub fn is_tsbucket_table(relid: pg_sys::Oid) -> bool {
-    // SAFETY: a relcache look-up by oid; the reference is released before returning.
-    unsafe {
-        let rel = pg_sys::RelationIdGetRelation(relid);
-        if rel.is_null() {
-            return false;
-        }
+    // SAFETY: RelationIdGetRelation looks `relid` up in the relcache (NULL when no such relation), taking a reference
+    // that the RelationClose below gives back.
+    let rel = unsafe { pg_sys::RelationIdGetRelation(relid) };
+    if rel.is_null() {
+        return false;
+    }
+    // SAFETY: `rel` is the non-NULL relcache entry just returned; its rd_rel is read while our reference pins it, and the
+    // reference is released once.
+    let relam = unsafe {
         let relam = (*(*rel).rd_rel).relam;
         pg_sys::RelationClose(rel);
-        relam != pg_sys::InvalidOid && relam == pg_sys::get_am_oid(c"tsbucket".as_ptr(), true)
-    }
+        relam
+    };
+    // SAFETY: get_am_oid gets a static NUL-terminated name and, with missing_ok, returns InvalidOid rather than erroring.
+    relam != pg_sys::InvalidOid && relam == unsafe { pg_sys::get_am_oid(c"tsbucket".as_ptr(), true) }
 }

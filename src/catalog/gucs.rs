@@ -17,7 +17,7 @@ pub static WORKER_ENABLED: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(2);
 
 /// Whether aggregates over tsbucket tables are computed inside the scan
-/// (`partial_agg`); off gives Postgres's row-by-row plan, for comparison.
+/// (`rewrite::partial_agg`); off gives Postgres's row-by-row plan, for comparison.
 pub static VECTORIZED_AGGREGATION: GucSetting<bool> = GucSetting::<bool>::new(true);
 
 /// A bug planted for the randomized differential fuzzer to find (tests/fuzz):

@@ -20,13 +20,15 @@ use std::ffi::{CStr, CString};
 const PROVIDER: &CStr = c"tsbucket";
 
 pub fn init() {
-    // SAFETY: registers a static name and a guarded callback; called once from _PG_init.
+    // SAFETY: called once from _PG_init; PROVIDER is a 'static NUL-terminated name, and check_relabel a guarded
+    // extern "C-unwind" hook of the signature register_label_provider expects, both kept for the process's life.
     unsafe { pg_sys::register_label_provider(PROVIDER.as_ptr(), Some(check_relabel)) };
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn check_relabel(object: *const pg_sys::ObjectAddress, label: *const std::ffi::c_char) {
-    // SAFETY: Postgres passes a valid address and a NUL-terminated label or NULL.
+    // SAFETY: for SECURITY LABEL, Postgres passes in `object` the address of the labelled object, valid during this
+    // hook call, and in `label` NULL or a NUL-terminated string; both are copied into Rust values here.
     let (object, label) = unsafe { (*object, (!label.is_null()).then(|| CStr::from_ptr(label).to_string_lossy().into_owned())) };
     relabel(object, label);
 }
@@ -49,7 +51,7 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
     };
     // pg_upgrade restores the schema, labels included, and then carries the
     // catalog's and the stores' files over: the configuration arrives with them.
-    // SAFETY: a plain read of a backend global.
+    // SAFETY: IsBinaryUpgrade is only set at startup of a pg_upgrade (-b) server; a copy of it is read here.
     if unsafe { pg_sys::IsBinaryUpgrade } {
         return;
     }
@@ -82,17 +84,22 @@ fn current_label(relid: pg_sys::Oid) -> Option<String> {
 pub fn sync_label(relid: pg_sys::Oid) {
     let label = current_label(relid).map(|l| CString::new(l).expect("jsonb text has no NUL"));
     let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
-    // SAFETY: a valid address, a static provider name and a NUL-terminated label or NULL.
-    // SetSecurityLabel does not call the provider's hook, so this does not recurse.
-    unsafe {
-        let stored = pg_sys::GetSecurityLabel(&address, PROVIDER.as_ptr());
-        let same = match (&label, stored.is_null()) {
-            (None, true) => true,
-            (Some(l), false) => CStr::from_ptr(stored) == l.as_c_str(),
-            _ => false,
-        };
-        if !same {
-            pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()));
+    // SAFETY: `address` is a local ObjectAddress of table `relid` and PROVIDER a static NUL-terminated name;
+    // GetSecurityLabel returns NULL or a label palloc'd in the current memory context.
+    let stored = unsafe { pg_sys::GetSecurityLabel(&address, PROVIDER.as_ptr()) };
+    let same = match (&label, stored.is_null()) {
+        (None, true) => true,
+        (Some(l), false) => {
+            // SAFETY: `stored` is not NULL in this arm: the NUL-terminated label GetSecurityLabel just returned.
+            let stored = unsafe { CStr::from_ptr(stored) };
+            stored == l.as_c_str()
         }
+        _ => false,
+    };
+    if !same {
+        // SAFETY: `address` and PROVIDER as for GetSecurityLabel above; the label is NULL or `label`'s NUL-terminated
+        // CString, alive until the end of this function. SetSecurityLabel does not call the provider's hook, so this
+        // does not recurse.
+        unsafe { pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ref().map_or(std::ptr::null(), |l| l.as_ptr())) };
     }
 }

@@ -18,23 +18,28 @@ pub fn table_owner(relid: pg_sys::Oid) -> pg_sys::Oid {
 }
 
 fn current_user() -> pg_sys::Oid {
-    // SAFETY: a plain read of the backend's user id.
+    // SAFETY: GetUserId only returns the user id this backend keeps for permission checks (set by login, SET ROLE and
+    // security-definer calls).
     unsafe { pg_sys::GetUserId() }
 }
 
 /// The caller must own the table (membership in the owning role counts, and
 /// superusers own everything), as for ALTER TABLE.
 pub fn require_owner(relid: pg_sys::Oid) {
-    // SAFETY: role ids from the catalog and the backend.
-    if !unsafe { pg_sys::has_privs_of_role(current_user(), table_owner(relid)) } {
+    let (user, owner) = (current_user(), table_owner(relid));
+    // SAFETY: has_privs_of_role compares the role oids `user` (GetUserId) and `owner` (relowner of `relid`) through the
+    // role membership cache, inside the caller's transaction.
+    if !unsafe { pg_sys::has_privs_of_role(user, owner) } {
         ts_error(INSUFFICIENT_PRIVILEGE, &format!("must be owner of table {}", crate::pg::relation::qualified_name(relid)), "");
     }
 }
 
 /// The caller must be allowed to SELECT from the table.
 pub fn require_select(relid: pg_sys::Oid) {
-    // SAFETY: a catalog look-up by oid for the current user.
-    if unsafe { pg_sys::pg_class_aclcheck(relid, current_user(), pg_sys::ACL_SELECT as pg_sys::AclMode) } != pg_sys::AclResult::ACLCHECK_OK {
+    let user = current_user();
+    // SAFETY: pg_class_aclcheck reads the ACL of `relid` from the syscache for role `user` inside the caller's
+    // transaction; it errors out cleanly when the relation does not exist.
+    if unsafe { pg_sys::pg_class_aclcheck(relid, user, pg_sys::ACL_SELECT as pg_sys::AclMode) } != pg_sys::AclResult::ACLCHECK_OK {
         ts_error(INSUFFICIENT_PRIVILEGE, &format!("permission denied for table {}", crate::pg::relation::relation_name(relid)), "");
     }
 }
@@ -44,15 +49,15 @@ pub fn require_select(relid: pg_sys::Oid) {
 /// counts the policies hide, so they are refused.
 pub fn require_select_without_rls(relid: pg_sys::Oid) {
     require_select(relid);
-    // SAFETY: a catalog look-up by oid for the current user.
-    unsafe {
-        if pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, true) == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32 {
-            ts_error(
-                INSUFFICIENT_PRIVILEGE,
-                &format!("row-level security is active on table {} for this role", crate::pg::relation::relation_name(relid)),
-                "Per-bucket listings would show series the policies hide; query the table itself instead.",
-            );
-        }
+    // SAFETY: check_enable_rls reads the pg_class row of `relid` through the syscache (RLS_NONE when there is none)
+    // for the current user (InvalidOid), inside the caller's transaction; noError makes it report instead of raise.
+    let rls = unsafe { pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, true) };
+    if rls == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32 {
+        ts_error(
+            INSUFFICIENT_PRIVILEGE,
+            &format!("row-level security is active on table {} for this role", crate::pg::relation::relation_name(relid)),
+            "Per-bucket listings would show series the policies hide; query the table itself instead.",
+        );
     }
 }
 

@@ -42,9 +42,12 @@ impl TableShape {
     /// # Safety
     /// `tupdesc` must be a valid tuple descriptor.
     pub unsafe fn new(tupdesc: pg_sys::TupleDesc, config: &Config) -> TableShape {
+        // SAFETY: `tupdesc` is a valid tuple descriptor, as this function's contract requires.
         let natts = unsafe { (*tupdesc).natts } as usize;
         let attrs = (0..natts)
             .map(|i| {
+                // SAFETY: i < natts of the valid `tupdesc` (the contract), so attribute i exists; the reference is only
+                // read while this closure builds the Attr, and the caller keeps the descriptor alive during new().
                 let att = unsafe { &*tuple_desc_attr(tupdesc, i) };
                 let attnum = (i + 1) as u16;
                 let role = if att.attisdropped {

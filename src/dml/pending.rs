@@ -49,7 +49,8 @@ pub(super) fn pending_has(relid: pg_sys::Oid, bucket_id: i64, cid: pg_sys::Comma
 }
 
 pub(super) fn entry<R>(relid: pg_sys::Oid, bucket_id: i64, cid: pg_sys::CommandId, f: impl FnOnce(&mut PendingBucket) -> R) -> R {
-    // SAFETY: a plain read of the backend's transaction state.
+    // SAFETY: GetCurrentSubTransactionId returns the id of the subtransaction recording this change; it
+    // reads backend state only.
     let subxid = unsafe { pg_sys::GetCurrentSubTransactionId() };
     PENDING.with(|p| {
         let mut p = p.borrow_mut();

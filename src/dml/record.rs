@@ -15,11 +15,16 @@ use tsbucket_format::{Column, Values};
 
 /// Locks the row's bucket (once per transaction) and says whether the row can
 /// be changed where the executor found it.
+///
+/// # Safety
+/// `config` must be the configuration of an existing tsbucket table.
 unsafe fn claim(config: &Config, bucket_id: i64, row: usize, cid: pg_sys::CommandId) -> Outcome {
     let relid = config.relid.to_u32();
     if LOCKED.with(|l| l.borrow().contains_key(&(relid, bucket_id))) {
         return Outcome::Done;
     }
+    // SAFETY: config.store_relid is the table's bucket store (claim's contract), opened RowExclusive for
+    // lock_bucket, which needs `config`'s open store, and closed after with the lock kept.
     let lock = unsafe {
         let store = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
         let lock = locks::lock_bucket(store, config, bucket_id, cid, true);
@@ -28,11 +33,13 @@ unsafe fn claim(config: &Config, bucket_id: i64, row: usize, cid: pg_sys::Comman
     };
     match lock {
         Lock::Held => {
-            // SAFETY: a plain read of the backend's transaction state.
+            // SAFETY: GetCurrentSubTransactionId names the subtransaction that now holds the bucket lock, whose
+            // abort releases it; it only reads backend state.
             let subxid = unsafe { pg_sys::GetCurrentSubTransactionId() };
             LOCKED.with(|l| l.borrow_mut().insert((relid, bucket_id), subxid));
             Outcome::Done
         }
+        // SAFETY: `config` is an existing tsbucket table's (claim's contract), so the moves table successor reads exists.
         Lock::Gone | Lock::Busy => match unsafe { moves::successor(config, bucket_id, row) } {
             Successor::Moved(..) => Outcome::Moved,
             Successor::Deleted | Successor::Gone => Outcome::Deleted,
@@ -46,12 +53,14 @@ unsafe fn claim(config: &Config, bucket_id: i64, row: usize, cid: pg_sys::Comman
 /// # Safety
 /// `rel` must be an open tsbucket table.
 pub unsafe fn record_delete(rel: pg_sys::Relation, tid: &pg_sys::ItemPointerData, cid: pg_sys::CommandId) -> Outcome {
+    // SAFETY: `rel` is an open tsbucket table (record_delete's contract), so its relcache entry is readable.
     let relid = unsafe { (*rel).rd_id };
     let config = config::require(relid);
     let (bucket_id, row) = crate::store::tid::get(tid);
     if pending_has(relid, bucket_id, cid, row) {
         return Outcome::AlreadyDoneBySelf;
     }
+    // SAFETY: `config` was just looked up for the open table `rel` being deleted from.
     let outcome = unsafe { claim(&config, bucket_id, row, cid) };
     if matches!(outcome, Outcome::Done) {
         entry(relid, bucket_id, cid, |e| e.deleted.insert(row));
@@ -72,36 +81,46 @@ pub unsafe fn lock_row(
     follow: bool,
     slot: *mut pg_sys::TupleTableSlot,
 ) -> (pg_sys::TM_Result::Type, bool) {
-    unsafe {
-        let config = config::require((*rel).rd_id);
-        let shape = TableShape::new((*rel).rd_att, &config);
-        let mut traversed = false;
-        loop {
-            let (bucket_id, row) = crate::store::tid::get(tid);
-            match claim(&config, bucket_id, row, cid) {
-                Outcome::Done | Outcome::AlreadyDoneBySelf => {
+    // SAFETY: `rel` is an open tsbucket table (lock_row's contract), so its relcache entry is readable.
+    let relid = unsafe { (*rel).rd_id };
+    let config = config::require(relid);
+    // SAFETY: rd_att of the open `rel` is the valid descriptor of the table `config` was looked up for.
+    let shape = unsafe { TableShape::new((*rel).rd_att, &config) };
+    let mut traversed = false;
+    loop {
+        let (bucket_id, row) = crate::store::tid::get(tid);
+        // SAFETY: `config` belongs to the open table `rel` whose row EvalPlanQual follows.
+        match unsafe { claim(&config, bucket_id, row, cid) } {
+            Outcome::Done | Outcome::AlreadyDoneBySelf => {
+                // SAFETY: the table's store is opened AccessShare to read the bucket we hold the lock of, as
+                // SnapshotSelf sees it, and closed right after with the lock kept.
+                let bucket = unsafe {
                     let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
                     let bucket = read::fetch_bucket(&config, &shape, store, bucket_id, &raw mut pg_sys::SnapshotSelfData);
                     pg_sys::table_close(store, pg_sys::NoLock as i32);
-                    return match bucket {
-                        Some(b) if row < b.rows => {
-                            read::fill_slot(rel, &shape, &b, None, row, slot);
-                            (pg_sys::TM_Result::TM_Ok, traversed)
-                        }
-                        _ => (pg_sys::TM_Result::TM_Deleted, traversed),
-                    };
-                }
-                Outcome::Moved if follow => {
-                    let Successor::Moved(new_id, new_row) = moves::successor(&config, bucket_id, row) else {
-                        return (pg_sys::TM_Result::TM_Deleted, traversed);
-                    };
-                    crate::store::tid::set(tid, new_id, new_row);
-                    traversed = true;
-                }
-                Outcome::Moved => return (pg_sys::TM_Result::TM_Updated, traversed),
-                Outcome::Deleted => return (pg_sys::TM_Result::TM_Deleted, traversed),
-                Outcome::ChangedBySelf => return (pg_sys::TM_Result::TM_SelfModified, traversed),
+                    bucket
+                };
+                return match bucket {
+                    Some(b) if row < b.rows => {
+                        // SAFETY: `slot` is a virtual slot of `rel` (lock_row's contract), as fill_slot requires.
+                        unsafe { read::fill_slot(rel, &shape, &b, None, row, slot) };
+                        (pg_sys::TM_Result::TM_Ok, traversed)
+                    }
+                    _ => (pg_sys::TM_Result::TM_Deleted, traversed),
+                };
             }
+            Outcome::Moved if follow => {
+                // SAFETY: `config` is the open table's, so its moves table exists; claim waited for the rewriter.
+                let next = unsafe { moves::successor(&config, bucket_id, row) };
+                let Successor::Moved(new_id, new_row) = next else {
+                    return (pg_sys::TM_Result::TM_Deleted, traversed);
+                };
+                crate::store::tid::set(tid, new_id, new_row);
+                traversed = true;
+            }
+            Outcome::Moved => return (pg_sys::TM_Result::TM_Updated, traversed),
+            Outcome::Deleted => return (pg_sys::TM_Result::TM_Deleted, traversed),
+            Outcome::ChangedBySelf => return (pg_sys::TM_Result::TM_SelfModified, traversed),
         }
     }
 }
@@ -117,62 +136,72 @@ pub unsafe fn record_update(
     slot: *mut pg_sys::TupleTableSlot,
     cid: pg_sys::CommandId,
 ) -> Outcome {
-    unsafe {
-        let relid = (*rel).rd_id;
-        let config = config::require(relid);
-        let shape = TableShape::new((*rel).rd_att, &config);
-        let (bucket_id, row) = crate::store::tid::get(otid);
-        if pending_has(relid, bucket_id, cid, row) {
-            return Outcome::AlreadyDoneBySelf;
-        }
-        let outcome = claim(&config, bucket_id, row, cid);
-        if !matches!(outcome, Outcome::Done) {
-            return outcome;
-        }
-        // The version we hold the lock of: its id names exactly one store tuple.
+    // SAFETY: `rel` is the open table the updated row belongs to (record_update's contract).
+    let relid = unsafe { (*rel).rd_id };
+    let config = config::require(relid);
+    // SAFETY: rd_att of the open `rel` is the descriptor of the table being updated, as TableShape::new needs.
+    let shape = unsafe { TableShape::new((*rel).rd_att, &config) };
+    let (bucket_id, row) = crate::store::tid::get(otid);
+    if pending_has(relid, bucket_id, cid, row) {
+        return Outcome::AlreadyDoneBySelf;
+    }
+    // SAFETY: `config` was looked up above for the open table `rel` being updated.
+    let outcome = unsafe { claim(&config, bucket_id, row, cid) };
+    if !matches!(outcome, Outcome::Done) {
+        return outcome;
+    }
+    // The version we hold the lock of: its id names exactly one store tuple.
+    // SAFETY: the table's store is opened AccessShare just to fetch that locked version, then closed (lock kept).
+    let old = unsafe {
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let old = read::fetch_bucket(&config, &shape, store, bucket_id, &raw mut pg_sys::SnapshotSelfData);
         pg_sys::table_close(store, pg_sys::NoLock as i32);
-        let Some(old) = old.filter(|b| row < b.rows) else { return Outcome::Deleted };
+        old
+    };
+    let Some(old) = old.filter(|b| row < b.rows) else { return Outcome::Deleted };
+    let natts = shape.attrs.len();
+    // SAFETY: `slot` holds the new version of the row (record_update's contract): slot_getallattrs fills its
+    // tts_values/tts_isnull, one entry per attribute of `rel`, which nothing changes while they are read below.
+    let (values, nulls) = unsafe {
         pg_sys::slot_getallattrs(slot);
-        let natts = shape.attrs.len();
-        let values = std::slice::from_raw_parts((*slot).tts_values, natts);
-        let nulls = std::slice::from_raw_parts((*slot).tts_isnull, natts);
-        let mut meta: Meta = vec![None; config.meta_attnums.len()];
-        for attr in &shape.attrs {
-            let i = attr.attnum as usize - 1;
-            match attr.role {
-                Role::Dropped => {}
-                Role::Meta(m) => {
-                    if !nulls[i] {
-                        meta[m] = Some(datum::datum_bytes(&values[i], attr.layout()).to_vec());
-                    }
+        (std::slice::from_raw_parts((*slot).tts_values, natts), std::slice::from_raw_parts((*slot).tts_isnull, natts))
+    };
+    let mut meta: Meta = vec![None; config.meta_attnums.len()];
+    for attr in &shape.attrs {
+        let i = attr.attnum as usize - 1;
+        match attr.role {
+            Role::Dropped => {}
+            Role::Meta(m) => {
+                if !nulls[i] {
+                    // SAFETY: values[i] is the new row's non-NULL datum of meta attribute `attr`'s type; to_vec copies it.
+                    meta[m] = Some(unsafe { datum::datum_bytes(&values[i], attr.layout()) }.to_vec());
                 }
-                Role::Time | Role::Measurement => {
-                    let mut fresh = Column::new(attr.attnum, attr.kind);
-                    if nulls[i] {
-                        fresh.push_null();
-                    } else {
-                        datum::push_datum(&mut fresh, attr.layout(), values[i]);
-                    }
-                    let unchanged = same_value(&read::column_or_default((*rel).rd_att, attr, &old), row, &fresh);
-                    if !unchanged {
-                        ts_error(
-                            FEATURE_NOT_SUPPORTED,
-                            &format!(
-                                "cannot change column \"{}\" of time-series table \"{}\"",
-                                crate::pg::relation::attr_name(rel, attr.attnum as i16),
-                                crate::pg::relation::relation_name(relid)
-                            ),
-                            "An UPDATE of a time-series table may only set its meta columns.",
-                        );
-                    }
+            }
+            Role::Time | Role::Measurement => {
+                let mut fresh = Column::new(attr.attnum, attr.kind);
+                if nulls[i] {
+                    fresh.push_null();
+                } else {
+                    // SAFETY: values[i] is the new row's non-NULL datum of payload attribute `attr`'s type.
+                    unsafe { datum::push_datum(&mut fresh, attr.layout(), values[i]) };
+                }
+                // SAFETY: rd_att of the open `rel` is the user table's descriptor, and `attr` one of its payload attributes.
+                let old_values = unsafe { read::column_or_default((*rel).rd_att, attr, &old) };
+                let unchanged = same_value(&old_values, row, &fresh);
+                if !unchanged {
+                    // SAFETY: `rel` is the UPDATE's open result relation and `attr` one of its columns.
+                    let column = unsafe { crate::pg::relation::attr_name(rel, attr.attnum as i16) };
+                    ts_error(
+                        FEATURE_NOT_SUPPORTED,
+                        &format!("cannot change column \"{}\" of time-series table \"{}\"", column, crate::pg::relation::relation_name(relid)),
+                        "An UPDATE of a time-series table may only set its meta columns.",
+                    );
                 }
             }
         }
-        entry(relid, bucket_id, cid, |e| e.moved.insert(row, meta));
-        Outcome::Done
     }
+    entry(relid, bucket_id, cid, |e| e.moved.insert(row, meta));
+    Outcome::Done
 }
 
 fn same_value(old: &Column, row: usize, fresh: &Column) -> bool {

@@ -31,20 +31,25 @@ pub(super) fn end_of_statement(from_cid: Option<pg_sys::CommandId>) {
 unsafe extern "C-unwind" fn executor_finish(query_desc: *mut pg_sys::QueryDesc) {
     // A plain SELECT writes nothing (its command id is not even assigned):
     // its end must not touch the work of a statement it is nested in.
-    let cid = unsafe {
-        let estate = (*query_desc).estate;
-        let writes = (*query_desc).operation != pg_sys::CmdType::CMD_SELECT || (*(*query_desc).plannedstmt).hasModifyingCTE;
-        (writes && !estate.is_null()).then(|| (*estate).es_output_cid)
+    // SAFETY: `query_desc` is the QueryDesc of the statement ExecutorFinish is called for; it and its `plannedstmt` live
+    // until ExecutorEnd (`plannedstmt` is dereferenced only for a SELECT).
+    let (estate, writes) = unsafe {
+        ((*query_desc).estate, (*query_desc).operation != pg_sys::CmdType::CMD_SELECT || (*(*query_desc).plannedstmt).hasModifyingCTE)
     };
+    // SAFETY: `estate` was checked non-null: the statement's EState, created by ExecutorStart and freed only by ExecutorEnd.
+    let cid = (writes && !estate.is_null()).then(|| unsafe { (*estate).es_output_cid });
     // Before: AFTER STATEMENT triggers must see this statement's rows.
     if cid.is_some() {
         end_of_statement(cid);
     }
-    unsafe {
-        match PREV_EXECUTOR_FINISH {
-            Some(prev) => prev(query_desc),
-            None => standard_executor_finish(query_desc),
-        }
+    // SAFETY: PREV_EXECUTOR_FINISH is written only by install() in _PG_init, before any statement runs; this copies it.
+    let prev = unsafe { PREV_EXECUTOR_FINISH };
+    match prev {
+        // SAFETY: the hook installed before ours gets ExecutorFinish's own `query_desc`, unchanged.
+        Some(prev) => unsafe { prev(query_desc) },
+        // SAFETY: standard_ExecutorFinish gets the live `query_desc`; only `cid` and `prev` (Copy values, no destructor)
+        // are alive in this frame if its ERROR jumps over it.
+        None => unsafe { standard_executor_finish(query_desc) },
     }
     // After: data-modifying CTEs finished inside ExecutorFinish.
     if cid.is_some() {
@@ -54,8 +59,8 @@ unsafe extern "C-unwind" fn executor_finish(query_desc: *mut pg_sys::QueryDesc) 
 
 /// Installs ExecutorFinish (from _PG_init).
 pub(super) fn install() {
-    // SAFETY: _PG_init runs once per process before any statement; the previous
-    // hook is kept and called first.
+    // SAFETY: _PG_init calls this once per process, before any statement reads ExecutorFinish_hook or
+    // PREV_EXECUTOR_FINISH; the hook found there is kept and executor_finish calls it.
     unsafe {
         PREV_EXECUTOR_FINISH = pg_sys::ExecutorFinish_hook;
         pg_sys::ExecutorFinish_hook = Some(executor_finish);

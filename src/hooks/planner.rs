@@ -13,7 +13,7 @@ static mut PREV_PLANNER: pg_sys::planner_hook_type = None;
 
 unsafe extern "C-unwind" {
     /// optimizer/planner.c, called without pgrx's error trap so that planning
-    /// errors reach the client with every field (see hooks.rs).
+    /// errors reach the client with every field (see hooks/executor.rs).
     #[link_name = "standard_planner"]
     fn standard_planner_raw(
         parse: *mut pg_sys::Query,
@@ -31,27 +31,30 @@ unsafe extern "C-unwind" fn planner(
     cursor_options: i32,
     bound_params: pg_sys::ParamListInfo,
 ) -> *mut pg_sys::PlannedStmt {
-    // SAFETY: the arguments are the planner's, passed on unchanged.
-    unsafe {
-        let stmt = match PREV_PLANNER {
-            Some(prev) => prev(parse, query_string, cursor_options, bound_params),
-            None => standard_planner_raw(parse, query_string, cursor_options, bound_params),
-        };
-        rewrite_plan(stmt);
-        stmt
-    }
+    // SAFETY: PREV_PLANNER is written only by install() in _PG_init, before any planning; this copies it.
+    let prev = unsafe { PREV_PLANNER };
+    let stmt = match prev {
+        // SAFETY: planner()'s `parse`, `query_string`, `cursor_options` and `bound_params` go to the earlier planner_hook unchanged.
+        Some(prev) => unsafe { prev(parse, query_string, cursor_options, bound_params) },
+        // SAFETY: standard_planner gets planner()'s own arguments; nothing with a destructor lives in this frame if it raises.
+        None => unsafe { standard_planner_raw(parse, query_string, cursor_options, bound_params) },
+    };
+    // SAFETY: `stmt` is the PlannedStmt just returned, allocated in the caller's memory context and not yet used by anyone.
+    unsafe { rewrite_plan(stmt) };
+    stmt
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn rewrite_plan(stmt: *mut pg_sys::PlannedStmt) {
-    // SAFETY: a plan just made by the planner.
+    // SAFETY: `stmt` is the plan planner() just received from standard_planner (or the earlier hook): freshly planned,
+    // as partial_agg::rewrite requires.
     unsafe { crate::rewrite::partial_agg::rewrite(stmt) }
 }
 
 /// Installs the planner's hooks (from _PG_init).
 pub(super) fn install() {
-    // SAFETY: _PG_init runs once per process, before any planning; the
-    // previous hooks are kept and called first.
+    // SAFETY: _PG_init calls this once per process, before any planning reads set_rel_pathlist_hook,
+    // create_upper_paths_hook, planner_hook or our PREV_* copies; the previous hooks are kept and called first.
     unsafe {
         PREV_SET_REL_PATHLIST = pg_sys::set_rel_pathlist_hook;
         pg_sys::set_rel_pathlist_hook = Some(set_rel_pathlist);
@@ -70,16 +73,21 @@ unsafe extern "C-unwind" fn create_upper_paths(
     output_rel: *mut pg_sys::RelOptInfo,
     extra: *mut std::ffi::c_void,
 ) {
-    unsafe {
-        if let Some(prev) = PREV_CREATE_UPPER_PATHS {
-            prev(root, stage, input_rel, output_rel, extra);
-        }
-        if stage == pg_sys::UpperRelationKind::UPPERREL_DISTINCT {
-            crate::rewrite::last_point::add_last_point_path(root, input_rel, output_rel);
-        }
-        if stage == pg_sys::UpperRelationKind::UPPERREL_GROUP_AGG {
-            crate::rewrite::grouping::add_time_bucket_hashagg(root, input_rel, output_rel, extra as *mut pg_sys::GroupPathExtraData);
-        }
+    // SAFETY: PREV_CREATE_UPPER_PATHS is set once by install() in _PG_init, before planning starts; this copies it.
+    let prev = unsafe { PREV_CREATE_UPPER_PATHS };
+    if let Some(prev) = prev {
+        // SAFETY: the earlier create_upper_paths_hook gets this stage's `root`, rels and `extra` exactly as Postgres passed them.
+        unsafe { prev(root, stage, input_rel, output_rel, extra) };
+    }
+    if stage == pg_sys::UpperRelationKind::UPPERREL_DISTINCT {
+        // SAFETY: at UPPERREL_DISTINCT, `root` is the query's PlannerInfo, `input_rel` the rel under DISTINCT and `output_rel`
+        // the distinct rel being built, all alive in the planner's memory context.
+        unsafe { crate::rewrite::last_point::add_last_point_path(root, input_rel, output_rel) };
+    }
+    if stage == pg_sys::UpperRelationKind::UPPERREL_GROUP_AGG {
+        // SAFETY: at UPPERREL_GROUP_AGG, `extra` is the GroupPathExtraData create_ordinary_grouping_paths passes, and the
+        // other arguments are this hook's own (add_time_bucket_hashagg's contract).
+        unsafe { crate::rewrite::grouping::add_time_bucket_hashagg(root, input_rel, output_rel, extra as *mut pg_sys::GroupPathExtraData) };
     }
 }
 
@@ -90,11 +98,13 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
     rti: pg_sys::Index,
     rte: *mut pg_sys::RangeTblEntry,
 ) {
-    // SAFETY: the planner's own arguments, passed on during planning.
-    unsafe {
-        if let Some(prev) = PREV_SET_REL_PATHLIST {
-            prev(root, rel, rti, rte);
-        }
-        crate::scan::path::add_paths(root, rel, rte);
+    // SAFETY: PREV_SET_REL_PATHLIST is written by install() alone, in _PG_init before planning; this copies it.
+    let prev = unsafe { PREV_SET_REL_PATHLIST };
+    if let Some(prev) = prev {
+        // SAFETY: the earlier set_rel_pathlist_hook gets set_rel_pathlist's `root`, `rel`, `rti` and `rte` unchanged.
+        unsafe { prev(root, rel, rti, rte) };
     }
+    // SAFETY: `root` is the PlannerInfo being planned and `rel` the base rel of range-table entry `rte`, set_rel_pathlist's
+    // own arguments during planning, as add_paths' contract requires.
+    unsafe { crate::scan::path::add_paths(root, rel, rte) };
 }

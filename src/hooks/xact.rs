@@ -46,7 +46,8 @@ unsafe extern "C-unwind" fn subxact_callback(
 
 /// Registers the transaction callbacks (from _PG_init).
 pub(super) fn install() {
-    // SAFETY: registers guarded callbacks with no argument, once per process.
+    // SAFETY: called once from _PG_init; RegisterXactCallback and RegisterSubXactCallback keep the two #[pg_guard]
+    // callbacks in Postgres's lists for the life of the backend, with a null argument neither callback reads.
     unsafe {
         pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
         pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());

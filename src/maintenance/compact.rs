@@ -34,117 +34,159 @@ type GroupKey = (Vec<Option<Vec<u8>>>, i64);
 /// # Safety
 /// In a transaction; the caller has checked that the user may.
 pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
-    unsafe {
-        let config = config::require(relid);
+    let config = config::require(relid);
+    // SAFETY: `relid` is a configured time-series table (config::require above) and this runs in a transaction, as this
+    // function's contract requires; ShareUpdateExclusiveLock keeps `rel` and its rd_att valid until the final table_close.
+    let (rel, shape) = unsafe {
         let rel = pg_sys::table_open(relid, pg_sys::ShareUpdateExclusiveLock as i32);
-        let shape = TableShape::new((*rel).rd_att, &config);
-        let meta_attrs = shape.meta_attrs();
-        let store_rel = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
-        let max_count = gucs::bucket_max_count();
-        // What committed before our lock, not before our statement began (a
-        // compaction we waited for has rewritten buckets and moves since).
+        (rel, TableShape::new((*rel).rd_att, &config))
+    };
+    let meta_attrs = shape.meta_attrs();
+    // SAFETY: `config.store_relid` is the store of the table locked just above; RowExclusiveLock on it is held until the
+    // transaction ends, and `store_rel` is closed at the end of this function.
+    let store_rel = unsafe { pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32) };
+    let max_count = gucs::bucket_max_count();
+    // What committed before our lock, not before our statement began (a
+    // compaction we waited for has rewritten buckets and moves since).
+    // SAFETY: called after the table's lock above, as snapshot_after_lock requires; prune_moves gets `config`'s open
+    // store `store_rel` and the snapshot just registered, which stays registered until UnregisterSnapshot below.
+    let snapshot = unsafe {
         let snapshot = reader::snapshot_after_lock();
         moves::prune_moves(store_rel, &config, snapshot);
+        snapshot
+    };
 
-        // 1. Find the under-filled buckets, grouped by series and window.
-        let mut groups: BTreeMap<GroupKey, Vec<Candidate>> = BTreeMap::new();
-        let mut scan = reader::StoreScan::begin(store_rel, snapshot);
-        while let Some(tuple) = scan.next(true) {
-            let b = tuple::read_header(store_rel, tuple);
-            // Full buckets stay as they are: by count, or closed by the size limit.
-            if b.rows as usize >= max_count || b.close_reason() == CloseReason::Size as i16 {
-                continue;
-            }
-            let meta = meta_attrs
-                .iter()
-                .enumerate()
-                .map(|(i, attr)| b.meta_datum(i).map(|d| datum::datum_bytes(&d, attr.layout()).to_vec()))
-                .collect();
-            groups.entry((meta, b.window_start)).or_default().push(Candidate { bucket_id: b.bucket_id, rows: b.rows });
+    // 1. Find the under-filled buckets, grouped by series and window.
+    let mut groups: BTreeMap<GroupKey, Vec<Candidate>> = BTreeMap::new();
+    // SAFETY: `store_rel` is open RowExclusive since table_open above, and `snapshot` registered until after scan.end().
+    let mut scan = unsafe { reader::StoreScan::begin(store_rel, snapshot) };
+    while let Some(tuple) = scan.next(true) {
+        // SAFETY: `tuple` is the store row `scan` just returned, valid until its next call; read_header copies what it keeps.
+        let b = unsafe { tuple::read_header(store_rel, tuple) };
+        // Full buckets stay as they are: by count, or closed by the size limit.
+        if b.rows as usize >= max_count || b.close_reason() == CloseReason::Size as i16 {
+            continue;
         }
-        scan.end();
-        pg_sys::UnregisterSnapshot(snapshot);
+        let meta = meta_attrs
+            .iter()
+            .enumerate()
+            .map(|(i, attr)| {
+                b.meta_datum(i).map(|d| {
+                    // SAFETY: `d` is meta column i of bucket `b`, a datum of the type of meta attribute `attr` (meta_attrs
+                    // list the store's meta columns in order); the bytes are copied before `d` goes out of scope.
+                    let bytes = unsafe { datum::datum_bytes(&d, attr.layout()) };
+                    bytes.to_vec()
+                })
+            })
+            .collect();
+        groups.entry((meta, b.window_start)).or_default().push(Candidate { bucket_id: b.bucket_id, rows: b.rows });
+    }
+    scan.end();
+    // SAFETY: `snapshot` was registered by snapshot_after_lock above, and the scan that used it has just ended.
+    unsafe { pg_sys::UnregisterSnapshot(snapshot) };
 
-        // 2. Merge each group that merging makes smaller, longest-waiting first
-        // (lowest bucket id), so no group starves behind the per-round cap.
-        let mut groups: Vec<(GroupKey, Vec<Candidate>)> = groups.into_iter().filter(|(_, m)| worth_merging(m, max_count)).collect();
-        groups.sort_by_key(|(_, m)| m.iter().map(|c| c.bucket_id).min());
-        let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket compaction".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
-        let cid = pg_sys::GetCurrentCommandId(true);
-        let (mut before, mut after, mut moved) = (0i64, 0i64, 0i64);
-        for ((meta, window_start), mut members) in groups.into_iter().take(max_groups) {
-            // User DML holds some buckets: leave those to it, merge the rest.
-            members.sort_by_key(|m| m.bucket_id);
-            members.retain(|m| locks::lock_bucket(store_rel, &config, m.bucket_id, cid, false) == locks::Lock::Held);
-            if members.len() < 2 {
-                continue;
+    // 2. Merge each group that merging makes smaller, longest-waiting first
+    // (lowest bucket id), so no group starves behind the per-round cap.
+    let mut groups: Vec<(GroupKey, Vec<Candidate>)> = groups.into_iter().filter(|(_, m)| worth_merging(m, max_count)).collect();
+    groups.sort_by_key(|(_, m)| m.iter().map(|c| c.bucket_id).min());
+    // SAFETY: CurrentMemoryContext is the calling function's context, alive for this call; "tsbucket compaction" is its
+    // child, deleted after the merge loop. GetCurrentCommandId(true) runs in this function's required transaction.
+    let (cxt, cid) = unsafe {
+        (
+            pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket compaction".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024),
+            pg_sys::GetCurrentCommandId(true),
+        )
+    };
+    let (mut before, mut after, mut moved) = (0i64, 0i64, 0i64);
+    for ((meta, window_start), mut members) in groups.into_iter().take(max_groups) {
+        // User DML holds some buckets: leave those to it, merge the rest.
+        members.sort_by_key(|m| m.bucket_id);
+        members.retain(|m| {
+            // SAFETY: `store_rel` is `config`'s store, open RowExclusive; `cid` is this transaction's current command id,
+            // and wait = false makes lock_bucket skip a bucket that user DML holds instead of waiting.
+            let lock = unsafe { locks::lock_bucket(store_rel, &config, m.bucket_id, cid, false) };
+            lock == locks::Lock::Held
+        });
+        if members.len() < 2 {
+            continue;
+        }
+        // SAFETY: `cxt` is the compaction context created before the loop, alive until its MemoryContextDelete after it.
+        let old = unsafe { pg_sys::MemoryContextSwitchTo(cxt) };
+        let mut merged: Vec<Column> = shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect();
+        let mut uncompressed = 0i64;
+        // Where each member's rows start in `merged`.
+        let mut starts = Vec::with_capacity(members.len());
+        for m in &members {
+            // Locked by us and live: the version with this id is the one to merge.
+            // SAFETY: `store_rel` is open with `config.id_index` its bucket-id index; SnapshotSelfData is Postgres's static
+            // self snapshot, which sees the version we locked; the bucket is read into `cxt`, current now.
+            let stored = unsafe { tuple::find_bucket(store_rel, config.id_index, m.bucket_id, &raw mut pg_sys::SnapshotSelfData) }
+                .expect("a locked bucket exists");
+            uncompressed += stored.values[bucket::COL_UNCOMPRESSED_BYTES].value() as i64;
+            let loaded = read::load(&config, &shape, &stored);
+            starts.push(merged.first().map_or(0, Column::len));
+            for (col, attr) in merged.iter_mut().zip(shape.payload_attrs()) {
+                // SAFETY: `rel` is the user table, open since table_open above, and `shape` was built from its rd_att;
+                // `attr` is one of that descriptor's payload attributes, as column_or_default requires.
+                let src = unsafe { read::column_or_default((*rel).rd_att, attr, &loaded) };
+                (0..loaded.rows).for_each(|r| col.push_row_of(&src, r));
             }
-            let old = pg_sys::MemoryContextSwitchTo(cxt);
-            let mut merged: Vec<Column> = shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect();
-            let mut uncompressed = 0i64;
-            // Where each member's rows start in `merged`.
-            let mut starts = Vec::with_capacity(members.len());
-            for m in &members {
-                // Locked by us and live: the version with this id is the one to merge.
-                let stored = tuple::find_bucket(store_rel, config.id_index, m.bucket_id, &raw mut pg_sys::SnapshotSelfData)
-                    .expect("a locked bucket exists");
-                uncompressed += stored.values[bucket::COL_UNCOMPRESSED_BYTES].value() as i64;
-                let loaded = read::load(&config, &shape, &stored);
-                starts.push(merged.first().map_or(0, Column::len));
-                for (col, attr) in merged.iter_mut().zip(shape.payload_attrs()) {
-                    let src = read::column_or_default((*rel).rd_att, attr, &loaded);
-                    (0..loaded.rows).for_each(|r| col.push_row_of(&src, r));
-                }
-                locks::delete_bucket(store_rel, stored.tid);
+            // SAFETY: `store_rel` is open and locked RowExclusive, as delete_bucket requires; `stored.tid` is the version
+            // of bucket m.bucket_id that this transaction locked through lock_bucket above.
+            unsafe { locks::delete_bucket(store_rel, stored.tid) };
+        }
+        let rows = merged.first().map_or(0, Column::len);
+        let time_col = shape.payload_attrs().position(|a| a.role == Role::Time).expect("the time column is stored");
+        let times = match &merged[time_col].values {
+            Values::Int(t) => t.clone(),
+            _ => unreachable!("time is a timestamp column"),
+        };
+        let mut order: Vec<usize> = (0..rows).collect();
+        order.sort_by_key(|&r| times[r]);
+        let pieces = chunks(&merged, &order, max_count, gucs::bucket_max_size());
+        // Merged row -> (new bucket index, row there), for DML that follows its rows.
+        let mut placed = vec![(0u16, 0u16); rows];
+        let mut new_ids = Vec::with_capacity(pieces.len());
+        for (i, (chunk, reason)) in pieces.iter().enumerate() {
+            for (new_row, &r) in chunk.iter().enumerate() {
+                placed[r] = (i as u16, new_row as u16);
             }
-            let rows = merged.first().map_or(0, Column::len);
-            let time_col = shape.payload_attrs().position(|a| a.role == Role::Time).expect("the time column is stored");
-            let times = match &merged[time_col].values {
-                Values::Int(t) => t.clone(),
-                _ => unreachable!("time is a timestamp column"),
+            let columns: Vec<Column> = merged.iter().map(|c| c.gather(chunk)).collect();
+            let content = BucketContent {
+                columns: &columns,
+                rows: chunk.len(),
+                meta: &meta,
+                window_start,
+                uncompressed_bytes: uncompressed * chunk.len() as i64 / rows.max(1) as i64,
             };
-            let mut order: Vec<usize> = (0..rows).collect();
-            order.sort_by_key(|&r| times[r]);
-            let pieces = chunks(&merged, &order, max_count, gucs::bucket_max_size());
-            // Merged row -> (new bucket index, row there), for DML that follows its rows.
-            let mut placed = vec![(0u16, 0u16); rows];
-            let mut new_ids = Vec::with_capacity(pieces.len());
-            for (i, (chunk, reason)) in pieces.iter().enumerate() {
-                for (new_row, &r) in chunk.iter().enumerate() {
-                    placed[r] = (i as u16, new_row as u16);
-                }
-                let columns: Vec<Column> = merged.iter().map(|c| c.gather(chunk)).collect();
-                new_ids.push(insert::write_bucket(
-                    store_rel,
-                    &config,
-                    &shape,
-                    None,
-                    &BucketContent {
-                        columns: &columns,
-                        rows: chunk.len(),
-                        meta: &meta,
-                        window_start,
-                        uncompressed_bytes: uncompressed * chunk.len() as i64 / rows.max(1) as i64,
-                    },
-                    *reason,
-                    cid,
-                ));
-                after += 1;
-            }
-            for (m, start) in members.iter().zip(&starts) {
-                let moves: moves::RowMoves = (0..m.rows as usize).map(|r| Some(placed[start + r])).collect();
-                moves::record_moves(&config, m.bucket_id, &new_ids, &moves);
-            }
-            before += members.len() as i64;
-            moved += members.iter().map(|m| m.rows as i64).sum::<i64>();
+            // SAFETY: `store_rel` is `config`'s bucket store, open and locked RowExclusive, and `shape` the user table's
+            // shape, which is what write_bucket's contract asks; `cid` is this transaction's command id.
+            new_ids.push(unsafe { insert::write_bucket(store_rel, &config, &shape, None, &content, *reason, cid) });
+            after += 1;
+        }
+        for (m, start) in members.iter().zip(&starts) {
+            let moves: moves::RowMoves = (0..m.rows as usize).map(|r| Some(placed[start + r])).collect();
+            // SAFETY: `config`'s relations exist (its store is open here), and this transaction rewrote bucket m.bucket_id
+            // (delete_bucket above), as record_moves requires.
+            unsafe { moves::record_moves(&config, m.bucket_id, &new_ids, &moves) };
+        }
+        before += members.len() as i64;
+        moved += members.iter().map(|m| m.rows as i64).sum::<i64>();
+        // SAFETY: `old` was current before this group switched to `cxt`; resetting `cxt` frees only this group's
+        // palloc'd bucket data, which nothing read after this point refers to.
+        unsafe {
             pg_sys::MemoryContextSwitchTo(old);
             pg_sys::MemoryContextReset(cxt);
         }
+    }
+    // SAFETY: `cxt` is deleted once, after its last use; `store_rel` and `rel` were opened at the top of this function
+    // and are closed once each; NoLock keeps their locks until the transaction ends.
+    unsafe {
         pg_sys::MemoryContextDelete(cxt);
         pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
         pg_sys::table_close(rel, pg_sys::NoLock as i32);
-        (before, after, moved)
     }
+    (before, after, moved)
 }
 
 /// Whether merging the group can make fewer buckets: two or more members, and

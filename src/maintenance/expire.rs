@@ -17,7 +17,9 @@ use pgrx::prelude::*;
 /// (buckets, rows) expired.
 pub fn expire(relid: pg_sys::Oid) -> (i64, i64) {
     let config = config::require(relid);
-    // SAFETY: the user table's lock first, as TRUNCATE and DROP take it, then its store.
+    // The user table's lock first, as TRUNCATE and DROP take it, then its store.
+    // SAFETY: LockRelationOid takes a heavyweight lock on oid `relid` (configured, so it exists: config::require above),
+    // in the transaction the caller runs; it is released when that transaction ends.
     unsafe { pg_sys::LockRelationOid(relid, pg_sys::ShareUpdateExclusiveLock as i32) };
     // Cutoffs (now() minus each interval, as the time column's type) with built-in operators only.
     let cutoffs: Vec<(Option<String>, Option<i64>)> = config::as_extension_owner(|| {
@@ -52,7 +54,8 @@ pub fn expire(relid: pg_sys::Oid) -> (i64, i64) {
     let owner = crate::catalog::privileges::table_owner(relid);
     let (mut buckets, mut rows) = (0i64, 0i64);
     // Nothing old enough for any retention in force: an index look-up, no scan.
-    // SAFETY: the store is opened and closed here.
+    // SAFETY: `config.store_relid` is the store of `relid`, locked above; it is opened here under AccessShareLock, and
+    // any_bucket_older_than reads it before the table_close that follows.
     let due = unsafe {
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let due = reader::any_bucket_older_than(store_rel, latest);
@@ -62,39 +65,51 @@ pub fn expire(relid: pg_sys::Oid) -> (i64, i64) {
     if due == Some(false) {
         return (0, 0);
     }
-    // SAFETY: the store is opened, scanned and closed here; each bucket is
-    // locked (without waiting) before it is deleted.
-    unsafe {
+    // SAFETY: the store of `relid` (locked above) is opened RowExclusive until the table_close at the end of this
+    // function; MetaTypes::of_store reads the types of its `config.meta_attnums.len()` meta columns from its descriptor.
+    let (store_rel, mut types) = unsafe {
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
-        let mut types = crate::store::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len());
-        let cid = pg_sys::GetCurrentCommandId(true);
-        // What committed before our lock (an expiry or compaction we waited for may have run).
-        let snapshot = reader::snapshot_after_lock();
-        let mut scan = reader::StoreScan::begin(store_rel, snapshot);
-        while let Some(tuple) = scan.next(true) {
-            let b = tuple::read_header(store_rel, tuple);
-            if b.max_time >= latest {
-                continue;
+        (store_rel, crate::store::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len()))
+    };
+    // What committed before our lock (an expiry or compaction we waited for may have run).
+    // SAFETY: in the caller's transaction, after LockRelationOid on `relid` above, as snapshot_after_lock requires; the
+    // snapshot it registers is unregistered after the scan below ends.
+    let (cid, snapshot) = unsafe { (pg_sys::GetCurrentCommandId(true), reader::snapshot_after_lock()) };
+    // SAFETY: `store_rel` stays open until after scan.end(), and `snapshot` is registered until then.
+    let mut scan = unsafe { reader::StoreScan::begin(store_rel, snapshot) };
+    while let Some(tuple) = scan.next(true) {
+        // SAFETY: `tuple` is the store row the expiry scan just returned, valid until its next call; read_header copies it.
+        let b = unsafe { tuple::read_header(store_rel, tuple) };
+        if b.max_time >= latest {
+            continue;
+        }
+        let cutoff = if overrides.is_empty() {
+            table_cutoff
+        } else {
+            let meta = types.copy_datums(&b);
+            let text = crate::catalog::privileges::as_owner_restricted(owner, || types.text(&meta));
+            match text.and_then(|t| overrides.get(&t).copied()) {
+                Some(series) => series,
+                None => table_cutoff,
             }
-            let cutoff = if overrides.is_empty() {
-                table_cutoff
-            } else {
-                let meta = types.copy_datums(&b);
-                let text = crate::catalog::privileges::as_owner_restricted(owner, || types.text(&meta));
-                match text.and_then(|t| overrides.get(&t).copied()) {
-                    Some(series) => series,
-                    None => table_cutoff,
-                }
-            };
-            if cutoff.is_some_and(|c| b.max_time < c)
-                && locks::lock_bucket(store_rel, &config, b.bucket_id, cid, false) == locks::Lock::Held
-            {
-                locks::delete_bucket(store_rel, b.tid);
+        };
+        if cutoff.is_some_and(|c| b.max_time < c) {
+            // SAFETY: `store_rel` is `config`'s store, open RowExclusive; wait = false, so a bucket user DML holds is
+            // skipped, and `cid` is this transaction's command id.
+            let lock = unsafe { locks::lock_bucket(store_rel, &config, b.bucket_id, cid, false) };
+            if lock == locks::Lock::Held {
+                // SAFETY: `store_rel` is open and locked RowExclusive (delete_bucket's requirement), and `b.tid` is the
+                // expired bucket's version that lock_bucket just locked for this transaction.
+                unsafe { locks::delete_bucket(store_rel, b.tid) };
                 buckets += 1;
                 rows += i64::from(b.rows);
             }
         }
-        scan.end();
+    }
+    scan.end();
+    // SAFETY: `snapshot` was registered by snapshot_after_lock and its scan has ended; `store_rel` was opened above and
+    // is closed once, NoLock keeping its RowExclusiveLock until the transaction ends.
+    unsafe {
         pg_sys::UnregisterSnapshot(snapshot);
         pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
     }

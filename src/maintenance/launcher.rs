@@ -27,22 +27,30 @@ pub fn register() {
 /// being connected to any database.
 fn list_databases() -> Vec<u32> {
     let mut out = Vec::new();
-    // SAFETY: a transaction around a plain catalog scan of a shared relation,
-    // as the autovacuum launcher's get_database_list does.
-    unsafe {
+    // SAFETY: the launcher is between transactions here and may start one; pg_database is a shared catalog, readable
+    // without a database connection, opened under AccessShareLock until the table_close below, as the autovacuum
+    // launcher's get_database_list does.
+    let (rel, scan) = unsafe {
         pg_sys::StartTransactionCommand();
         let rel = pg_sys::table_open(pg_sys::DatabaseRelationId, pg_sys::AccessShareLock as i32);
-        let scan = pg_sys::table_beginscan_catalog(rel, 0, std::ptr::null_mut());
-        loop {
-            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
-            if tuple.is_null() {
-                break;
-            }
-            let db = &*((*tuple).t_data as *const u8).add((*(*tuple).t_data).t_hoff as usize).cast::<pg_sys::FormData_pg_database>();
-            if db.datallowconn && !db.datistemplate {
-                out.push(db.oid.to_u32());
-            }
+        (rel, pg_sys::table_beginscan_catalog(rel, 0, std::ptr::null_mut()))
+    };
+    loop {
+        // SAFETY: `scan` is the pg_database catalog scan begun above; it is ended only after this loop.
+        let tuple = unsafe { pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection) };
+        if tuple.is_null() {
+            break;
         }
+        // SAFETY: `tuple` is the non-NULL pg_database row heap_getnext just returned, valid until its next call; its
+        // data from t_hoff on starts with the fixed-length FormData_pg_database, read here before that call.
+        let db = unsafe { &*((*tuple).t_data as *const u8).add((*(*tuple).t_data).t_hoff as usize).cast::<pg_sys::FormData_pg_database>() };
+        if db.datallowconn && !db.datistemplate {
+            out.push(db.oid.to_u32());
+        }
+    }
+    // SAFETY: `scan` and `rel` are the scan and relation opened above, each ended once here, with the lock taken by
+    // table_open; the commit ends the transaction StartTransactionCommand began.
+    unsafe {
         pg_sys::table_endscan(scan);
         pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
         pg_sys::CommitTransactionCommand();
@@ -61,7 +69,8 @@ pub extern "C-unwind" fn tsbucket_launcher_main(_arg: pg_sys::Datum) {
     let mut running: Vec<(u32, DynamicBackgroundWorker)> = Vec::new();
     loop {
         if BackgroundWorker::sighup_received() {
-            // SAFETY: the launcher is a plain backend-like process; reloading is what SIGHUP asks.
+            // SAFETY: ProcessConfigFile(PGC_SIGHUP) rereads the configuration files in this launcher process, outside any
+            // transaction, as a postmaster child does on SIGHUP (pgrx's handler only set the flag read above).
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
         let interval_ms = gucs::WORKER_INTERVAL.get().max(1) as u64 * 1000;
@@ -99,6 +108,8 @@ pub extern "C-unwind" fn tsbucket_launcher_main(_arg: pg_sys::Datum) {
             due.sort();
             let slots = (gucs::MAX_WORKERS.get().max(1) as usize).saturating_sub(running.len());
             for (_, oid) in due.into_iter().take(slots) {
+                // SAFETY: MyProcPid is set once when this process starts and only read afterwards.
+                let my_pid = unsafe { pg_sys::MyProcPid };
                 let started = BackgroundWorkerBuilder::new(&format!("tsbucket worker for database {oid}"))
                     .set_type(WORKER_TYPE)
                     .set_library("tsbucket")
@@ -107,7 +118,7 @@ pub extern "C-unwind" fn tsbucket_launcher_main(_arg: pg_sys::Datum) {
                     .set_argument(Some(pg_sys::Datum::from(oid)))
                     .set_restart_time(None)
                     // Woken when it exits, to give its slot to the next due database.
-                    .set_notify_pid(unsafe { pg_sys::MyProcPid })
+                    .set_notify_pid(my_pid)
                     .load_dynamic();
                 if let Ok(worker) = started {
                     if let Some(e) = DATABASES.exclusive().entry(oid) {

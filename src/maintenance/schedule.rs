@@ -61,6 +61,8 @@ impl Databases {
 // SAFETY: plain data without pointers, valid in any process that maps it.
 unsafe impl PGRXSharedMemory for Databases {}
 
+// SAFETY: PgLwLock::new asks for a name no other lock uses: "tsbucket_databases" is this extension's alone, and
+// init_shmem (pg_shmem_init!) attaches it to its shared memory before the launcher or any backend uses it.
 pub(super) static DATABASES: PgLwLock<Databases> = unsafe { PgLwLock::new(c"tsbucket_databases") };
 
 /// Shared memory exists only when the library was preloaded.
@@ -69,17 +71,19 @@ static mut SHMEM_READY: bool = false;
 /// Asks for the databases' shared memory (from _PG_init, when preloaded).
 pub(super) fn init_shmem() {
     pgrx::pg_shmem_init!(DATABASES);
-    // SAFETY: _PG_init runs in the postmaster before any other process exists.
+    // SAFETY: SHMEM_READY is written only here, from _PG_init in the postmaster while it loads preloaded libraries,
+    // before it forks any process, so no read races with this write.
     unsafe { SHMEM_READY = true };
 }
 
 pub(super) fn shmem_ready() -> bool {
-    // SAFETY: written once in _PG_init of the postmaster, before any backend forks.
+    // SAFETY: a copy of SHMEM_READY, which init_shmem writes once in the postmaster before any backend forks (each
+    // inherits the value); this process never writes it afterwards.
     unsafe { SHMEM_READY }
 }
 
 pub(super) fn my_database() -> u32 {
-    // SAFETY: a plain global of the backend.
+    // SAFETY: MyDatabaseId is an Oid global this backend sets once when it connects to its database, only read here.
     unsafe { pg_sys::MyDatabaseId }.to_u32()
 }
 

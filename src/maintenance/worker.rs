@@ -21,7 +21,8 @@ unsafe extern "C-unwind" {
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
     // SIGTERM ends the worker at its next interrupt check, rolling back its transaction.
-    // SAFETY: installs Postgres's own handler before signals are unblocked.
+    // SAFETY: `die` is Postgres's async-signal-safe SIGTERM handler (it only sets flags and the latch); installed with
+    // libc::signal before BackgroundWorkerUnblockSignals lets any signal reach this worker.
     unsafe {
         libc::signal(libc::SIGTERM, postgres_die as *const () as libc::sighandler_t);
         pg_sys::BackgroundWorkerUnblockSignals();
@@ -30,7 +31,8 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(db), None);
     // Maintenance sees what committed before it took each table's lock
     // (README "Background worker"), whatever isolation the DBA made the default.
-    // SAFETY: sets a GUC of this process before its first transaction.
+    // SAFETY: SetConfigOption gets two NUL-terminated static strings and changes default_transaction_isolation of this
+    // worker only, after connecting and before its first transaction, with a value the GUC accepts.
     unsafe {
         pg_sys::SetConfigOption(
             c"default_transaction_isolation".as_ptr(),
@@ -102,7 +104,8 @@ pub fn stop_workers_in(dbname: &str) {
         .unwrap_or_default()
     });
     for pid in pids {
-        // SAFETY: signalling a process id Postgres reported as one of our workers.
+        // SAFETY: libc::kill only sends SIGTERM to `pid`, which pg_stat_activity reported as a tsbucket worker of
+        // database `dbname`; it touches no memory of this process.
         unsafe { libc::kill(pid, libc::SIGTERM) };
     }
 }

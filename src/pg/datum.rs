@@ -48,6 +48,8 @@ pub unsafe fn push_datum(col: &mut Column, layout: Layout, value: pg_sys::Datum)
         ColumnKind::Bool => col.push_bool(value.value() & 0xff != 0),
         ColumnKind::Timestamp | ColumnKind::Int => col.push_int(int_of(value, layout.typlen)),
         ColumnKind::Bytes => {
+            // SAFETY: `value` is a datum of the layout's type (push_datum's contract); push_bytes copies
+            // the bytes before `value` goes out of scope.
             let bytes = unsafe { datum_bytes(&value, layout) };
             let n = bytes.len();
             col.push_bytes(bytes);
@@ -76,20 +78,25 @@ pub fn int_of(value: pg_sys::Datum, typlen: i16) -> i64 {
 /// # Safety
 /// `value` must be a valid datum of the layout's type.
 pub unsafe fn datum_bytes<'a>(value: &'a pg_sys::Datum, layout: Layout) -> &'a [u8] {
-    unsafe {
-        match layout.typlen {
-            -1 => {
-                let p = value.cast_mut_ptr::<pg_sys::varlena>();
+    match layout.typlen {
+        -1 => {
+            let p = value.cast_mut_ptr::<pg_sys::varlena>();
+            // SAFETY: with typlen -1 `value` points to a varlena (datum_bytes's contract); a detoasted copy is
+            // palloc'd in the current memory context, which the doc above requires to outlive the slice.
+            unsafe {
                 let v = if is_plain_inline(p) { p } else { pg_sys::pg_detoast_datum_packed(p) };
                 std::slice::from_raw_parts(vardata_any(v) as *const u8, varsize_any_exhdr(v))
             }
-            -2 => std::ffi::CStr::from_ptr(value.cast_mut_ptr::<std::ffi::c_char>()).to_bytes(),
-            n if layout.typbyval => {
-                // Little-endian: the low bytes come first, as bytes_datum reads them back.
-                std::slice::from_raw_parts(value as *const pg_sys::Datum as *const u8, (n as usize).min(8))
-            }
-            n => std::slice::from_raw_parts(value.cast_mut_ptr::<u8>(), n as usize),
         }
+        // SAFETY: with typlen -2 `value` points to the type's NUL-terminated C string, alive while `value` is.
+        -2 => unsafe { std::ffi::CStr::from_ptr(value.cast_mut_ptr::<std::ffi::c_char>()).to_bytes() },
+        n if layout.typbyval => {
+            // Little-endian: the low bytes come first, as bytes_datum reads them back.
+            // SAFETY: reads at most the 8 bytes of the Datum `value` itself, which is borrowed for 'a.
+            unsafe { std::slice::from_raw_parts(value as *const pg_sys::Datum as *const u8, (n as usize).min(8)) }
+        }
+        // SAFETY: a fixed-length by-reference `value` points to `n` bytes of its type, alive while `value` is.
+        n => unsafe { std::slice::from_raw_parts(value.cast_mut_ptr::<u8>(), n as usize) },
     }
 }
 
@@ -103,6 +110,7 @@ const _: () = assert!(cfg!(target_endian = "little"), "tsbucket assumes a little
 /// `p` must point to a varlena.
 #[inline]
 pub(super) unsafe fn is_plain_inline(p: *const pg_sys::varlena) -> bool {
+    // SAFETY: `p` points to a varlena (is_plain_inline's contract), whose first byte is always its header.
     let first = unsafe { *(p as *const u8) };
     // Little-endian headers: xxxxxxx1 = 1-byte header (0x01 alone = external
     // pointer), xxxxxx00 = 4-byte uncompressed, xxxxxx10 = 4-byte compressed.
@@ -115,10 +123,10 @@ pub(super) unsafe fn is_plain_inline(p: *const pg_sys::varlena) -> bool {
 /// `value` must be a varlena datum.
 #[inline]
 pub unsafe fn varlena_size(value: pg_sys::Datum) -> usize {
-    unsafe {
-        let p = value.cast_mut_ptr::<pg_sys::varlena>();
-        if is_plain_inline(p) { pgrx::varlena::varsize_any(p) } else { pg_sys::toast_raw_datum_size(value) }
-    }
+    let p = value.cast_mut_ptr::<pg_sys::varlena>();
+    // SAFETY: `value` is a varlena datum (varlena_size's contract): an inline header is read in place, any
+    // other form (compressed, TOAST pointer) is sized by toast_raw_datum_size.
+    unsafe { if is_plain_inline(p) { pgrx::varlena::varsize_any(p) } else { pg_sys::toast_raw_datum_size(value) } }
 }
 
 /// A datum for `bytes` of the layout's type, palloc'd in the current memory context.
@@ -126,33 +134,44 @@ pub unsafe fn varlena_size(value: pg_sys::Datum) -> usize {
 /// # Safety
 /// `bytes` must come from `datum_bytes` for the same type.
 pub unsafe fn bytes_datum(bytes: &[u8], layout: Layout) -> pg_sys::Datum {
-    unsafe {
-        match layout.typlen {
-            -1 => {
-                let total = bytes.len() + pg_sys::VARHDRSZ;
+    match layout.typlen {
+        -1 => {
+            let total = bytes.len() + pg_sys::VARHDRSZ;
+            // SAFETY: palloc returns `total` writable bytes in CurrentMemoryContext (or raises ERROR): the
+            // 4-byte header set_varsize_4b writes, then exactly `bytes`.
+            let p = unsafe {
                 let p = pg_sys::palloc(total) as *mut pg_sys::varlena;
                 set_varsize_4b(p, total as i32);
                 std::ptr::copy_nonoverlapping(bytes.as_ptr(), (p as *mut u8).add(pg_sys::VARHDRSZ), bytes.len());
-                pg_sys::Datum::from(p)
-            }
-            -2 => {
+                p
+            };
+            pg_sys::Datum::from(p)
+        }
+        -2 => {
+            // SAFETY: palloc returns bytes.len() + 1 writable bytes in CurrentMemoryContext: the C string's
+            // characters and its terminating NUL.
+            let p = unsafe {
                 let p = pg_sys::palloc(bytes.len() + 1) as *mut u8;
                 std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
                 *p.add(bytes.len()) = 0;
-                pg_sys::Datum::from(p)
-            }
-            n if layout.typbyval => {
-                let mut v = [0u8; 8];
-                let n = (n as usize).min(8).min(bytes.len());
-                v[..n].copy_from_slice(&bytes[..n]);
-                pg_sys::Datum::from(u64::from_le_bytes(v) as usize)
-            }
-            n => {
-                let p = pg_sys::palloc(n as usize) as *mut u8;
-                let n = (n as usize).min(bytes.len());
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, n);
-                pg_sys::Datum::from(p)
-            }
+                p
+            };
+            pg_sys::Datum::from(p)
+        }
+        n if layout.typbyval => {
+            let mut v = [0u8; 8];
+            let n = (n as usize).min(8).min(bytes.len());
+            v[..n].copy_from_slice(&bytes[..n]);
+            pg_sys::Datum::from(u64::from_le_bytes(v) as usize)
+        }
+        n => {
+            // SAFETY: palloc returns the type's `n` bytes in CurrentMemoryContext; at most min(n, bytes.len())
+            // of them are copied from `bytes`.
+            let p = unsafe { pg_sys::palloc(n as usize) as *mut u8 };
+            let n = (n as usize).min(bytes.len());
+            // SAFETY: `p` is the fresh n-byte allocation just made, and `n` no longer than either side.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, n) };
+            pg_sys::Datum::from(p)
         }
     }
 }
@@ -169,6 +188,8 @@ pub unsafe fn column_datum(col: &Column, row: usize, layout: Layout) -> pg_sys::
         },
         Values::Bool(v) => pg_sys::Datum::from(v[row] as usize),
         Values::Int(v) => int_datum(v[row], layout.typlen),
+        // SAFETY: `col` was built for the layout's type (column_datum's contract), so its bytes came from
+        // datum_bytes of that type, as bytes_datum requires.
         Values::Bytes(v) => unsafe { bytes_datum(v.get(row).unwrap_or_default(), layout) },
     }
 }
@@ -194,7 +215,7 @@ pub unsafe fn bytes_datums(values: &tsbucket_format::ByteValues, layout: Layout)
         let distinct = unsafe { laid_out_datums(entries, layout) };
         return codes.iter().map(|&c| distinct[c as usize]).collect();
     }
-    // SAFETY: as for this function.
+    // SAFETY: every value is bytes of the layout's type, as bytes_datums's contract says of `values`.
     unsafe { laid_out_datums(values.iter(), layout) }
 }
 
@@ -215,31 +236,35 @@ unsafe fn laid_out_datums<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, la
         size.div_ceil(ALIGN) * ALIGN
     };
     let total: usize = values.clone().map(|v| slot_size(v.len())).sum();
-    unsafe {
-        let base = pg_sys::palloc(total.max(1)) as *mut u8;
-        let mut offset = 0;
-        values
-            .map(|v| {
-                let p = base.add(offset);
-                match layout.typlen {
-                    -1 => {
-                        set_varsize_4b(p as *mut pg_sys::varlena, (v.len() + header) as i32);
-                        std::ptr::copy_nonoverlapping(v.as_ptr(), p.add(header), v.len());
-                    }
-                    -2 => {
-                        std::ptr::copy_nonoverlapping(v.as_ptr(), p, v.len());
-                        *p.add(v.len()) = 0;
-                    }
-                    n => {
-                        let n = (n as usize).min(v.len());
-                        std::ptr::copy_nonoverlapping(v.as_ptr(), p, n);
-                    }
+    // SAFETY: palloc returns max(total, 1) bytes in CurrentMemoryContext (or raises ERROR), MAXALIGNed.
+    let base = unsafe { pg_sys::palloc(total.max(1)) as *mut u8 };
+    let mut offset = 0;
+    values
+        .map(|v| {
+            // SAFETY: `total` is the sum of slot_size over these same values, so this value's slot of
+            // slot_size(v.len()) bytes at `base + offset` lies inside the allocation.
+            let p = unsafe { base.add(offset) };
+            match layout.typlen {
+                // SAFETY: a varlena slot holds the 4-byte header and `v` (slot_size adds `header`).
+                -1 => unsafe {
+                    set_varsize_4b(p as *mut pg_sys::varlena, (v.len() + header) as i32);
+                    std::ptr::copy_nonoverlapping(v.as_ptr(), p.add(header), v.len());
+                },
+                // SAFETY: a C string slot holds `v` and its NUL (slot_size adds 1).
+                -2 => unsafe {
+                    std::ptr::copy_nonoverlapping(v.as_ptr(), p, v.len());
+                    *p.add(v.len()) = 0;
+                },
+                n => {
+                    let n = (n as usize).min(v.len());
+                    // SAFETY: a fixed-length slot is at least `n` bytes, the type's length, and `v` has `n`.
+                    unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p, n) };
                 }
-                offset += slot_size(v.len());
-                pg_sys::Datum::from(p)
-            })
-            .collect()
-    }
+            }
+            offset += slot_size(v.len());
+            pg_sys::Datum::from(p)
+        })
+        .collect()
 }
 
 /// The elements of `array` (None for NULL elements), in the current memory
@@ -248,16 +273,20 @@ unsafe fn laid_out_datums<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, la
 /// # Safety
 /// `array` must be a valid, detoasted array.
 pub unsafe fn array_elements(array: *mut pg_sys::ArrayType) -> Vec<Option<pg_sys::Datum>> {
+    // SAFETY: `array` is a valid, detoasted array (array_elements's contract), so its header is readable.
+    let elem = unsafe { (*array).elemtype };
+    let (mut len, mut byval, mut align) = (0i16, false, 0 as std::ffi::c_char);
+    let mut elems: *mut pg_sys::Datum = std::ptr::null_mut();
+    let mut nulls: *mut bool = std::ptr::null_mut();
+    let mut n = 0i32;
+    // SAFETY: `elem` is the array's own element type, so the length, byval and alignment looked up for it
+    // describe the elements deconstruct_array walks; its output arrays are palloc'd in CurrentMemoryContext.
     unsafe {
-        let elem = (*array).elemtype;
-        let (mut len, mut byval, mut align) = (0i16, false, 0 as std::ffi::c_char);
         pg_sys::get_typlenbyvalalign(elem, &mut len, &mut byval, &mut align);
-        let mut elems: *mut pg_sys::Datum = std::ptr::null_mut();
-        let mut nulls: *mut bool = std::ptr::null_mut();
-        let mut n = 0i32;
         pg_sys::deconstruct_array(array, elem, len as i32, byval, align, &mut elems, &mut nulls, &mut n);
-        (0..n as usize).map(|i| (!*nulls.add(i)).then(|| *elems.add(i))).collect()
     }
+    // SAFETY: deconstruct_array set `elems` and `nulls` to arrays of `n` entries each.
+    (0..n as usize).map(|i| unsafe { (!*nulls.add(i)).then(|| *elems.add(i)) }).collect()
 }
 
 /// A copy of `value` in the current memory context (utils/datum.h is not bound).
@@ -265,16 +294,21 @@ pub unsafe fn array_elements(array: *mut pg_sys::ArrayType) -> Vec<Option<pg_sys
 /// # Safety
 /// `value` must be a valid datum of a type with this `byval` and `len`.
 pub unsafe fn copy_datum(value: pg_sys::Datum, byval: bool, len: i16) -> pg_sys::Datum {
-    unsafe {
-        match len {
-            _ if byval => value,
-            -1 => pg_sys::Datum::from(pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr())),
-            -2 => pg_sys::Datum::from(pg_sys::pstrdup(value.cast_mut_ptr())),
-            n => {
+    match len {
+        _ if byval => value,
+        // SAFETY: with len -1 `value` is a varlena (copy_datum's contract); the detoasted copy is palloc'd in CurrentMemoryContext.
+        -1 => pg_sys::Datum::from(unsafe { pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr()) }),
+        // SAFETY: with len -2 `value` is a NUL-terminated C string, which pstrdup copies into CurrentMemoryContext.
+        -2 => pg_sys::Datum::from(unsafe { pg_sys::pstrdup(value.cast_mut_ptr()) }),
+        n => {
+            // SAFETY: a fixed-length by-reference `value` points to `n` readable bytes, and palloc returns `n`
+            // writable ones in CurrentMemoryContext.
+            let p = unsafe {
                 let p = pg_sys::palloc(n as usize);
                 std::ptr::copy_nonoverlapping(value.cast_mut_ptr::<u8>(), p as *mut u8, n as usize);
-                pg_sys::Datum::from(p)
-            }
+                p
+            };
+            pg_sys::Datum::from(p)
         }
     }
 }

@@ -26,11 +26,10 @@ pub(crate) use finfo;
 /// # Safety
 /// `fcinfo` must be a call's with more than `i` arguments.
 pub unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> Option<pg_sys::Datum> {
-    // SAFETY: as the caller promises.
-    unsafe {
-        let a = &*(*fcinfo).args.as_ptr().add(i);
-        if a.isnull { None } else { Some(a.value) }
-    }
+    // SAFETY: `fcinfo` is the running call's and has more than `i` arguments (arg's contract), so
+    // args[i] is inside its argument array for the whole call.
+    let a = unsafe { &*(*fcinfo).args.as_ptr().add(i) };
+    if a.isnull { None } else { Some(a.value) }
 }
 
 /// Returns SQL NULL from a call with Postgres's calling convention.
@@ -38,7 +37,8 @@ pub unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> Option<pg_sys::
 /// # Safety
 /// `fcinfo` must be a call's.
 pub unsafe fn return_null(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    // SAFETY: as the caller promises.
+    // SAFETY: `fcinfo` is the running call's (return_null's contract); its isnull flag is how a
+    // version-1 function reports a NULL result.
     unsafe { (*fcinfo).isnull = true };
     pg_sys::Datum::from(0)
 }
@@ -50,7 +50,8 @@ pub unsafe fn return_null(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 /// `fcinfo` must be a call's.
 pub unsafe fn aggregate_context(fcinfo: pg_sys::FunctionCallInfo, what: &str) -> pg_sys::MemoryContext {
     let mut cxt: pg_sys::MemoryContext = std::ptr::null_mut();
-    // SAFETY: AggCheckCallContext only reads the call's context.
+    // SAFETY: `fcinfo` is the running call's (aggregate_context's contract); AggCheckCallContext only
+    // reads its context node and writes the aggregate's memory context into the local `cxt`.
     if unsafe { pg_sys::AggCheckCallContext(fcinfo, &mut cxt) } == 0 {
         ts_error(
             pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,

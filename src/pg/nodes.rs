@@ -12,7 +12,10 @@ pub unsafe fn list_ptrs(list: *mut pg_sys::List) -> Vec<*mut std::ffi::c_void> {
     if list.is_null() {
         return Vec::new();
     }
-    unsafe { (0..(*list).length as usize).map(|i| (*(*list).elements.add(i)).ptr_value).collect() }
+    // SAFETY: `list` is a non-NIL pointer List (list_ptrs's contract), so its header is readable.
+    let n = unsafe { (*list).length as usize };
+    // SAFETY: `elements` holds the List's `length` cells, each a pointer cell of this pointer List.
+    (0..n).map(|i| unsafe { (*(*list).elements.add(i)).ptr_value }).collect()
 }
 
 /// Attribute numbers of range-table entry `rtindex` that `nodes` refer to
@@ -21,22 +24,23 @@ pub unsafe fn list_ptrs(list: *mut pg_sys::List) -> Vec<*mut std::ffi::c_void> {
 /// # Safety
 /// `nodes` must be valid expression trees (or NULL).
 pub unsafe fn referenced_attnums(nodes: &[*mut pg_sys::Node], rtindex: u32) -> Vec<i32> {
-    unsafe {
-        let mut bms: *mut pg_sys::Bitmapset = std::ptr::null_mut();
-        for &node in nodes {
-            pg_sys::pull_varattnos(node, rtindex, &mut bms);
-        }
-        let mut out = Vec::new();
-        let mut x = -1;
-        loop {
-            x = pg_sys::bms_next_member(bms, x);
-            if x < 0 {
-                break;
-            }
-            out.push(x + pg_sys::FirstLowInvalidHeapAttributeNumber);
-        }
-        out
+    let mut bms: *mut pg_sys::Bitmapset = std::ptr::null_mut();
+    for &node in nodes {
+        // SAFETY: `node` is a valid expression tree or NULL (referenced_attnums's contract); pull_varattnos
+        // only reads it and adds members to `bms`, palloc'd in CurrentMemoryContext.
+        unsafe { pg_sys::pull_varattnos(node, rtindex, &mut bms) };
     }
+    let mut out = Vec::new();
+    let mut x = -1;
+    loop {
+        // SAFETY: `bms` is NULL or the set pull_varattnos built above; bms_next_member only reads it.
+        x = unsafe { pg_sys::bms_next_member(bms, x) };
+        if x < 0 {
+            break;
+        }
+        out.push(x + pg_sys::FirstLowInvalidHeapAttributeNumber);
+    }
+    out
 }
 
 /// The OIDs of an OID list (`T_OidList`).
@@ -47,22 +51,29 @@ pub unsafe fn list_oids(list: *mut pg_sys::List) -> Vec<pg_sys::Oid> {
     if list.is_null() {
         return Vec::new();
     }
-    unsafe {
-        let n = (*list).length as usize;
-        (0..n).map(|i| (*(*list).elements.add(i)).oid_value).collect()
-    }
+    // SAFETY: `list` is a non-NIL OID list (list_oids's contract), so its header is readable.
+    let n = unsafe { (*list).length as usize };
+    // SAFETY: `elements` holds the list's `n` cells, each an OID cell of this T_OidList.
+    (0..n).map(|i| unsafe { (*(*list).elements.add(i)).oid_value }).collect()
 }
 
 /// Strips binary-compatible casts (varchar -> text and the like).
+///
+/// # Safety
+/// `n` must be NULL or a valid expression tree.
 pub unsafe fn strip(mut n: *mut pg_sys::Node) -> *mut pg_sys::Node {
-    unsafe {
-        while !n.is_null() && (*n).type_ == pg_sys::NodeTag::T_RelabelType {
-            n = (*(n as *mut pg_sys::RelabelType)).arg as *mut pg_sys::Node;
-        }
-        n
+    // SAFETY: `n` is checked non-NULL before its tag is read; it is the caller's valid expression node
+    // (strip's contract), and so is each RelabelType's `arg` below.
+    while !n.is_null() && unsafe { (*n).type_ } == pg_sys::NodeTag::T_RelabelType {
+        // SAFETY: the tag just read says `n` is a RelabelType.
+        n = unsafe { (*(n as *mut pg_sys::RelabelType)).arg } as *mut pg_sys::Node;
     }
+    n
 }
 
+/// # Safety
+/// `n` must be a valid expression tree.
 pub unsafe fn is_pseudo_constant(n: *mut pg_sys::Node) -> bool {
+    // SAFETY: `n` is a valid expression tree (is_pseudo_constant's contract); the three contain_* walkers only read it.
     unsafe { !pg_sys::contain_var_clause(n) && !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n) }
 }

@@ -12,13 +12,14 @@ pub fn as_user<R>(user: pg_sys::Oid, restricted: bool, f: impl FnOnce() -> R) ->
     if restricted {
         context |= pg_sys::SECURITY_RESTRICTED_OPERATION as i32;
     }
-    // SAFETY: saving and switching the backend's user id and security context.
+    // SAFETY: GetUserIdAndSecContext writes the backend's current user and security context into the two
+    // locals; SetUserIdAndSecContext only sets backend globals, which an ERROR's (sub)transaction abort restores.
     unsafe {
         pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_context);
         pg_sys::SetUserIdAndSecContext(user, saved_context | context);
     }
     let result = f();
-    // SAFETY: as above.
+    // SAFETY: puts back the user id and security context saved by GetUserIdAndSecContext before `f` ran.
     unsafe { pg_sys::SetUserIdAndSecContext(saved_user, saved_context) };
     result
 }

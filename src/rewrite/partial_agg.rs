@@ -16,7 +16,7 @@
 //! computing the same partial rows.
 //!
 //! The scan then computes, per bucket and group, the partial (transition)
-//! state of each aggregate over the decoded column arrays (`am::aggscan`,
+//! state of each aggregate over the decoded column arrays (`scan::aggregating`,
 //! kernels in the `tsbucket-kernels` crate) and returns one row per bucket
 //! and group; Postgres combines and finalises them as it does the partial
 //! aggregates of parallel workers, HAVING and the select list included.
@@ -44,52 +44,79 @@ use pgrx::pg_sys;
 /// # Safety
 /// `stmt` must be a freshly planned statement.
 pub unsafe fn rewrite(stmt: *mut pg_sys::PlannedStmt) {
-    unsafe {
-        if !crate::catalog::gucs::VECTORIZED_AGGREGATION.get() {
-            return;
-        }
-        walk((*stmt).planTree, stmt);
-        for p in list_ptrs((*stmt).subplans) {
-            walk(p as *mut pg_sys::Plan, stmt);
-        }
+    if !crate::catalog::gucs::VECTORIZED_AGGREGATION.get() {
+        return;
+    }
+    // SAFETY: `stmt` is freshly planned (this function's contract); its planTree is the top plan node, which walk accepts.
+    unsafe { walk((*stmt).planTree, stmt) };
+    // SAFETY: `stmt.subplans` is NIL or the statement's List of subplan trees.
+    let subplans = unsafe { list_ptrs((*stmt).subplans) };
+    for p in subplans {
+        // SAFETY: `p` is one of `stmt`'s subplan trees (null for a removed one, which walk skips).
+        unsafe { walk(p as *mut pg_sys::Plan, stmt) };
     }
 }
 
+/// # Safety
+/// `plan` must be null or a plan node of `stmt`.
 unsafe fn walk(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStmt) {
+    if plan.is_null() {
+        return;
+    }
+    // A Partial Aggregate over a parallel scan (under Gather, or a Sort
+    // under Gather Merge) gives way to the scan computing the same partial rows.
+    // SAFETY: `plan` is a non-null plan node of `stmt` (this function's contract); its lefttree is null or a plan node.
+    let partial = unsafe { partial_in_scan((*plan).lefttree, stmt) };
+    if let Some(scan) = partial {
+        // SAFETY: `plan` is that same node of the freshly planned tree, which the rewrite may change in place.
+        unsafe { (*plan).lefttree = scan };
+    }
+    let walk_list = |list: *mut pg_sys::List| {
+        // SAFETY: `list` is the appendplans, mergeplans or custom_plans List of `plan` below: NIL or a List of plan nodes.
+        let children = unsafe { list_ptrs(list) };
+        for p in children {
+            // SAFETY: `p` is a child plan node of `plan`, part of `stmt` like `plan` itself.
+            unsafe { walk(p as *mut pg_sys::Plan, stmt) };
+        }
+    };
+    // SAFETY: `plan` is non-null, and every plan node starts with its NodeTag.
+    let tag = unsafe { (*plan).type_ };
+    match tag {
+        // SAFETY: `plan` is tagged T_Agg: an Agg node of `stmt`, as try_rewrite requires.
+        pg_sys::NodeTag::T_Agg => unsafe { try_rewrite(plan as *mut pg_sys::Agg, stmt) },
+        // SAFETY: `plan` is tagged T_Append, so its appendplans field is there to read.
+        pg_sys::NodeTag::T_Append => walk_list(unsafe { (*(plan as *mut pg_sys::Append)).appendplans }),
+        // SAFETY: `plan` is tagged T_MergeAppend, so its mergeplans field is there to read.
+        pg_sys::NodeTag::T_MergeAppend => walk_list(unsafe { (*(plan as *mut pg_sys::MergeAppend)).mergeplans }),
+        // SAFETY: `plan` is tagged T_SubqueryScan; its subplan is the subquery's plan tree, part of `stmt`.
+        pg_sys::NodeTag::T_SubqueryScan => unsafe { walk((*(plan as *mut pg_sys::SubqueryScan)).subplan, stmt) },
+        // SAFETY: `plan` is tagged T_CustomScan, so its custom_plans field is there to read.
+        pg_sys::NodeTag::T_CustomScan => walk_list(unsafe { (*(plan as *mut pg_sys::CustomScan)).custom_plans }),
+        _ => {}
+    }
+    // SAFETY: `plan` is still the valid node above; its lefttree (perhaps just replaced) and righttree are null or plan nodes.
     unsafe {
-        if plan.is_null() {
-            return;
-        }
-        // A Partial Aggregate over a parallel scan (under Gather, or a Sort
-        // under Gather Merge) gives way to the scan computing the same partial rows.
-        if let Some(scan) = partial_in_scan((*plan).lefttree, stmt) {
-            (*plan).lefttree = scan;
-        }
-        match (*plan).type_ {
-            pg_sys::NodeTag::T_Agg => try_rewrite(plan as *mut pg_sys::Agg, stmt),
-            pg_sys::NodeTag::T_Append => list_ptrs((*(plan as *mut pg_sys::Append)).appendplans).into_iter().for_each(|p| walk(p as _, stmt)),
-            pg_sys::NodeTag::T_MergeAppend => list_ptrs((*(plan as *mut pg_sys::MergeAppend)).mergeplans).into_iter().for_each(|p| walk(p as _, stmt)),
-            pg_sys::NodeTag::T_SubqueryScan => walk((*(plan as *mut pg_sys::SubqueryScan)).subplan, stmt),
-            pg_sys::NodeTag::T_CustomScan => list_ptrs((*(plan as *mut pg_sys::CustomScan)).custom_plans).into_iter().for_each(|p| walk(p as _, stmt)),
-            _ => {}
-        }
         walk((*plan).lefttree, stmt);
         walk((*plan).righttree, stmt);
     }
 }
 
+/// # Safety
+/// `plan` must be null or a valid plan node.
 unsafe fn is_plain_tsbucket_scan(plan: *mut pg_sys::Plan) -> bool {
-    unsafe {
-        if plan.is_null() || (*plan).type_ != pg_sys::NodeTag::T_CustomScan {
-            return false;
-        }
-        let cscan = plan as *mut pg_sys::CustomScan;
-        if !crate::scan::exec::is_ours(cscan) || !(*cscan).custom_scan_tlist.is_null() {
-            return false;
-        }
-        let private = list_ptrs((*cscan).custom_private);
-        !private.is_empty() && (*(private[0] as *mut pg_sys::Integer)).ival == MODE_SCAN
+    // SAFETY: `plan` is non-null here and a valid plan node (this function's contract), NodeTag first.
+    if plan.is_null() || unsafe { (*plan).type_ } != pg_sys::NodeTag::T_CustomScan {
+        return false;
     }
+    let cscan = plan as *mut pg_sys::CustomScan;
+    // SAFETY: `cscan` is tagged T_CustomScan, as is_ours requires, so its custom_scan_tlist field is there to read.
+    if unsafe { !crate::scan::exec::is_ours(cscan) || !(*cscan).custom_scan_tlist.is_null() } {
+        return false;
+    }
+    // SAFETY: a TsBucketScan's custom_private is a List of Integer nodes, its mode first.
+    let private = unsafe { list_ptrs((*cscan).custom_private) };
+    // SAFETY: `private[0]` is that mode Integer node, present (checked non-empty first).
+    !private.is_empty() && unsafe { (*(private[0] as *mut pg_sys::Integer)).ival } == MODE_SCAN
 }
 
 /// `plan`, if it is a Partial Aggregate (plain or hashed) over a plain
@@ -99,120 +126,177 @@ unsafe fn is_plain_tsbucket_scan(plan: *mut pg_sys::Plan) -> bool {
 /// partial aggregate's target out). A sorted Partial Aggregate over a Sort
 /// of the scan becomes that Sort, now of the scan's partial rows by their
 /// group keys (a Gather Merge above needs them in that order).
+///
+/// # Safety
+/// `plan` must be null or a plan node of `stmt`.
 unsafe fn partial_in_scan(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStmt) -> Option<*mut pg_sys::Plan> {
-    unsafe {
-        if plan.is_null() || (*plan).type_ != pg_sys::NodeTag::T_Agg {
-            return None;
-        }
-        let a = &*(plan as *mut pg_sys::Agg);
-        if a.aggsplit != pg_sys::AggSplit::AGGSPLIT_INITIAL_SERIAL
-            || !a.groupingSets.is_null()
-            || !a.chain.is_null()
-            || !a.plan.qual.is_null()
+    // SAFETY: `plan` is non-null here and a plan node of `stmt` (this function's contract), NodeTag first.
+    if plan.is_null() || unsafe { (*plan).type_ } != pg_sys::NodeTag::T_Agg {
+        return None;
+    }
+    // SAFETY: `plan` is tagged T_Agg; the node lives in the plan tree for the whole rewrite, which writes only other nodes
+    // (the scan and the Sort) while this shared reference is alive.
+    let a = unsafe { &*(plan as *mut pg_sys::Agg) };
+    if a.aggsplit != pg_sys::AggSplit::AGGSPLIT_INITIAL_SERIAL
+        || !a.groupingSets.is_null()
+        || !a.chain.is_null()
+        || !a.plan.qual.is_null()
+    {
+        return None;
+    }
+    let child = a.plan.lefttree;
+    let (sort, scan) = match a.aggstrategy {
+        pg_sys::AggStrategy::AGG_PLAIN | pg_sys::AggStrategy::AGG_HASHED
+            // SAFETY: `child` is the Partial Aggregate's input: null or a plan node, as is_plain_tsbucket_scan accepts.
+            if unsafe { is_plain_tsbucket_scan(child) } =>
         {
-            return None;
+            (None, child as *mut pg_sys::CustomScan)
         }
-        let child = a.plan.lefttree;
-        let (sort, scan) = match a.aggstrategy {
-            pg_sys::AggStrategy::AGG_PLAIN | pg_sys::AggStrategy::AGG_HASHED if is_plain_tsbucket_scan(child) => (None, child as *mut pg_sys::CustomScan),
-            pg_sys::AggStrategy::AGG_SORTED
-                if !child.is_null() && (*child).type_ == pg_sys::NodeTag::T_Sort && is_plain_tsbucket_scan((*child).lefttree) =>
-            {
-                (Some(child as *mut pg_sys::Sort), (*child).lefttree as *mut pg_sys::CustomScan)
-            }
-            _ => return None,
-        };
-        // Agg input column -> scan output column (through the Sort, which passes columns on).
-        let to_scan_column = |k: i16| -> Option<i16> {
-            match sort {
-                None => Some(k),
-                Some(s) => outer_attno(tle_expr((*s).plan.targetlist, k)?),
-            }
-        };
+        pg_sys::AggStrategy::AGG_SORTED
+            // SAFETY: `child` is read only when non-null: a plan node whose lefttree is null or a plan node.
+            if !child.is_null() && unsafe { (*child).type_ == pg_sys::NodeTag::T_Sort && is_plain_tsbucket_scan((*child).lefttree) } =>
+        {
+            // SAFETY: `child` is the Sort just checked; its lefttree is the plain TsBucketScan.
+            (Some(child as *mut pg_sys::Sort), unsafe { (*child).lefttree } as *mut pg_sys::CustomScan)
+        }
+        _ => return None,
+    };
+    // Agg input column -> scan output column (through the Sort, which passes columns on).
+    let to_scan_column = |k: i16| -> Option<i16> {
+        match sort {
+            None => Some(k),
+            // SAFETY: `s` is the Sort under the Partial Aggregate; its targetlist holds TargetEntry nodes with valid exprs.
+            Some(s) => unsafe { outer_attno(tle_expr((*s).plan.targetlist, k)?) },
+        }
+    };
+    // SAFETY: `scan` is the plain TsBucketScan found above; its scanrelid indexes `stmt.rtable`, whose entry rt_fetch returns.
+    let (scanrelid, rte) = unsafe {
         let scanrelid = (*scan).scan.scanrelid;
-        let rte = pg_sys::rt_fetch(scanrelid, (*stmt).rtable);
-        let config = config::lookup((*rte).relid)?;
-        let scan_tlist = (*scan).scan.plan.targetlist;
-        let group_cols: Vec<i16> = (0..a.numCols as usize).map(|i| *a.grpColIdx.add(i) as i16).collect();
-        let rel = pg_sys::RelationIdGetRelation((*rte).relid);
-        if rel.is_null() {
-            return None;
-        }
-        let mut out: *mut pg_sys::List = std::ptr::null_mut();
-        let mut nkeys = 0;
-        let mut aggs = 0;
-        let mut time_keys = 0;
-        let mut ok = true;
-        // (Agg input column, its position in the partial rows) of each group key.
-        let mut key_positions: Vec<(i16, i16)> = Vec::new();
-        for (i, te) in list_ptrs(a.plan.targetlist).into_iter().enumerate() {
+        (scanrelid, pg_sys::rt_fetch(scanrelid, (*stmt).rtable))
+    };
+    // SAFETY: `rte` is the parallel scan's RangeTblEntry in the statement's range table.
+    let relid = unsafe { (*rte).relid };
+    let config = config::lookup(relid)?;
+    // SAFETY: `scan` is the TsBucketScan plan node; its target list pointer is read in place.
+    let scan_tlist = unsafe { (*scan).scan.plan.targetlist };
+    // SAFETY: i < numCols, within the Partial Aggregate's grpColIdx array.
+    let group_cols: Vec<i16> = (0..a.numCols as usize).map(|i| unsafe { *a.grpColIdx.add(i) as i16 }).collect();
+    // SAFETY: the planner keeps the scanned table locked; RelationIdGetRelation takes a relcache reference on it that the
+    // RelationClose after the loop below drops.
+    let rel = unsafe { pg_sys::RelationIdGetRelation(relid) };
+    if rel.is_null() {
+        return None;
+    }
+    // An Agg input column, as the scan's expression for it.
+    // SAFETY: tle_expr reads the entry at a column of `scan_tlist`, the target list of the scan under the Partial Aggregate.
+    let resolve = |k: i16| to_scan_column(k).and_then(|sc| unsafe { tle_expr(scan_tlist, sc) });
+    let mut out: *mut pg_sys::List = std::ptr::null_mut();
+    let mut nkeys = 0;
+    let mut aggs = 0;
+    let mut time_keys = 0;
+    let mut ok = true;
+    // (Agg input column, its position in the partial rows) of each group key.
+    let mut key_positions: Vec<(i16, i16)> = Vec::new();
+    // SAFETY: the Partial Aggregate's targetlist is NIL or a List of TargetEntry nodes.
+    let entries = unsafe { list_ptrs(a.plan.targetlist) };
+    for (i, te) in entries.into_iter().enumerate() {
+        // SAFETY: `te` is a TargetEntry of that list; its expr is an expression node, NodeTag first.
+        let (e, is_aggref) = unsafe {
             let e = (*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node;
-            let resno = (i + 1) as i16;
-            let expr = if (*e).type_ == pg_sys::NodeTag::T_Aggref {
-                let aggref = e as *mut pg_sys::Aggref;
-                let Some(args) = computable_args(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc)), &config, rel, scanrelid) else {
-                    ok = false;
-                    break;
-                };
+            (e, (*e).type_ == pg_sys::NodeTag::T_Aggref)
+        };
+        let resno = (i + 1) as i16;
+        let expr = if is_aggref {
+            let aggref = e as *mut pg_sys::Aggref;
+            // SAFETY: `aggref` is an Aggref of the Partial Aggregate's targetlist and `rel` the open table of `config`
+            // until the RelationClose below (computable_args' contract).
+            let args = unsafe { computable_args(aggref, &resolve, &config, rel, scanrelid) };
+            let Some(args) = args else {
+                ok = false;
+                break;
+            };
+            // SAFETY: `aggref` is a valid Aggref: copyObjectImpl deep-copies it and arg_list builds the copy's arguments over
+            // the scan, both in the planner's CurrentMemoryContext.
+            let partial = unsafe {
                 let partial = pg_sys::copyObjectImpl(aggref as *const _) as *mut pg_sys::Aggref;
                 (*partial).args = arg_list(&args);
-                aggs += 1;
-                partial as *mut pg_sys::Node
-            } else {
-                // A group column, ahead of every aggregate.
-                let Some(k) = outer_attno(e).filter(|k| group_cols.contains(k)) else {
-                    ok = false;
-                    break;
-                };
-                let Some(x) = to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc)) else {
-                    ok = false;
-                    break;
-                };
-                key_positions.push((k, resno));
-                match classify_key(x, &config, scanrelid) {
-                    Some(KeyPlan::Meta(_)) => {}
-                    Some(_) => time_keys += 1,
-                    None => {
-                        ok = false;
-                        break;
-                    }
-                }
-                if aggs > 0 {
-                    ok = false;
-                    break;
-                }
-                nkeys += 1;
-                pg_sys::copyObjectImpl(x as *const _) as *mut pg_sys::Node
+                partial
             };
-            out = pg_sys::lappend(out, pg_sys::makeTargetEntry(expr as *mut pg_sys::Expr, resno, std::ptr::null_mut(), false) as *mut _);
-        }
-        pg_sys::RelationClose(rel);
-        if !ok || time_keys > 1 || nkeys != group_cols.len() {
-            return None;
-        }
-        // The Sort's keys, as positions in the partial rows.
-        let sort_positions: Option<Vec<i16>> = match sort {
-            None => Some(Vec::new()),
-            Some(s) => (0..(*s).numCols as usize)
+            aggs += 1;
+            partial as *mut pg_sys::Node
+        } else {
+            // A group column, ahead of every aggregate.
+            // SAFETY: `e` is the target entry's expression node, as outer_attno requires.
+            let Some(k) = unsafe { outer_attno(e) }.filter(|k| group_cols.contains(k)) else {
+                ok = false;
+                break;
+            };
+            let Some(x) = resolve(k) else {
+                ok = false;
+                break;
+            };
+            key_positions.push((k, resno));
+            // SAFETY: `x` is the scan's expression for this group column, a valid expression for classify_key.
+            match unsafe { classify_key(x, &config, scanrelid) } {
+                Some(KeyPlan::Meta(_)) => {}
+                Some(_) => time_keys += 1,
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+            if aggs > 0 {
+                ok = false;
+                break;
+            }
+            nkeys += 1;
+            // SAFETY: `x` is a valid expression node, deep-copied in the planner's CurrentMemoryContext.
+            unsafe { pg_sys::copyObjectImpl(x as *const _) as *mut pg_sys::Node }
+        };
+        // SAFETY: makeTargetEntry wraps `expr` (the copy made above) and lappend appends it to `out`, NIL or the List built
+        // by this loop, both allocating in the planner's CurrentMemoryContext.
+        out = unsafe { pg_sys::lappend(out, pg_sys::makeTargetEntry(expr as *mut pg_sys::Expr, resno, std::ptr::null_mut(), false) as *mut _) };
+    }
+    // SAFETY: `rel` is the relcache reference RelationIdGetRelation gave partial_in_scan above, dropped once here.
+    unsafe { pg_sys::RelationClose(rel) };
+    if !ok || time_keys > 1 || nkeys != group_cols.len() {
+        return None;
+    }
+    // The Sort's keys, as positions in the partial rows.
+    let sort_positions: Option<Vec<i16>> = match sort {
+        None => Some(Vec::new()),
+        Some(s) => {
+            // SAFETY: `s` is the Sort under the Partial Aggregate; numCols counts the entries of its sortColIdx array.
+            let ncols = unsafe { (*s).numCols } as usize;
+            (0..ncols)
                 .map(|i| {
-                    let k = *(*s).sortColIdx.add(i) as i16;
+                    // SAFETY: i < numCols, within the Sort's sortColIdx array.
+                    let k = unsafe { *(*s).sortColIdx.add(i) } as i16;
                     key_positions.iter().find(|(c, _)| *c == k).map(|(_, p)| *p)
                 })
-                .collect(),
-        };
-        let sort_positions = sort_positions?;
+                .collect()
+        }
+    };
+    let sort_positions = sort_positions?;
+    // SAFETY: `scan` is the plain TsBucketScan under the Partial Aggregate, rewritten in place to return `out` with the
+    // aggregate's row estimate.
+    unsafe {
         into_partial_scan(scan, out, nkeys as i32);
         (*scan).scan.plan.plan_rows = a.plan.plan_rows;
-        match sort {
-            None => Some(scan as *mut pg_sys::Plan),
-            Some(s) => {
-                (*s).plan.targetlist = references(out, pg_sys::OUTER_VAR);
-                for (i, &p) in sort_positions.iter().enumerate() {
-                    *(*s).sortColIdx.add(i) = p as pg_sys::AttrNumber;
-                }
-                (*s).plan.plan_rows = a.plan.plan_rows;
-                Some(s as *mut pg_sys::Plan)
+    }
+    match sort {
+        None => Some(scan as *mut pg_sys::Plan),
+        Some(s) => {
+            // SAFETY: `s` is the Sort between the Partial Aggregate and the scan; references builds its new OUTER_VAR target
+            // list over `out` in the planner's CurrentMemoryContext.
+            unsafe { (*s).plan.targetlist = references(out, pg_sys::OUTER_VAR) };
+            for (i, &p) in sort_positions.iter().enumerate() {
+                // SAFETY: sort_positions has one entry per slot of the Sort's sortColIdx (numCols, collected above).
+                unsafe { *(*s).sortColIdx.add(i) = p as pg_sys::AttrNumber };
             }
+            // SAFETY: `s` is still that Sort node; it now sorts the partial rows, as many as the Partial Aggregate made.
+            unsafe { (*s).plan.plan_rows = a.plan.plan_rows };
+            Some(s as *mut pg_sys::Plan)
         }
     }
 }
@@ -220,7 +304,12 @@ unsafe fn partial_in_scan(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStm
 /// Makes `scan` return `output` (group keys, then partial aggregates): its
 /// target list references them as its scan tuple, its quals move to
 /// custom_exprs (the scan evaluates them itself).
+///
+/// # Safety
+/// `scan` must be a plain TsBucketScan plan node; `output` a target list.
 unsafe fn into_partial_scan(scan: *mut pg_sys::CustomScan, output: *mut pg_sys::List, nkeys: i32) {
+    // SAFETY: `scan` is a plain TsBucketScan (this function's contract), rewritten in place; references builds its
+    // INDEX_VAR target list over `output` in the planner's CurrentMemoryContext.
     unsafe {
         (*scan).custom_scan_tlist = output;
         (*scan).scan.plan.targetlist = references(output, pg_sys::INDEX_VAR);
@@ -228,7 +317,11 @@ unsafe fn into_partial_scan(scan: *mut pg_sys::CustomScan, output: *mut pg_sys::
         (*scan).scan.plan.qual = std::ptr::null_mut();
         // Partial rows only go forward.
         (*scan).flags &= !pg_sys::CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
-        let private = list_ptrs((*scan).custom_private);
+    }
+    // SAFETY: the TsBucketScan's custom_private is its List of Integer nodes (mode, then number of group keys).
+    let private = unsafe { list_ptrs((*scan).custom_private) };
+    // SAFETY: `private[0]` and `private[1]` are those two Integer nodes, owned by the plan and written in place.
+    unsafe {
         (*(private[0] as *mut pg_sys::Integer)).ival = crate::scan::plan::MODE_PARTIAL_AGG;
         (*(private[1] as *mut pg_sys::Integer)).ival = nkeys;
     }
@@ -236,16 +329,24 @@ unsafe fn into_partial_scan(scan: *mut pg_sys::CustomScan, output: *mut pg_sys::
 
 /// Vars (`varno`: INDEX_VAR for the scan's own target list, OUTER_VAR for a
 /// node above) referencing each column of `output` in turn.
+///
+/// # Safety
+/// `output` must be NIL or a target list.
 unsafe fn references(output: *mut pg_sys::List, varno: i32) -> *mut pg_sys::List {
-    unsafe {
-        let mut out: *mut pg_sys::List = std::ptr::null_mut();
-        for (i, te) in list_ptrs(output).into_iter().enumerate() {
+    let mut out: *mut pg_sys::List = std::ptr::null_mut();
+    // SAFETY: `output` is NIL or a List of TargetEntry nodes (this function's contract).
+    let entries = unsafe { list_ptrs(output) };
+    for (i, te) in entries.into_iter().enumerate() {
+        let attno = (i + 1) as i16;
+        // SAFETY: `te` is a TargetEntry of `output` with a valid expression `e`; makeVar, makeTargetEntry and lappend
+        // allocate the referencing Var, its entry and the list cell in the planner's CurrentMemoryContext.
+        unsafe {
             let e = (*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node;
-            let var = pg_sys::makeVar(varno, (i + 1) as i16, pg_sys::exprType(e), pg_sys::exprTypmod(e), pg_sys::exprCollation(e), 0);
-            out = pg_sys::lappend(out, pg_sys::makeTargetEntry(var as *mut pg_sys::Expr, (i + 1) as i16, std::ptr::null_mut(), false) as *mut _);
+            let var = pg_sys::makeVar(varno, attno, pg_sys::exprType(e), pg_sys::exprTypmod(e), pg_sys::exprCollation(e), 0);
+            out = pg_sys::lappend(out, pg_sys::makeTargetEntry(var as *mut pg_sys::Expr, attno, std::ptr::null_mut(), false) as *mut _);
         }
-        out
     }
+    out
 }
 
 /// The argument of an Aggref above the scan, as the scan's expression for it
@@ -265,106 +366,147 @@ unsafe fn computable_args(
     rel: pg_sys::Relation,
     scanrelid: u32,
 ) -> Option<Vec<*mut pg_sys::Node>> {
-    // SAFETY: node reads of a valid Aggref's argument list.
-    unsafe {
-        let args = list_ptrs((*aggref).args)
+    // SAFETY: `aggref` is a valid Aggref (this function's contract): its args is a List of TargetEntry whose exprs are
+    // nodes, and strip follows only RelabelType nodes of the resolved scan expressions.
+    let args = unsafe {
+        list_ptrs((*aggref).args)
             .into_iter()
             .map(|te| outer_attno((*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node).and_then(&resolve).map(|x| strip(x)))
-            .collect::<Option<Vec<_>>>()?;
-        classify_aggref(aggref, &args, config, rel, scanrelid)?;
-        Some(args)
-    }
+            .collect::<Option<Vec<_>>>()?
+    };
+    // SAFETY: `aggref` is valid and `rel` the open table of `config`, the contract classify_aggref shares with this function.
+    let _ = unsafe { classify_aggref(aggref, &args, config, rel, scanrelid) }?;
+    Some(args)
 }
 
 /// The type of `aggref`'s partial state as passed between plan nodes: its
 /// transition type, serialized to bytea when that is `internal`.
+///
+/// # Safety
+/// `aggref` must be a valid Aggref.
 unsafe fn partial_type(aggref: *mut pg_sys::Aggref) -> pg_sys::Oid {
-    unsafe { if (*aggref).aggtranstype == pg_sys::INTERNALOID { pg_sys::BYTEAOID } else { (*aggref).aggtranstype } }
+    // SAFETY: `aggref` is a valid Aggref (this function's contract), its aggtranstype read in place.
+    let transtype = unsafe { (*aggref).aggtranstype };
+    if transtype == pg_sys::INTERNALOID { pg_sys::BYTEAOID } else { transtype }
 }
 
 /// A target list of copies of `args`, as an Aggref's arguments.
+///
+/// # Safety
+/// `args` must be valid expression nodes.
 unsafe fn arg_list(args: &[*mut pg_sys::Node]) -> *mut pg_sys::List {
-    unsafe {
-        let mut list: *mut pg_sys::List = std::ptr::null_mut();
-        for (i, &x) in args.iter().enumerate() {
+    let mut list: *mut pg_sys::List = std::ptr::null_mut();
+    for (i, &x) in args.iter().enumerate() {
+        // SAFETY: `x` is a valid expression node (this function's contract); copyObjectImpl, makeTargetEntry and lappend
+        // allocate its copy, the entry and the list cell in the planner's CurrentMemoryContext.
+        list = unsafe {
             let te = pg_sys::makeTargetEntry(pg_sys::copyObjectImpl(x as *const _) as *mut pg_sys::Expr, (i + 1) as i16, std::ptr::null_mut(), false);
-            list = pg_sys::lappend(list, te as *mut _);
-        }
-        list
+            pg_sys::lappend(list, te as *mut _)
+        };
     }
+    list
 }
 
+/// # Safety
+/// `tlist` must be NIL or a target list.
 unsafe fn tle_expr(tlist: *mut pg_sys::List, resno: i16) -> Option<*mut pg_sys::Node> {
-    unsafe {
-        let entries = list_ptrs(tlist);
-        let te = *entries.get((resno as usize).checked_sub(1)?)? as *mut pg_sys::TargetEntry;
-        Some((*te).expr as *mut pg_sys::Node)
-    }
+    // SAFETY: `tlist` is NIL or a List of TargetEntry nodes (this function's contract).
+    let entries = unsafe { list_ptrs(tlist) };
+    let te = *entries.get((resno as usize).checked_sub(1)?)? as *mut pg_sys::TargetEntry;
+    // SAFETY: `te` is the entry at position `resno` of that target list.
+    Some(unsafe { (*te).expr } as *mut pg_sys::Node)
 }
 
 /// The special Var `e` references (OUTER_VAR), by attribute number.
+///
+/// # Safety
+/// `e` must be a valid expression node.
 unsafe fn outer_attno(e: *mut pg_sys::Node) -> Option<i16> {
+    // SAFETY: `e` is a valid node (this function's contract), read as a Var only when tagged T_Var.
     unsafe {
         ((*e).type_ == pg_sys::NodeTag::T_Var && (*(e as *mut pg_sys::Var)).varno == pg_sys::OUTER_VAR).then(|| (*(e as *mut pg_sys::Var)).varattno)
     }
 }
 
+/// # Safety
+/// `agg` must be an Agg plan node of `stmt`.
 unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
-    unsafe {
-        let a = &mut *agg;
-        if a.aggsplit != pg_sys::AggSplit::AGGSPLIT_SIMPLE
-            || !a.groupingSets.is_null()
-            || !a.chain.is_null()
-            || !matches!(a.aggstrategy, pg_sys::AggStrategy::AGG_PLAIN | pg_sys::AggStrategy::AGG_SORTED | pg_sys::AggStrategy::AGG_HASHED)
-        {
-            return;
-        }
-        let child = a.plan.lefttree;
-        // Between the Agg and the scan: nothing, a Sort (for a sorted Agg), or
-        // a Gather over a parallel scan (whose rows the leader aggregates):
-        // nodes that pass columns on.
-        let passes_on = |p: *mut pg_sys::Plan| !p.is_null() && matches!((*p).type_, pg_sys::NodeTag::T_Sort | pg_sys::NodeTag::T_Gather) && is_plain_tsbucket_scan((*p).lefttree);
-        let (between, scan) = if is_plain_tsbucket_scan(child) {
-            (None, child as *mut pg_sys::CustomScan)
-        } else if passes_on(child) {
-            (Some(child), (*child).lefttree as *mut pg_sys::CustomScan)
-        } else {
-            return;
-        };
-        let sort = between.filter(|p| (**p).type_ == pg_sys::NodeTag::T_Sort).map(|p| p as *mut pg_sys::Sort);
+    // SAFETY: `agg` is an Agg plan node of `stmt` (this function's contract), alive in the plan tree for the whole rewrite;
+    // no other reference to it exists while try_rewrite runs.
+    let a = unsafe { &mut *agg };
+    if a.aggsplit != pg_sys::AggSplit::AGGSPLIT_SIMPLE
+        || !a.groupingSets.is_null()
+        || !a.chain.is_null()
+        || !matches!(a.aggstrategy, pg_sys::AggStrategy::AGG_PLAIN | pg_sys::AggStrategy::AGG_SORTED | pg_sys::AggStrategy::AGG_HASHED)
+    {
+        return;
+    }
+    let child = a.plan.lefttree;
+    // Between the Agg and the scan: nothing, a Sort (for a sorted Agg), or
+    // a Gather over a parallel scan (whose rows the leader aggregates):
+    // nodes that pass columns on.
+    let passes_on = |p: *mut pg_sys::Plan| {
+        // SAFETY: `p` is read only when non-null: a plan node whose lefttree is null or a plan node.
+        !p.is_null() && unsafe { matches!((*p).type_, pg_sys::NodeTag::T_Sort | pg_sys::NodeTag::T_Gather) && is_plain_tsbucket_scan((*p).lefttree) }
+    };
+    // SAFETY: `child` is the Agg's lefttree, null or a plan node, as is_plain_tsbucket_scan accepts.
+    let (between, scan) = if unsafe { is_plain_tsbucket_scan(child) } {
+        (None, child as *mut pg_sys::CustomScan)
+    } else if passes_on(child) {
+        // SAFETY: `child` is the Sort or Gather passes_on just checked; its lefttree is the plain TsBucketScan.
+        (Some(child), unsafe { (*child).lefttree } as *mut pg_sys::CustomScan)
+    } else {
+        return;
+    };
+    // SAFETY: `between`, when present, is the non-null Sort or Gather checked above, NodeTag first.
+    let sort = between.filter(|p| unsafe { (**p).type_ == pg_sys::NodeTag::T_Sort }).map(|p| p as *mut pg_sys::Sort);
+    // SAFETY: `scan` is the plain TsBucketScan under the Agg; its scanrelid indexes `stmt.rtable`, whose entry rt_fetch returns.
+    let (scanrelid, rte) = unsafe {
         let scanrelid = (*scan).scan.scanrelid;
-        let rte = pg_sys::rt_fetch(scanrelid, (*stmt).rtable);
-        let Some(config) = config::lookup((*rte).relid) else { return };
-        let scan_tlist = (*scan).scan.plan.targetlist;
-        // Agg input column -> scan output column (through the node between).
-        let to_scan_column = |k: i16| -> Option<i16> {
-            match between {
-                None => Some(k),
-                Some(p) => outer_attno(tle_expr((*p).targetlist, k)?),
-            }
-        };
-
-        // Group keys.
-        let ncols = a.numCols as usize;
-        let group_cols: Vec<i16> = (0..ncols).map(|i| *a.grpColIdx.add(i) as i16).collect();
-        let mut key_exprs = Vec::with_capacity(ncols);
-        let mut time_keys = 0;
-        for &k in &group_cols {
-            let Some(sc) = to_scan_column(k) else { return };
-            let Some(e) = tle_expr(scan_tlist, sc) else { return };
-            match classify_key(e, &config, scanrelid) {
-                Some(KeyPlan::Meta(_)) => {}
-                Some(_) => time_keys += 1,
-                None => return,
-            }
-            key_exprs.push(e);
+        (scanrelid, pg_sys::rt_fetch(scanrelid, (*stmt).rtable))
+    };
+    // SAFETY: `rte` is the RangeTblEntry of the table the Agg's scan reads, in the statement's range table.
+    let relid = unsafe { (*rte).relid };
+    let Some(config) = config::lookup(relid) else { return };
+    // SAFETY: `scan` is the TsBucketScan plan node under the Agg; its targetlist pointer is read in place.
+    let scan_tlist = unsafe { (*scan).scan.plan.targetlist };
+    // Agg input column -> scan output column (through the node between).
+    let to_scan_column = |k: i16| -> Option<i16> {
+        match between {
+            None => Some(k),
+            // SAFETY: `p` is the Sort or Gather between the Agg and the scan; its targetlist holds TargetEntry nodes.
+            Some(p) => unsafe { outer_attno(tle_expr((*p).targetlist, k)?) },
         }
-        if time_keys > 1 {
-            return;
-        }
-        let new_position_of = |k: i16| group_cols.iter().position(|&g| g == k).map(|i| (i + 1) as i16);
+    };
+    // An Agg input column, as the scan's expression for it.
+    // SAFETY: tle_expr reads the entry at a column of `scan_tlist`, the target list of the scan under the (simple) Agg.
+    let resolve = |k: i16| to_scan_column(k).and_then(|sc| unsafe { tle_expr(scan_tlist, sc) });
 
-        // Aggregates, and plain Vars (which must be group columns).
+    // Group keys.
+    let ncols = a.numCols as usize;
+    // SAFETY: i < numCols, within the Agg's grpColIdx array.
+    let group_cols: Vec<i16> = (0..ncols).map(|i| unsafe { *a.grpColIdx.add(i) as i16 }).collect();
+    let mut key_exprs = Vec::with_capacity(ncols);
+    let mut time_keys = 0;
+    for &k in &group_cols {
+        let Some(e) = resolve(k) else { return };
+        // SAFETY: `e` is the scan's expression for group column `k`, a valid expression for classify_key.
+        match unsafe { classify_key(e, &config, scanrelid) } {
+            Some(KeyPlan::Meta(_)) => {}
+            Some(_) => time_keys += 1,
+            None => return,
+        }
+        key_exprs.push(e);
+    }
+    if time_keys > 1 {
+        return;
+    }
+    let new_position_of = |k: i16| group_cols.iter().position(|&g| g == k).map(|i| (i + 1) as i16);
+
+    // Aggregates, and plain Vars (which must be group columns).
+    // SAFETY: the Agg's targetlist and qual are expression trees of the plan; pull_var_clause returns fresh Lists of their
+    // Vars and Aggrefs, which list_concat joins, in the planner's CurrentMemoryContext.
+    let found = unsafe {
         let mut found = pg_sys::pull_var_clause(
             a.plan.targetlist as *mut pg_sys::Node,
             (pg_sys::PVC_INCLUDE_AGGREGATES | pg_sys::PVC_RECURSE_WINDOWFUNCS | pg_sys::PVC_RECURSE_PLACEHOLDERS) as i32,
@@ -376,92 +518,133 @@ unsafe fn try_rewrite(agg: *mut pg_sys::Agg, stmt: *mut pg_sys::PlannedStmt) {
                 (pg_sys::PVC_INCLUDE_AGGREGATES | pg_sys::PVC_RECURSE_WINDOWFUNCS | pg_sys::PVC_RECURSE_PLACEHOLDERS) as i32,
             ),
         );
-        let rel = pg_sys::RelationIdGetRelation((*rte).relid);
-        if rel.is_null() {
-            return;
-        }
-        let mut vars: Vec<(*mut pg_sys::Var, i16)> = Vec::new();
-        // Distinct aggregates (equal Aggrefs share a partial column) and their uses.
-        let mut distinct: Vec<(*mut pg_sys::Aggref, Vec<*mut pg_sys::Node>)> = Vec::new();
-        let mut uses: Vec<(*mut pg_sys::Aggref, usize)> = Vec::new();
-        let mut ok = true;
-        for n in list_ptrs(found) {
-            let n = n as *mut pg_sys::Node;
-            match (*n).type_ {
-                pg_sys::NodeTag::T_Var => match outer_attno(n).and_then(new_position_of) {
-                    Some(pos) => vars.push((n as *mut pg_sys::Var, pos)),
-                    None => ok = false,
-                },
-                pg_sys::NodeTag::T_Aggref => {
-                    let aggref = n as *mut pg_sys::Aggref;
-                    if let Some(i) = distinct.iter().position(|(d, _)| pg_sys::equal(*d as *const _, aggref as *const _)) {
-                        uses.push((aggref, i));
-                        continue;
-                    }
-                    let Some(args) = computable_args(aggref, |k| to_scan_column(k).and_then(|sc| tle_expr(scan_tlist, sc)), &config, rel, scanrelid) else {
-                        ok = false;
-                        break;
-                    };
-                    uses.push((aggref, distinct.len()));
-                    distinct.push((aggref, args));
+        found
+    };
+    // SAFETY: the table the Agg reads is locked by the planner; RelationIdGetRelation takes a relcache reference on it,
+    // which try_rewrite's RelationClose after the loop below drops.
+    let rel = unsafe { pg_sys::RelationIdGetRelation(relid) };
+    if rel.is_null() {
+        return;
+    }
+    let mut vars: Vec<(*mut pg_sys::Var, i16)> = Vec::new();
+    // Distinct aggregates (equal Aggrefs share a partial column) and their uses.
+    let mut distinct: Vec<(*mut pg_sys::Aggref, Vec<*mut pg_sys::Node>)> = Vec::new();
+    let mut uses: Vec<(*mut pg_sys::Aggref, usize)> = Vec::new();
+    let mut ok = true;
+    // SAFETY: `found` is the List of Var and Aggref nodes pulled above.
+    let found_nodes = unsafe { list_ptrs(found) };
+    for n in found_nodes {
+        let n = n as *mut pg_sys::Node;
+        // SAFETY: `n` is a Var or Aggref pulled from the Agg's expressions, NodeTag first.
+        match unsafe { (*n).type_ } {
+            // SAFETY: `n` is tagged T_Var, a valid node for outer_attno.
+            pg_sys::NodeTag::T_Var => match unsafe { outer_attno(n) }.and_then(new_position_of) {
+                Some(pos) => vars.push((n as *mut pg_sys::Var, pos)),
+                None => ok = false,
+            },
+            pg_sys::NodeTag::T_Aggref => {
+                let aggref = n as *mut pg_sys::Aggref;
+                // SAFETY: `aggref` and each kept `d` are Aggref nodes of the Agg; equal only compares the two trees.
+                if let Some(i) = distinct.iter().position(|(d, _)| unsafe { pg_sys::equal(*d as *const _, aggref as *const _) }) {
+                    uses.push((aggref, i));
+                    continue;
                 }
-                _ => ok = false,
+                // SAFETY: `aggref` is an Aggref of the simple Agg's expressions and `rel` the open table of `config`
+                // until the RelationClose below, as computable_args requires.
+                let args = unsafe { computable_args(aggref, &resolve, &config, rel, scanrelid) };
+                let Some(args) = args else {
+                    ok = false;
+                    break;
+                };
+                uses.push((aggref, distinct.len()));
+                distinct.push((aggref, args));
             }
-            if !ok {
-                break;
-            }
+            _ => ok = false,
         }
-        pg_sys::RelationClose(rel);
-        // A Sort must order by group columns only (it is there for the grouping).
-        let sort_cols: Option<Vec<i16>> = match sort {
-            None => Some(Vec::new()),
-            Some(s) => (0..(*s).numCols as usize).map(|i| new_position_of(*(*s).sortColIdx.add(i) as i16)).collect(),
-        };
-        let Some(sort_cols) = sort_cols else { return };
-        if !ok || distinct.is_empty() && ncols == 0 {
-            return;
+        if !ok {
+            break;
         }
+    }
+    // SAFETY: `rel` is the relcache reference try_rewrite took above, dropped exactly once here.
+    unsafe { pg_sys::RelationClose(rel) };
+    // A Sort must order by group columns only (it is there for the grouping).
+    let sort_cols: Option<Vec<i16>> = match sort {
+        None => Some(Vec::new()),
+        Some(s) => {
+            // SAFETY: `s` is the Sort between the Agg and the scan; numCols counts its sortColIdx entries.
+            let ncols = unsafe { (*s).numCols } as usize;
+            // SAFETY: each i < numCols indexes that Sort's sortColIdx array.
+            (0..ncols).map(|i| new_position_of(unsafe { *(*s).sortColIdx.add(i) } as i16)).collect()
+        }
+    };
+    let Some(sort_cols) = sort_cols else { return };
+    if !ok || distinct.is_empty() && ncols == 0 {
+        return;
+    }
 
-        // Everything is understood: rewrite. The scan's output: keys, then partial states.
-        let mut scan_out: *mut pg_sys::List = std::ptr::null_mut();
-        let mut resno: i16 = 1;
-        for &e in &key_exprs {
-            scan_out = pg_sys::lappend(scan_out, pg_sys::makeTargetEntry(pg_sys::copyObjectImpl(e as *const _) as *mut pg_sys::Expr, resno, std::ptr::null_mut(), false) as *mut _);
-            resno += 1;
-        }
-        for (aggref, args) in &distinct {
+    // Everything is understood: rewrite. The scan's output: keys, then partial states.
+    let mut scan_out: *mut pg_sys::List = std::ptr::null_mut();
+    let mut resno: i16 = 1;
+    for &e in &key_exprs {
+        // SAFETY: `e` is a group key expression over the scan; its copy, entry and list cell are allocated in the planner's
+        // CurrentMemoryContext and appended to `scan_out`, NIL or the List built here.
+        scan_out = unsafe {
+            let copy = pg_sys::copyObjectImpl(e as *const _) as *mut pg_sys::Expr;
+            pg_sys::lappend(scan_out, pg_sys::makeTargetEntry(copy, resno, std::ptr::null_mut(), false) as *mut _)
+        };
+        resno += 1;
+    }
+    for (aggref, args) in &distinct {
+        // SAFETY: `aggref` is one of the distinct Aggrefs found above: its deep copy becomes the partial aggregate, with
+        // arguments over the scan from arg_list, all allocated in the planner's CurrentMemoryContext.
+        scan_out = unsafe {
             let partial = pg_sys::copyObjectImpl(*aggref as *const _) as *mut pg_sys::Aggref;
             (*partial).aggsplit = pg_sys::AggSplit::AGGSPLIT_INITIAL_SERIAL;
             (*partial).aggtype = partial_type(*aggref);
             (*partial).args = arg_list(args);
-            scan_out = pg_sys::lappend(scan_out, pg_sys::makeTargetEntry(partial as *mut pg_sys::Expr, resno, std::ptr::null_mut(), false) as *mut _);
-            resno += 1;
-        }
-        let nkeys = key_exprs.len() as i32;
+            pg_sys::lappend(scan_out, pg_sys::makeTargetEntry(partial as *mut pg_sys::Expr, resno, std::ptr::null_mut(), false) as *mut _)
+        };
+        resno += 1;
+    }
+    let nkeys = key_exprs.len() as i32;
+    // SAFETY: `scan` is the plain TsBucketScan under the Agg, rewritten in place to return `scan_out`; its row estimate is
+    // capped from the Agg's.
+    unsafe {
         into_partial_scan(scan, scan_out, nkeys);
         (*scan).scan.plan.plan_rows = (*scan).scan.plan.plan_rows.min(a.plan.plan_rows.max(1.0) * 4.0);
-        if let Some(p) = between {
+    }
+    if let Some(p) = between {
+        // SAFETY: `p` is the Sort or Gather between the Agg and the scan: it now passes the scan's partial rows on, through
+        // OUTER_VAR Vars that references builds in the planner's CurrentMemoryContext.
+        unsafe {
             (*p).targetlist = references(scan_out, pg_sys::OUTER_VAR);
             (*p).plan_rows = (*scan).scan.plan.plan_rows;
         }
-        if let Some(s) = sort {
-            for (i, &c) in sort_cols.iter().enumerate() {
-                *(*s).sortColIdx.add(i) = c as pg_sys::AttrNumber;
-            }
+    }
+    if let Some(s) = sort {
+        for (i, &c) in sort_cols.iter().enumerate() {
+            // SAFETY: sort_cols has one entry per sortColIdx slot of the Sort `s` (numCols of them, collected above).
+            unsafe { *(*s).sortColIdx.add(i) = c as pg_sys::AttrNumber };
         }
-        for (i, _) in group_cols.iter().enumerate() {
-            *a.grpColIdx.add(i) = (i + 1) as pg_sys::AttrNumber;
-        }
-        for (var, pos) in vars {
-            (*var).varattno = pos;
-        }
-        for (aggref, i) in uses {
+    }
+    for (i, _) in group_cols.iter().enumerate() {
+        // SAFETY: i < numCols, so this writes within the Agg's own grpColIdx array.
+        unsafe { *a.grpColIdx.add(i) = (i + 1) as pg_sys::AttrNumber };
+    }
+    for (var, pos) in vars {
+        // SAFETY: `var` is a Var pulled from the Agg's target list or qual, now pointing at the group column's new position.
+        unsafe { (*var).varattno = pos };
+    }
+    for (aggref, i) in uses {
+        let column = (nkeys as usize + i + 1) as i16;
+        // SAFETY: `aggref` is an Aggref in the Agg's own expressions: it becomes the final step, reading its partial state
+        // from the scan's output through a Var and entry allocated in the planner's CurrentMemoryContext.
+        unsafe {
             (*aggref).aggsplit = pg_sys::AggSplit::AGGSPLIT_FINAL_DESERIAL;
-            let state = pg_sys::makeVar(pg_sys::OUTER_VAR, (nkeys as usize + i + 1) as i16, partial_type(aggref), -1, pg_sys::InvalidOid, 0);
+            let state = pg_sys::makeVar(pg_sys::OUTER_VAR, column, partial_type(aggref), -1, pg_sys::InvalidOid, 0);
             let te = pg_sys::makeTargetEntry(state as *mut pg_sys::Expr, 1, std::ptr::null_mut(), false);
             (*aggref).args = pg_sys::lappend(std::ptr::null_mut(), te as *mut _);
         }
-        a.aggsplit = pg_sys::AggSplit::AGGSPLIT_FINAL_DESERIAL;
     }
+    a.aggsplit = pg_sys::AggSplit::AGGSPLIT_FINAL_DESERIAL;
 }
-

@@ -74,6 +74,7 @@ pub unsafe fn series_index(store: pg_sys::Relation, config: &Config) -> Option<p
         return None;
     }
     let columns: Vec<i16> = (0..nmeta).map(|i| (bucket::COL_FIRST_META + 1 + i) as i16).chain([(bucket::COL_WINDOW_START + 1) as i16]).collect();
+    // SAFETY: `store` is `config`'s open bucket store (series_index's contract), whose index list index_on reads.
     unsafe { reader::index_on(store, &columns) }
 }
 
@@ -82,6 +83,7 @@ pub unsafe fn series_index(store: pg_sys::Relation, config: &Config) -> Option<p
 /// # Safety
 /// As `series_index`.
 pub(super) unsafe fn require_series_index(store: pg_sys::Relation, config: &Config) -> pg_sys::Oid {
+    // SAFETY: `store` is `config`'s open bucket store, the contract require_series_index shares with series_index.
     unsafe { series_index(store, config) }.unwrap_or_else(|| {
         crate::pg::error::ts_error(
             crate::pg::error::DATA_CORRUPTED,
@@ -97,10 +99,11 @@ pub(super) unsafe fn require_series_index(store: pg_sys::Relation, config: &Conf
 /// # Safety
 /// `store` must be `config`'s open bucket store.
 pub(super) unsafe fn window_ranges(store: pg_sys::Relation, config: &Config, time: Option<&BoundRange>) -> Option<IndexRanges> {
-    unsafe {
-        let index = reader::index_on(store, &[(bucket::COL_WINDOW_START + 1) as i16])?;
-        Some(IndexRanges { index, key_sets: vec![window_keys(store, config, time)] })
-    }
+    // SAFETY: `store` is `config`'s open bucket store (window_ranges' contract); index_on reads its index list.
+    let index = unsafe { reader::index_on(store, &[(bucket::COL_WINDOW_START + 1) as i16]) }?;
+    // SAFETY: the same open `store`, whose descriptor window_keys reads for the window_start column's type.
+    let keys = unsafe { window_keys(store, config, time) };
+    Some(IndexRanges { index, key_sets: vec![keys] })
 }
 
 /// The first and last window_start of the store's buckets (None without the
@@ -109,21 +112,23 @@ pub(super) unsafe fn window_ranges(store: pg_sys::Relation, config: &Config, tim
 /// # Safety
 /// `store` must be `config`'s open bucket store.
 pub unsafe fn window_extent(store: pg_sys::Relation, config: &Config) -> Option<(i64, i64)> {
-    unsafe {
-        let ranges = window_ranges(store, config, None)?;
-        let mut walk = reader::StoreScan::begin_index(store, reader::current_snapshot(), ranges);
-        let window_of = |t: Option<pg_sys::HeapTuple>| {
-            t.map(|t| {
-                let mut isnull = false;
-                pg_sys::heap_getattr(t, (bucket::COL_WINDOW_START + 1) as i32, (*store).rd_att, &mut isnull).value() as i64
-            })
-        };
-        let first = window_of(walk.next(true));
-        walk.rescan();
-        let last = window_of(walk.next(false));
-        walk.end();
-        Some((first?, last?))
-    }
+    // SAFETY: `store` is `config`'s open bucket store, as window_extent's contract requires.
+    let ranges = unsafe { window_ranges(store, config, None) }?;
+    // SAFETY: `store` stays open past `walk.end()` below (the caller holds it); `ranges.index` is its window_start index.
+    let mut walk = unsafe { reader::StoreScan::begin_index(store, reader::current_snapshot(), ranges) };
+    let window_of = |t: Option<pg_sys::HeapTuple>| {
+        t.map(|t| {
+            let mut isnull = false;
+            // SAFETY: `t` was just returned by `walk.next` and stays valid until the walk's next call; `(*store).rd_att`
+            // is the open store's descriptor, which has the window_start column.
+            unsafe { pg_sys::heap_getattr(t, (bucket::COL_WINDOW_START + 1) as i32, (*store).rd_att, &mut isnull) }.value() as i64
+        })
+    };
+    let first = window_of(walk.next(true));
+    walk.rescan();
+    let last = window_of(walk.next(false));
+    walk.end();
+    Some((first?, last?))
 }
 
 /// How many windows the store's buckets span, for costing ordered scans.
@@ -131,35 +136,45 @@ pub unsafe fn window_extent(store: pg_sys::Relation, config: &Config) -> Option<
 /// # Safety
 /// As `window_extent`.
 pub(super) unsafe fn window_count(store: pg_sys::Relation, config: &Config) -> Option<f64> {
-    unsafe { window_extent(store, config).map(|(a, b)| ((b - a) as f64 / config.span_micros as f64) + 1.0) }
+    // SAFETY: `store` is `config`'s open bucket store, the contract window_count shares with window_extent.
+    unsafe { window_extent(store, config) }.map(|(a, b)| ((b - a) as f64 / config.span_micros as f64) + 1.0)
 }
 
 /// The index key for `cond` on index column `column` (0-based), if the index's
 /// operator family has the condition's equality with the same collation.
 unsafe fn meta_key(index: pg_sys::Relation, column: usize, condition: usize, cond: &MetaCondition) -> Option<MetaKey> {
-    unsafe {
-        let op = if cond.meta_first { cond.op } else { pg_sys::get_commutator(cond.op) };
-        if op == pg_sys::InvalidOid {
-            return None;
-        }
-        let family = *(*index).rd_opfamily.add(column);
-        if !pg_sys::op_in_opfamily(op, family) || pg_sys::get_op_opfamily_strategy(op, family) != pg_sys::BTEqualStrategyNumber as i32 {
-            return None;
-        }
-        let index_collation = *(*index).rd_indcollation.add(column);
-        if index_collation != pg_sys::InvalidOid && index_collation != cond.collation {
-            return None;
-        }
-        let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
-        pg_sys::op_input_types(op, &mut left, &mut right);
-        let value_eq = pg_sys::get_opfamily_member(family, right, right, pg_sys::BTEqualStrategyNumber as i16);
-        if value_eq == pg_sys::InvalidOid {
-            return None;
-        }
-        let opcintype = *(*index).rd_opcintype.add(column);
-        let subtype = if right == opcintype { pg_sys::InvalidOid } else { right };
-        Some(MetaKey { condition, op, subtype, collation: cond.collation, value_eq })
+    // SAFETY: get_commutator reads the syscache entry of `cond.op`, an operator the planner found in the scan's quals.
+    let op = if cond.meta_first { cond.op } else { unsafe { pg_sys::get_commutator(cond.op) } };
+    if op == pg_sys::InvalidOid {
+        return None;
     }
+    // SAFETY: `index` is the series index `choose` opened with index_open (closed after its last meta_key call); `column` is
+    // below its number of key columns, so rd_opfamily has that entry.
+    let family = unsafe { *(*index).rd_opfamily.add(column) };
+    // SAFETY: catalog lookups of `op` (a valid operator, checked above) in `family`, the index column's operator family.
+    let equality_in_family =
+        unsafe { pg_sys::op_in_opfamily(op, family) && pg_sys::get_op_opfamily_strategy(op, family) == pg_sys::BTEqualStrategyNumber as i32 };
+    if !equality_in_family {
+        return None;
+    }
+    // SAFETY: `index` is still open (see above) and rd_indcollation has one entry per key column, `column` among them.
+    let index_collation = unsafe { *(*index).rd_indcollation.add(column) };
+    if index_collation != pg_sys::InvalidOid && index_collation != cond.collation {
+        return None;
+    }
+    let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
+    // SAFETY: `op` is a btree equality of `family` (checked above); both calls read the catalogs and write only `left` and `right`.
+    let value_eq = unsafe {
+        pg_sys::op_input_types(op, &mut left, &mut right);
+        pg_sys::get_opfamily_member(family, right, right, pg_sys::BTEqualStrategyNumber as i16)
+    };
+    if value_eq == pg_sys::InvalidOid {
+        return None;
+    }
+    // SAFETY: `index` is still open, choose closes it only after this returns; rd_opcintype has an entry for `column`.
+    let opcintype = unsafe { *(*index).rd_opcintype.add(column) };
+    let subtype = if right == opcintype { pg_sys::InvalidOid } else { right };
+    Some(MetaKey { condition, op, subtype, collation: cond.collation, value_eq })
 }
 
 /// The access for a scan with these meta conditions and, if `has_time`, time
@@ -169,32 +184,36 @@ unsafe fn meta_key(index: pg_sys::Relation, column: usize, condition: usize, con
 /// # Safety
 /// `store` must be `config`'s open bucket store.
 pub(super) unsafe fn choose(store: pg_sys::Relation, config: &Config, metas: &[MetaCondition], has_time: bool) -> Access {
-    unsafe {
-        let nmeta = config.meta_attnums.len();
-        if let Some(oid) = series_index(store, config) {
-            let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
-            let mut keys = Vec::new();
-            for column in 0..nmeta {
-                let key = metas.iter().enumerate().filter(|(_, m)| m.meta == column).find_map(|(i, m)| meta_key(index, column, i, m));
-                match key {
-                    Some(k) => keys.push(k),
-                    None => break,
-                }
-            }
-            pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
-            if !keys.is_empty() {
-                // Window bounds narrow each series' range only when every meta column has a key.
-                let window = has_time && keys.len() == nmeta;
-                return Access::Series { index: oid, keys, window };
+    let nmeta = config.meta_attnums.len();
+    // SAFETY: `store` is `config`'s open bucket store, as choose's contract requires.
+    if let Some(oid) = unsafe { series_index(store, config) } {
+        // SAFETY: `oid` is one of the open store's indexes, just found in its index list; the AccessShareLock taken here is
+        // released by the index_close below.
+        let index = unsafe { pg_sys::index_open(oid, pg_sys::AccessShareLock as i32) };
+        let mut keys = Vec::new();
+        for column in 0..nmeta {
+            // SAFETY: `index` stays open until the index_close below; `column` < nmeta, one of its meta key columns.
+            let key = metas.iter().enumerate().filter(|(_, m)| m.meta == column).find_map(|(i, m)| unsafe { meta_key(index, column, i, m) });
+            match key {
+                Some(k) => keys.push(k),
+                None => break,
             }
         }
-        if has_time {
-            if let Some(index) = reader::index_on(store, &[(bucket::COL_WINDOW_START + 1) as i16]) {
-                return Access::Window { index };
-            }
+        // SAFETY: closes the series `index` opened above, releasing the AccessShareLock it was opened with.
+        unsafe { pg_sys::index_close(index, pg_sys::AccessShareLock as i32) };
+        if !keys.is_empty() {
+            // Window bounds narrow each series' range only when every meta column has a key.
+            let window = has_time && keys.len() == nmeta;
+            return Access::Series { index: oid, keys, window };
         }
-        Access::Heap
     }
+    if has_time {
+        // SAFETY: `store` is still the caller's open bucket store; index_on looks for its window_start index.
+        if let Some(index) = unsafe { reader::index_on(store, &[(bucket::COL_WINDOW_START + 1) as i16]) } {
+            return Access::Window { index };
+        }
+    }
+    Access::Heap
 }
 
 /// Begins the store scan for `access`, given the conditions' values
@@ -212,11 +231,14 @@ pub(super) unsafe fn open(
     meta_values: &[&[pg_sys::Datum]],
     time: Option<&BoundRange>,
 ) -> reader::StoreScan {
-    unsafe {
-        match ranges(store, config, access, meta_values, time) {
-            Some(r) => reader::StoreScan::begin_index(store, snapshot, r),
-            None => reader::StoreScan::begin(store, snapshot),
-        }
+    // SAFETY: `store` is `config`'s open bucket store and `meta_values` are of the conditions' types (open's contract).
+    let index_ranges = unsafe { ranges(store, config, access, meta_values, time) };
+    match index_ranges {
+        // SAFETY: `store` is open for as long as the caller's scan (it ends the StoreScan first); `r.index` is one of its
+        // indexes, picked by `choose`.
+        Some(r) => unsafe { reader::StoreScan::begin_index(store, snapshot, r) },
+        // SAFETY: heap scan of the open `store` with the caller's `snapshot`; the caller ends it before closing the store.
+        None => unsafe { reader::StoreScan::begin(store, snapshot) },
     }
 }
 
@@ -231,27 +253,31 @@ pub(super) unsafe fn ranges(
     meta_values: &[&[pg_sys::Datum]],
     time: Option<&BoundRange>,
 ) -> Option<IndexRanges> {
-    unsafe {
-        let window_keys = || window_keys(store, config, time);
-        let ranges = match access {
-            Access::Heap => None,
-            Access::Window { index } => Some(IndexRanges { index: *index, key_sets: vec![window_keys()] }),
-            Access::Series { index, keys, window } => {
-                // One key set per combination of the meta columns' distinct values.
-                let mut key_sets: Vec<Vec<pg_sys::ScanKeyData>> = vec![Vec::new()];
-                let mut complete = true;
-                for (column, key) in keys.iter().enumerate() {
-                    let values = distinct(meta_values[key.condition], key);
-                    if key_sets.len() * values.len() > MAX_KEY_SETS {
-                        complete = false;
-                        break;
-                    }
-                    key_sets = key_sets
-                        .iter()
-                        .flat_map(|set| {
-                            values.iter().map(move |v| {
-                                let mut set = set.clone();
-                                let mut k = pg_sys::ScanKeyData::default();
+    // SAFETY: `store` is `config`'s open bucket store (the contract of `ranges`), whose descriptor window_keys reads.
+    let window_keys = || unsafe { window_keys(store, config, time) };
+    let ranges = match access {
+        Access::Heap => None,
+        Access::Window { index } => Some(IndexRanges { index: *index, key_sets: vec![window_keys()] }),
+        Access::Series { index, keys, window } => {
+            // One key set per combination of the meta columns' distinct values.
+            let mut key_sets: Vec<Vec<pg_sys::ScanKeyData>> = vec![Vec::new()];
+            let mut complete = true;
+            for (column, key) in keys.iter().enumerate() {
+                // SAFETY: `meta_values[key.condition]` are values of the type `key.value_eq` compares (the contract of `ranges`).
+                let values = unsafe { distinct(meta_values[key.condition], key) };
+                if key_sets.len() * values.len() > MAX_KEY_SETS {
+                    complete = false;
+                    break;
+                }
+                key_sets = key_sets
+                    .iter()
+                    .flat_map(|set| {
+                        values.iter().map(move |v| {
+                            let mut set = set.clone();
+                            let mut k = pg_sys::ScanKeyData::default();
+                            // SAFETY: ScanKeyEntryInitialize fills the local `k`; `key.op` is the btree equality meta_key
+                            // found in the index column's family, whose function get_opcode looks up.
+                            unsafe {
                                 pg_sys::ScanKeyEntryInitialize(
                                     &mut k,
                                     0,
@@ -261,62 +287,64 @@ pub(super) unsafe fn ranges(
                                     key.collation,
                                     pg_sys::get_opcode(key.op),
                                     *v,
-                                );
-                                set.push(k);
-                                set
-                            })
+                                )
+                            };
+                            set.push(k);
+                            set
                         })
-                        .collect();
-                }
-                if *window && complete {
-                    let bounds = window_keys();
-                    key_sets.iter_mut().for_each(|set| set.extend_from_slice(&bounds));
-                }
-                // Too many values even for the first column: read the store instead.
-                (!key_sets.iter().any(Vec::is_empty)).then_some(IndexRanges { index: *index, key_sets })
+                    })
+                    .collect();
             }
-        };
-        ranges
-    }
+            if *window && complete {
+                let bounds = window_keys();
+                key_sets.iter_mut().for_each(|set| set.extend_from_slice(&bounds));
+            }
+            // Too many values even for the first column: read the store instead.
+            (!key_sets.iter().any(Vec::is_empty)).then_some(IndexRanges { index: *index, key_sets })
+        }
+    };
+    ranges
 }
 
 /// The values without repeats under the column's equality, so that no two
 /// index scans return the same bucket.
 unsafe fn distinct(values: &[pg_sys::Datum], key: &MetaKey) -> Vec<pg_sys::Datum> {
-    unsafe {
-        let mut eq = pg_sys::FmgrInfo::default();
-        pg_sys::fmgr_info(pg_sys::get_opcode(key.value_eq), &mut eq);
-        let mut out: Vec<pg_sys::Datum> = Vec::with_capacity(values.len());
-        for &v in values {
-            if !out.iter().any(|&o| pg_sys::FunctionCall2Coll(&mut eq, key.collation, o, v).value() != 0) {
-                out.push(v);
-            }
+    let mut eq = pg_sys::FmgrInfo::default();
+    // SAFETY: `key.value_eq` is the same-type btree equality meta_key found in the index's family; fmgr_info fills the local `eq`.
+    unsafe { pg_sys::fmgr_info(pg_sys::get_opcode(key.value_eq), &mut eq) };
+    let mut out: Vec<pg_sys::Datum> = Vec::with_capacity(values.len());
+    for &v in values {
+        // SAFETY: `eq` was set up just above for `key.value_eq`; `o` and `v` are both values of its input type (the caller's).
+        if !out.iter().any(|&o| unsafe { pg_sys::FunctionCall2Coll(&mut eq, key.collation, o, v) }.value() != 0) {
+            out.push(v);
         }
-        out
     }
+    out
 }
 
 /// window_start keys that keep every bucket which may hold a row in `time`.
 unsafe fn window_keys(store: pg_sys::Relation, config: &Config, time: Option<&BoundRange>) -> Vec<pg_sys::ScanKeyData> {
-    unsafe {
-        let Some(range) = time else { return Vec::new() };
-        let time_type = (*crate::pg::relation::tuple_desc_attr((*store).rd_att, bucket::COL_WINDOW_START)).atttypid;
-        let tz = time_type == pg_sys::TIMESTAMPTZOID;
-        let mut keys = Vec::new();
-        let mut push = |strategy: u32, proc: u32, value: i64| {
-            let mut k = pg_sys::ScanKeyData::default();
-            pg_sys::ScanKeyInit(&mut k, (bucket::COL_WINDOW_START + 1) as i16, strategy as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(value));
-            keys.push(k);
+    let Some(range) = time else { return Vec::new() };
+    // SAFETY: `store` is the caller's open bucket store; COL_WINDOW_START is below its natts, so the attribute exists.
+    let time_type = unsafe { (*crate::pg::relation::tuple_desc_attr((*store).rd_att, bucket::COL_WINDOW_START)).atttypid };
+    let tz = time_type == pg_sys::TIMESTAMPTZOID;
+    let mut keys = Vec::new();
+    let mut push = |strategy: u32, proc: u32, value: i64| {
+        let mut k = pg_sys::ScanKeyData::default();
+        // SAFETY: ScanKeyInit fills the local `k` with `proc`, a built-in timestamp(tz) comparison (F_TIMESTAMP*_GE or _LE).
+        unsafe {
+            pg_sys::ScanKeyInit(&mut k, (bucket::COL_WINDOW_START + 1) as i16, strategy as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(value))
         };
-        if let Some((Bound::Int(lo), _)) = range.lo {
-            let from = lo.saturating_sub(config.span_micros).saturating_add(1);
-            push(pg_sys::BTGreaterEqualStrategyNumber, if tz { pg_sys::F_TIMESTAMPTZ_GE } else { pg_sys::F_TIMESTAMP_GE }, from);
-        }
-        if let Some((Bound::Int(hi), _)) = range.hi {
-            push(pg_sys::BTLessEqualStrategyNumber, if tz { pg_sys::F_TIMESTAMPTZ_LE } else { pg_sys::F_TIMESTAMP_LE }, hi);
-        }
-        keys
+        keys.push(k);
+    };
+    if let Some((Bound::Int(lo), _)) = range.lo {
+        let from = lo.saturating_sub(config.span_micros).saturating_add(1);
+        push(pg_sys::BTGreaterEqualStrategyNumber, if tz { pg_sys::F_TIMESTAMPTZ_GE } else { pg_sys::F_TIMESTAMP_GE }, from);
     }
+    if let Some((Bound::Int(hi), _)) = range.hi {
+        push(pg_sys::BTLessEqualStrategyNumber, if tz { pg_sys::F_TIMESTAMPTZ_LE } else { pg_sys::F_TIMESTAMP_LE }, hi);
+    }
+    keys
 }
 
 /// The meta equalities among the conditions, with their values, for `access`.

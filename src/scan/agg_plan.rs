@@ -55,84 +55,101 @@ const FIRST_NON_BUILTIN_OID: u32 = 10_000;
 /// # Safety
 /// `aggref` must be a valid Aggref; `rel` the open table of `config`.
 pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::Node], config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
-    unsafe {
-        let a = &*aggref;
-        if !a.aggfilter.is_null()
-            || !a.aggdistinct.is_null()
-            || !a.aggorder.is_null()
-            || a.aggkind != b'n' as std::ffi::c_char
-            || a.agglevelsup != 0
-            || a.aggvariadic
-        {
-            return None;
-        }
-        let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::AGGFNOID as i32, pg_sys::Datum::from(a.aggfnoid));
-        if tuple.is_null() {
-            return None;
-        }
-        let mut isnull = false;
+    // SAFETY: `aggref` is a valid Aggref, as this function's contract requires; it is only read.
+    let a = unsafe { &*aggref };
+    if !a.aggfilter.is_null()
+        || !a.aggdistinct.is_null()
+        || !a.aggorder.is_null()
+        || a.aggkind != b'n' as std::ffi::c_char
+        || a.agglevelsup != 0
+        || a.aggvariadic
+    {
+        return None;
+    }
+    // SAFETY: SearchSysCache1 looks up the pg_aggregate row of `a.aggfnoid` and pins it (or returns NULL).
+    let tuple = unsafe { pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::AGGFNOID as i32, pg_sys::Datum::from(a.aggfnoid)) };
+    if tuple.is_null() {
+        return None;
+    }
+    let mut isnull = false;
+    // SAFETY: `tuple` is that pinned pg_aggregate row: its transition and combine functions are read by SysCacheGetAttr
+    // before ReleaseSysCache unpins it.
+    let (transfn, combinefn) = unsafe {
         let transfn = pg_sys::Oid::from(
             pg_sys::SysCacheGetAttr(pg_sys::SysCacheIdentifier::AGGFNOID as i32, tuple, ANUM_AGGTRANSFN, &mut isnull).value() as u32,
         );
         let combinefn = pg_sys::SysCacheGetAttr(pg_sys::SysCacheIdentifier::AGGFNOID as i32, tuple, ANUM_AGGCOMBINEFN, &mut isnull).value() as u32;
         pg_sys::ReleaseSysCache(tuple);
-        if let Some(kind) = first_or_last(a.aggfnoid, transfn) {
-            return classify_first_last(kind, args, config, rel, scanrelid);
-        }
-        let arg = match args {
-            [] => None,
-            [a] => Some(*a),
-            _ => return None,
-        };
-        // Built-in aggregates only: Postgres calls combine functions only of
-        // aggregates marked parallel safe, which built-in ones of this list are.
-        if combinefn == 0 || u32::from(transfn) >= FIRST_NON_BUILTIN_OID || u32::from(a.aggfnoid) >= FIRST_NON_BUILTIN_OID {
-            return None;
-        }
-        let name = pg_sys::get_func_name(transfn);
-        if name.is_null() {
-            return None;
-        }
-        let kind = AggKind::from_transition(&std::ffi::CStr::from_ptr(name).to_string_lossy())?;
-        let Some(arg) = arg else {
-            return (kind == AggKind::CountRows && a.aggstar).then_some(AggPlan { kind, arg: ArgSource::Rows, arg_type: pg_sys::InvalidOid, avg: false });
-        };
-        let e = arg;
-        if (*e).type_ != pg_sys::NodeTag::T_Var {
-            return None;
-        }
-        let v = e as *mut pg_sys::Var;
-        if (*v).varno as u32 != scanrelid || (*v).varlevelsup != 0 || (*v).varattno <= 0 {
-            return None;
-        }
-        let attnum = (*v).varattno;
-        let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
-        // Not domains: their storage follows the type OID, not the base type's.
-        if att.attisdropped || pg_sys::get_typtype(att.atttypid) != pg_sys::TYPTYPE_BASE as std::ffi::c_char {
-            return None;
-        }
-        if let Some(m) = config.meta_attnums.iter().position(|&x| x == attnum) {
-            return (kind == AggKind::CountValues).then_some(AggPlan { kind, arg: ArgSource::Meta(m), arg_type: att.atttypid, avg: false });
-        }
-        if kind.reads_values() {
-            // The kernels read integers and floats as stored: the argument must be
-            // the column itself, of a type stored that way.
-            let stored = crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval);
-            use tsbucket_format::ColumnKind as K;
-            let float = matches!(stored, K::Float64 | K::Float32);
-            let fits = match kind {
-                AggKind::SumFloat8 | AggKind::AccumFloat => float,
-                AggKind::SumInt | AggKind::AvgInt => stored == K::Int,
-                // The float comparison for float storage, the integer one for integers.
-                _ => float == matches!(att.atttypid, pg_sys::FLOAT4OID | pg_sys::FLOAT8OID) && (float || matches!(stored, K::Int | K::Timestamp)),
-            };
-            if !fits || pg_sys::exprType(e) != att.atttypid {
-                return None;
-            }
-        }
-        let avg = matches!(u32::from(a.aggfnoid), pg_sys::F_AVG_FLOAT4 | pg_sys::F_AVG_FLOAT8);
-        Some(AggPlan { kind, arg: ArgSource::Column(attnum as usize - 1), arg_type: att.atttypid, avg })
+        (transfn, combinefn)
+    };
+    // SAFETY: first_or_last's contract holds: this runs in the planning or executor transaction, which can read the catalog.
+    if let Some(kind) = unsafe { first_or_last(a.aggfnoid, transfn) } {
+        // SAFETY: `args` are this Aggref's argument expressions and `rel` the open table of `config`, as this function's
+        // contract gives them.
+        return unsafe { classify_first_last(kind, args, config, rel, scanrelid) };
     }
+    let arg = match args {
+        [] => None,
+        [a] => Some(*a),
+        _ => return None,
+    };
+    // Built-in aggregates only: Postgres calls combine functions only of
+    // aggregates marked parallel safe, which built-in ones of this list are.
+    if combinefn == 0 || u32::from(transfn) >= FIRST_NON_BUILTIN_OID || u32::from(a.aggfnoid) >= FIRST_NON_BUILTIN_OID {
+        return None;
+    }
+    // SAFETY: get_func_name returns a palloc'd NUL-terminated copy of the transition function's name, or NULL.
+    let name = unsafe { pg_sys::get_func_name(transfn) };
+    if name.is_null() {
+        return None;
+    }
+    // SAFETY: `name` is that non-null NUL-terminated string, palloc'd in CurrentMemoryContext and not freed here.
+    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+    let kind = AggKind::from_transition(&name)?;
+    let Some(arg) = arg else {
+        return (kind == AggKind::CountRows && a.aggstar).then_some(AggPlan { kind, arg: ArgSource::Rows, arg_type: pg_sys::InvalidOid, avg: false });
+    };
+    let e = arg;
+    // SAFETY: `e` is the Aggref's single argument expression, valid as this function's contract requires of `args`.
+    if unsafe { (*e).type_ } != pg_sys::NodeTag::T_Var {
+        return None;
+    }
+    // SAFETY: the aggregate's argument `e` is tagged T_Var, so it points to a Var.
+    let v = unsafe { &*(e as *const pg_sys::Var) };
+    if v.varno as u32 != scanrelid || v.varlevelsup != 0 || v.varattno <= 0 {
+        return None;
+    }
+    let attnum = v.varattno;
+    // SAFETY: `rel` is the open table of `config` (this function's contract) and `attnum` a positive column of the scanned
+    // relation, so within its descriptor.
+    let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1) };
+    // Not domains: their storage follows the type OID, not the base type's.
+    // SAFETY: get_typtype reads the pg_type syscache row of the column type `att.atttypid`.
+    if att.attisdropped || unsafe { pg_sys::get_typtype(att.atttypid) } != pg_sys::TYPTYPE_BASE as std::ffi::c_char {
+        return None;
+    }
+    if let Some(m) = config.meta_attnums.iter().position(|&x| x == attnum) {
+        return (kind == AggKind::CountValues).then_some(AggPlan { kind, arg: ArgSource::Meta(m), arg_type: att.atttypid, avg: false });
+    }
+    if kind.reads_values() {
+        // The kernels read integers and floats as stored: the argument must be
+        // the column itself, of a type stored that way.
+        let stored = crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval);
+        use tsbucket_format::ColumnKind as K;
+        let float = matches!(stored, K::Float64 | K::Float32);
+        let fits = match kind {
+            AggKind::SumFloat8 | AggKind::AccumFloat => float,
+            AggKind::SumInt | AggKind::AvgInt => stored == K::Int,
+            // The float comparison for float storage, the integer one for integers.
+            _ => float == matches!(att.atttypid, pg_sys::FLOAT4OID | pg_sys::FLOAT8OID) && (float || matches!(stored, K::Int | K::Timestamp)),
+        };
+        // SAFETY: exprType only reads the node tag and type fields of the argument Var `e`.
+        if !fits || unsafe { pg_sys::exprType(e) } != att.atttypid {
+            return None;
+        }
+    }
+    let avg = matches!(u32::from(a.aggfnoid), pg_sys::F_AVG_FLOAT4 | pg_sys::F_AVG_FLOAT8);
+    Some(AggPlan { kind, arg: ArgSource::Column(attnum as usize - 1), arg_type: att.atttypid, avg })
 }
 
 /// First or Last, when `aggfnoid` is tsbucket.first / tsbucket.last (an
@@ -143,24 +160,25 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::
 /// # Safety
 /// Reads the catalog: a transaction must be open.
 unsafe fn first_or_last(aggfnoid: pg_sys::Oid, transfn: pg_sys::Oid) -> Option<AggKind> {
-    // SAFETY: catalog lookups by OID; names are NUL-terminated strings Postgres returns.
-    unsafe {
-        let schema = pg_sys::get_namespace_oid(c"tsbucket".as_ptr(), true);
-        if schema == pg_sys::InvalidOid {
+    // SAFETY: a transaction is open (this function's contract); the schema name is a static NUL-terminated literal.
+    let schema = unsafe { pg_sys::get_namespace_oid(c"tsbucket".as_ptr(), true) };
+    if schema == pg_sys::InvalidOid {
+        return None;
+    }
+    let name_in_schema = |f: pg_sys::Oid| -> Option<Vec<u8>> {
+        // SAFETY: get_func_namespace is a pg_proc syscache lookup of `f` in the open transaction.
+        if unsafe { pg_sys::get_func_namespace(f) } != schema {
             return None;
         }
-        let name_in_schema = |f: pg_sys::Oid| -> Option<Vec<u8>> {
-            if pg_sys::get_func_namespace(f) != schema {
-                return None;
-            }
-            let name = pg_sys::get_func_name(f);
-            (!name.is_null()).then(|| std::ffi::CStr::from_ptr(name).to_bytes().to_vec())
-        };
-        match (name_in_schema(aggfnoid)?.as_slice(), name_in_schema(transfn)?.as_slice()) {
-            (b"first", b"_first_transition") => Some(AggKind::First),
-            (b"last", b"_last_transition") => Some(AggKind::Last),
-            _ => None,
-        }
+        // SAFETY: get_func_name returns a palloc'd NUL-terminated copy of `f`'s name (or NULL), copied out before use ends.
+        let name = unsafe { pg_sys::get_func_name(f) };
+        // SAFETY: `name` is checked non-null first; it is then that NUL-terminated string.
+        (!name.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes().to_vec())
+    };
+    match (name_in_schema(aggfnoid)?.as_slice(), name_in_schema(transfn)?.as_slice()) {
+        (b"first", b"_first_transition") => Some(AggKind::First),
+        (b"last", b"_last_transition") => Some(AggKind::Last),
+        _ => None,
     }
 }
 
@@ -170,30 +188,31 @@ unsafe fn first_or_last(aggfnoid: pg_sys::Oid, transfn: pg_sys::Oid) -> Option<A
 /// # Safety
 /// `args` must be valid expressions; `rel` the open table of `config`.
 unsafe fn classify_first_last(kind: AggKind, args: &[*mut pg_sys::Node], config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
-    // SAFETY: node reads of valid expressions; the attribute is within the table's descriptor.
-    unsafe {
-        let [value, time] = args else { return None };
-        let column = |e: *mut pg_sys::Node| -> Option<i16> {
-            if (*e).type_ != pg_sys::NodeTag::T_Var {
-                return None;
-            }
-            let v = e as *mut pg_sys::Var;
-            ((*v).varno as u32 == scanrelid && (*v).varlevelsup == 0 && (*v).varattno > 0).then_some((*v).varattno)
-        };
-        if column(*time)? != config.time_attnum {
+    let [value, time] = args else { return None };
+    let column = |e: *mut pg_sys::Node| -> Option<i16> {
+        // SAFETY: `e` is one of first/last's argument expressions, valid as this function's contract requires.
+        if unsafe { (*e).type_ } != pg_sys::NodeTag::T_Var {
             return None;
         }
-        let attnum = column(*value)?;
-        let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
-        if att.attisdropped {
-            return None;
-        }
-        let arg = match config.meta_attnums.iter().position(|&x| x == attnum) {
-            Some(m) => ArgSource::Meta(m),
-            None => ArgSource::Column(attnum as usize - 1),
-        };
-        Some(AggPlan { kind, arg, arg_type: att.atttypid, avg: false })
+        // SAFETY: this first/last argument is tagged T_Var, so `e` is a Var.
+        let v = unsafe { &*(e as *const pg_sys::Var) };
+        (v.varno as u32 == scanrelid && v.varlevelsup == 0 && v.varattno > 0).then_some(v.varattno)
+    };
+    if column(*time)? != config.time_attnum {
+        return None;
     }
+    let attnum = column(*value)?;
+    // SAFETY: `rel` is the open table of `config` (the contract); `attnum` is the positive attribute of the value Var,
+    // inside `rel.rd_att`.
+    let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1) };
+    if att.attisdropped {
+        return None;
+    }
+    let arg = match config.meta_attnums.iter().position(|&x| x == attnum) {
+        Some(m) => ArgSource::Meta(m),
+        None => ArgSource::Column(attnum as usize - 1),
+    };
+    Some(AggPlan { kind, arg, arg_type: att.atttypid, avg: false })
 }
 
 /// The group key `e` (an expression over the scan's relation) is.
@@ -201,20 +220,23 @@ unsafe fn classify_first_last(kind: AggKind, args: &[*mut pg_sys::Node], config:
 /// # Safety
 /// `e` must be a valid expression.
 pub unsafe fn classify_key(e: *mut pg_sys::Node, config: &Config, scanrelid: u32) -> Option<KeyPlan> {
-    unsafe {
-        let s = strip(e);
-        if (*s).type_ == pg_sys::NodeTag::T_Var {
-            let v = s as *mut pg_sys::Var;
-            if (*v).varno as u32 != scanrelid || (*v).varlevelsup != 0 {
-                return None;
-            }
-            if (*v).varattno == config.time_attnum {
-                return Some(KeyPlan::Time);
-            }
-            return config.meta_attnums.iter().position(|&m| m == (*v).varattno).map(KeyPlan::Meta);
+    // SAFETY: `e` is a valid group-key expression (this function's contract); strip only follows RelabelTypes.
+    let s = unsafe { strip(e) };
+    // SAFETY: `s` is the stripped group key, a node of the same valid expression.
+    if unsafe { (*s).type_ } == pg_sys::NodeTag::T_Var {
+        // SAFETY: the stripped key `s` is tagged T_Var, so it is a Var.
+        let v = unsafe { &*(s as *const pg_sys::Var) };
+        if v.varno as u32 != scanrelid || v.varlevelsup != 0 {
+            return None;
         }
-        let (mut len, mut byval) = (0i16, false);
-        pg_sys::get_typlenbyval(pg_sys::exprType(e), &mut len, &mut byval);
-        (byval && !pg_sys::contain_volatile_functions(e) && monotone_in_time(e, scanrelid, config.time_attnum)).then_some(KeyPlan::TimeBucket)
+        if v.varattno == config.time_attnum {
+            return Some(KeyPlan::Time);
+        }
+        return config.meta_attnums.iter().position(|&m| m == v.varattno).map(KeyPlan::Meta);
     }
+    let (mut len, mut byval) = (0i16, false);
+    // SAFETY: exprType reads the result type of the key `e`, and get_typlenbyval that type's pg_type row.
+    unsafe { pg_sys::get_typlenbyval(pg_sys::exprType(e), &mut len, &mut byval) };
+    // SAFETY: contain_volatile_functions and monotone_in_time only walk the valid key expression `e`.
+    (byval && unsafe { !pg_sys::contain_volatile_functions(e) && monotone_in_time(e, scanrelid, config.time_attnum) }).then_some(KeyPlan::TimeBucket)
 }

@@ -51,15 +51,21 @@ pub(super) fn methods() -> &'static Methods {
 }
 
 /// Whether `cscan` is a TsBucketScan.
-pub fn is_ours(cscan: *mut pg_sys::CustomScan) -> bool {
-    // SAFETY: the caller passes a CustomScan node.
+///
+/// # Safety
+/// `cscan` must be a plan node tagged T_CustomScan.
+pub unsafe fn is_ours(cscan: *mut pg_sys::CustomScan) -> bool {
+    // SAFETY: `cscan` is a node tagged T_CustomScan (this function's contract), so its methods field is there to read.
     unsafe { std::ptr::eq((*cscan).methods, &methods().plan) }
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> *mut pg_sys::Node {
+    // SAFETY: palloc0 in CurrentMemoryContext, the query context ExecInitCustomScan runs in, returns a zeroed
+    // TsBucketScanState that lives as long as the executor state.
+    let node = unsafe { pg_sys::palloc0(std::mem::size_of::<TsBucketScanState>()) as *mut TsBucketScanState };
+    // SAFETY: `node` is that fresh state, not yet seen by the executor; `cscan` is the CustomScan plan node it is made for.
     unsafe {
-        let node = pg_sys::palloc0(std::mem::size_of::<TsBucketScanState>()) as *mut TsBucketScanState;
         (*node).css.ss.ps.type_ = pg_sys::NodeTag::T_CustomScanState;
         (*node).css.flags = (*cscan).flags;
         (*node).css.methods = &methods().exec;
@@ -68,162 +74,209 @@ unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> *mut
         {
             (*node).css.slotOps = crate::store::slot::ops();
         }
-        node as *mut pg_sys::Node
     }
+    node as *mut pg_sys::Node
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *mut pg_sys::EState, eflags: i32) {
-    unsafe {
-        let rel = (*node).ss.ss_currentRelation;
-        // PostgreSQL 15 gives every custom scan a virtual scan slot (16 on take
-        // css.slotOps): ours is a virtual slot that also knows its row's bucket
-        // version, so the plan's expressions, compiled for a virtual slot, read
-        // it alike, and system columns from it.
-        #[cfg(feature = "pg15")]
-        if (*((*node).ss.ps.plan as *mut pg_sys::CustomScan)).custom_scan_tlist.is_null() {
+    // SAFETY: `node` is create_state's TsBucketScanState, to which ExecInitCustomScan gave its open scan relation and plan.
+    let (rel, cscan) = unsafe { ((*node).ss.ss_currentRelation, (*node).ss.ps.plan as *mut pg_sys::CustomScan) };
+    // PostgreSQL 15 gives every custom scan a virtual scan slot (16 on take
+    // css.slotOps): ours is a virtual slot that also knows its row's bucket
+    // version, so the plan's expressions, compiled for a virtual slot, read
+    // it alike, and system columns from it.
+    #[cfg(feature = "pg15")]
+    // SAFETY: `cscan` is this node's CustomScan plan, alive as long as the executor state.
+    if unsafe { (*cscan).custom_scan_tlist.is_null() } {
+        // SAFETY: `ss_ScanTupleSlot` is the slot ExecInitCustomScan made for `node`; ExecAllocTableSlot registers the
+        // replacement in `estate.es_tupleTable`, which the executor frees at its end.
+        unsafe {
             let tupdesc = (*(*node).ss.ss_ScanTupleSlot).tts_tupleDescriptor;
             (*node).ss.ss_ScanTupleSlot = pg_sys::ExecAllocTableSlot(&mut (*estate).es_tupleTable, tupdesc, crate::store::slot::ops());
         }
-        #[cfg(not(feature = "pg15"))]
-        let _ = estate;
-        let config = config::require((*rel).rd_id);
-        let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
-        let natts = (*(*rel).rd_att).natts as usize;
-        let private: Vec<i32> = list_ptrs((*cscan).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect();
-        let [mode, arg, attnums @ ..] = private.as_slice() else { panic!("custom_private starts with the mode and its argument") };
-        let last_point_mode = *mode == MODE_LAST_POINT;
-        let time_order = (*mode == MODE_TIME_ORDER).then_some(*arg & 1 == 1);
-        let meta_ties = (*mode == MODE_TIME_ORDER && *arg & 2 != 0).then_some(*arg & 4 != 0);
-        let series_order = (*mode == MODE_SERIES_ORDER).then_some(*arg == 1);
-        let needed = if attnums.contains(&-1) {
-            None
-        } else {
-            let mut mask = vec![false; natts];
-            attnums.iter().filter(|&&a| a >= 1 && (a as usize) <= natts).for_each(|&a| mask[a as usize - 1] = true);
-            if last_point_mode || time_order.is_some() || series_order.is_some() {
-                // Rows are ranked by time even when the query does not read it.
-                mask[config.time_attnum as usize - 1] = true;
+    }
+    #[cfg(not(feature = "pg15"))]
+    let _ = estate;
+    // SAFETY: `rel` is the scan relation ExecInitCustomScan opened and locked for the whole execution; rd_att is its descriptor.
+    let (relid, natts) = unsafe { ((*rel).rd_id, (*(*rel).rd_att).natts as usize) };
+    let config = config::require(relid);
+    // SAFETY: `cscan.custom_private` is the mode/argument/attnums List of Integer nodes private_list built at planning.
+    let private: Vec<i32> = unsafe { list_ptrs((*cscan).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect() };
+    let [mode, arg, attnums @ ..] = private.as_slice() else { panic!("custom_private starts with the mode and its argument") };
+    let last_point_mode = *mode == MODE_LAST_POINT;
+    let time_order = (*mode == MODE_TIME_ORDER).then_some(*arg & 1 == 1);
+    let meta_ties = (*mode == MODE_TIME_ORDER && *arg & 2 != 0).then_some(*arg & 4 != 0);
+    let series_order = (*mode == MODE_SERIES_ORDER).then_some(*arg == 1);
+    let needed = if attnums.contains(&-1) {
+        None
+    } else {
+        let mut mask = vec![false; natts];
+        attnums.iter().filter(|&&a| a >= 1 && (a as usize) <= natts).for_each(|&a| mask[a as usize - 1] = true);
+        if last_point_mode || time_order.is_some() || series_order.is_some() {
+            // Rows are ranked by time even when the query does not read it.
+            mask[config.time_attnum as usize - 1] = true;
+        }
+        Some(mask)
+    };
+    // SAFETY: `cscan` is this node's plan (`node.ss.ps.plan`): its custom_exprs, qual List and scanrelid are read by value.
+    let (custom_exprs, plan_qual, scanrelid) = unsafe { ((*cscan).custom_exprs, (*(*node).ss.ps.plan).qual, (*cscan).scan.scanrelid) };
+    let quals = if *mode == MODE_PARTIAL_AGG { custom_exprs } else { plan_qual };
+    // SAFETY: `node` is being initialized by ExecInitCustomScan; find_candidates compiles the constant sides into
+    // CurrentMemoryContext, the query context, which outlives the node.
+    let candidates = unsafe { find_candidates(node, &config, scanrelid, quals) };
+    // Other quals the scan can evaluate on the decoded arrays (plain scans and
+    // aggregation; ordered and last-point scans leave them to the executor).
+    let vector_quals: Vec<(*mut std::ffi::c_void, crate::scan::vector_filter::VectorPlan)> = if matches!(*mode, MODE_SCAN | MODE_PARTIAL_AGG) {
+        // SAFETY: `quals` is this plan's qual List (custom_exprs or the scan qual), alive with the plan.
+        let qual_ptrs = unsafe { list_ptrs(quals) };
+        qual_ptrs
+            .into_iter()
+            .filter(|q| !candidates.iter().any(|c| std::ptr::eq(c.clause as *mut std::ffi::c_void, *q)))
+            .filter_map(|q| {
+                // SAFETY: `q` is one of those quals, `rel` the open scan relation and `node.ss.ps` the PlanState that
+                // vector_filter::plan compiles the filter's parameters for.
+                let plan =
+                    unsafe { crate::scan::vector_filter::plan(q as *mut pg_sys::Node, rel, scanrelid, &config.meta_attnums, &mut (*node).ss.ps) }?;
+                Some((q, plan))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut decided: Vec<*mut std::ffi::c_void> = candidates.iter().map(|c| c.clause as *mut std::ffi::c_void).collect();
+    decided.extend(vector_quals.iter().map(|(q, _)| *q));
+    let needed = match needed {
+        // The filters' columns are decoded even when the query reads them nowhere else.
+        Some(mut mask) => {
+            for (_, v) in &vector_quals {
+                v.attrs().into_iter().for_each(|a| mask[a] = true);
             }
             Some(mask)
-        };
-        let quals = if *mode == MODE_PARTIAL_AGG { (*cscan).custom_exprs } else { (*(*node).ss.ps.plan).qual };
-        let candidates = find_candidates(node, &config, (*cscan).scan.scanrelid, quals);
-        // Other quals the scan can evaluate on the decoded arrays (plain scans and
-        // aggregation; ordered and last-point scans leave them to the executor).
-        let vector_quals: Vec<(*mut std::ffi::c_void, crate::scan::vector_filter::VectorPlan)> = if matches!(*mode, MODE_SCAN | MODE_PARTIAL_AGG) {
-            list_ptrs(quals)
-                .into_iter()
-                .filter(|q| !candidates.iter().any(|c| std::ptr::eq(c.clause as *mut std::ffi::c_void, *q)))
-                .filter_map(|q| {
-                    let plan = crate::scan::vector_filter::plan(q as *mut pg_sys::Node, rel, (*cscan).scan.scanrelid, &config.meta_attnums, &mut (*node).ss.ps)?;
-                    Some((q, plan))
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let mut decided: Vec<*mut std::ffi::c_void> = candidates.iter().map(|c| c.clause as *mut std::ffi::c_void).collect();
-        decided.extend(vector_quals.iter().map(|(q, _)| *q));
-        let needed = match needed {
-            // The filters' columns are decoded even when the query reads them nowhere else.
-            Some(mut mask) => {
-                for (_, v) in &vector_quals {
-                    v.attrs().into_iter().for_each(|a| mask[a] = true);
-                }
-                Some(mask)
-            }
-            None => None,
-        };
-        let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| partial_agg_exec(node, &config, cscan, *arg as usize, &decided));
-        // Not where a row may be rechecked after a concurrent update (EvalPlanQual
-        // re-runs the quals on the new version, which pruning never saw).
-        let command = (*(*(*node).ss.ps.state).es_plannedstmt).commandType;
-        let read_only = matches!(command, pg_sys::CmdType::CMD_SELECT | pg_sys::CmdType::CMD_INSERT);
-        let scan_quals = (read_only
-            && matches!(*mode, MODE_SCAN | MODE_TIME_ORDER | MODE_SERIES_ORDER)
-            && !decided.is_empty()
-            && !pg_sys::contain_subplans(quals as *mut pg_sys::Node))
-            .then(|| crate::scan::aggregating::Quals { all: (*node).ss.ps.qual, residual: residual_qual(node, quals, &decided) });
-        let state = ExecState {
-            needed,
-            candidates,
-            scan: std::ptr::null_mut(),
-            totals: Default::default(),
-            access: None,
-            last_point_mode,
-            last_point: None,
-            time_order,
-            meta_ties,
-            series_order,
-            ordered: None,
-            partial_agg,
-            aggregating: None,
-            agg_totals: AggCounters::default(),
-            shared: None,
-            parallel_done: false,
-            vector_quals,
-            scan_cxt: pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"TsBucketScan per scan".as_ptr(), 0, 1024, 8 * 1024),
-            scan_quals,
-        };
-        // A parallel plan's workers read the store as the leader wrote it: rows
-        // this transaction buffered go there before they start (and before the
-        // executor enters parallel mode, which forbids writes).
-        if (*(*(*node).ss.ps.state).es_plannedstmt).parallelModeNeeded && eflags & pg_sys::EXEC_FLAG_EXPLAIN_ONLY as i32 == 0 {
-            crate::scan::plain::write_buffered_rows(rel, (*(*node).ss.ps.state).es_snapshot);
         }
-        (*(node as *mut TsBucketScanState)).state = crate::pg::memory::own_in_context(pg_sys::CurrentMemoryContext, state);
+        None => None,
+    };
+    // SAFETY: `node` and `cscan` are this scan's state and its partial-aggregation plan; partial_agg_exec compiles the
+    // keys and quals into the query context current during begin.
+    let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| unsafe { partial_agg_exec(node, &config, cscan, *arg as usize, &decided) });
+    // Not where a row may be rechecked after a concurrent update (EvalPlanQual
+    // re-runs the quals on the new version, which pruning never saw).
+    // SAFETY: `node.ss.ps.state` is the EState running this plan, and its es_plannedstmt the statement executed.
+    let command = unsafe { (*(*(*node).ss.ps.state).es_plannedstmt).commandType };
+    let read_only = matches!(command, pg_sys::CmdType::CMD_SELECT | pg_sys::CmdType::CMD_INSERT);
+    let may_narrow_quals = read_only && matches!(*mode, MODE_SCAN | MODE_TIME_ORDER | MODE_SERIES_ORDER) && !decided.is_empty();
+    // SAFETY: contain_subplans only walks `quals`, the plan's qual List read above.
+    let scan_quals = (may_narrow_quals && !unsafe { pg_sys::contain_subplans(quals as *mut pg_sys::Node) }).then(|| {
+        // SAFETY: `node.ss.ps.qual` is the ExprState ExecInitCustomScan compiled from the same quals; residual_qual compiles
+        // the undecided ones for `node` in the query context.
+        unsafe { crate::scan::aggregating::Quals { all: (*node).ss.ps.qual, residual: residual_qual(node, quals, &decided) } }
+    });
+    // SAFETY: CurrentMemoryContext is the executor's query context during begin; the per-scan context is its child, so it
+    // is deleted with the query even on ERROR.
+    let scan_cxt =
+        unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"TsBucketScan per scan".as_ptr(), 0, 1024, 8 * 1024) };
+    let state = ExecState {
+        needed,
+        candidates,
+        scan: std::ptr::null_mut(),
+        totals: Default::default(),
+        access: None,
+        last_point_mode,
+        last_point: None,
+        time_order,
+        meta_ties,
+        series_order,
+        ordered: None,
+        partial_agg,
+        aggregating: None,
+        agg_totals: AggCounters::default(),
+        shared: None,
+        parallel_done: false,
+        vector_quals,
+        scan_cxt,
+        scan_quals,
+    };
+    // A parallel plan's workers read the store as the leader wrote it: rows
+    // this transaction buffered go there before they start (and before the
+    // executor enters parallel mode, which forbids writes).
+    // SAFETY: the EState `node.ss.ps.state` outlives begin; its planned statement says whether Gather will run workers.
+    let parallel_mode_needed = unsafe { (*(*(*node).ss.ps.state).es_plannedstmt).parallelModeNeeded };
+    if parallel_mode_needed && eflags & pg_sys::EXEC_FLAG_EXPLAIN_ONLY as i32 == 0 {
+        // SAFETY: `rel` is the open scan relation and `es_snapshot` the EState's active snapshot; the executor is not yet
+        // in parallel mode, so write_buffered_rows may write the store.
+        unsafe { crate::scan::plain::write_buffered_rows(rel, (*(*node).ss.ps.state).es_snapshot) };
     }
+    // SAFETY: `node` was allocated by create_state as a TsBucketScanState; CurrentMemoryContext is still the query context,
+    // which outlives the node and drops `state` if the query fails.
+    unsafe { (*(node as *mut TsBucketScanState)).state = crate::pg::memory::own_in_context(pg_sys::CurrentMemoryContext, state) };
 }
 
-/// What the in-scan aggregation computes, from the plan `partial_agg` rewrote.
+/// What the in-scan aggregation computes, from the plan `rewrite::partial_agg` rewrote.
 unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, cscan: *mut pg_sys::CustomScan, nkeys: usize, decided: &[*mut std::ffi::c_void]) -> PartialAggExec {
-    unsafe {
-        let rel = (*node).ss.ss_currentRelation;
-        let scanrelid = (*cscan).scan.scanrelid;
-        let ps = &mut (*node).ss.ps as *mut pg_sys::PlanState;
-        let mut keys = Vec::new();
-        let mut aggs = Vec::new();
-        for (i, te) in list_ptrs((*cscan).custom_scan_tlist).into_iter().enumerate() {
-            let e = (*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node;
-            let broken = || -> ! { panic!("TsBucketScan: a partial aggregation plan this build cannot run (column {})", i + 1) };
-            if i < nkeys {
-                let plan = crate::scan::agg_plan::classify_key(e, config, scanrelid).unwrap_or_else(|| broken());
-                let expr = if plan == crate::scan::agg_plan::KeyPlan::TimeBucket { pg_sys::ExecInitExpr(e as *mut pg_sys::Expr, ps) } else { std::ptr::null_mut() };
-                keys.push(crate::scan::aggregating::Key { plan, expr });
+    // SAFETY: `node` is the scan state begin is initializing, with its open scan relation; `cscan` is its plan node.
+    let (rel, scanrelid, ps) = unsafe { ((*node).ss.ss_currentRelation, (*cscan).scan.scanrelid, &mut (*node).ss.ps as *mut pg_sys::PlanState) };
+    let mut keys = Vec::new();
+    let mut aggs = Vec::new();
+    // SAFETY: `cscan.custom_scan_tlist` is the TargetEntry List partial_agg's rewrite gave the plan: group keys, then Aggrefs.
+    let tlist = unsafe { list_ptrs((*cscan).custom_scan_tlist) };
+    for (i, te) in tlist.into_iter().enumerate() {
+        // SAFETY: `te` is a TargetEntry of custom_scan_tlist; its expr is a node of the plan tree.
+        let e = unsafe { (*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node };
+        let broken = || -> ! { panic!("TsBucketScan: a partial aggregation plan this build cannot run (column {})", i + 1) };
+        if i < nkeys {
+            // SAFETY: `e` is a group-key expression of the plan, valid as classify_key's contract asks.
+            let plan = unsafe { crate::scan::agg_plan::classify_key(e, config, scanrelid) }.unwrap_or_else(|| broken());
+            let expr = if plan == crate::scan::agg_plan::KeyPlan::TimeBucket {
+                // SAFETY: ExecInitExpr compiles the time-bucket key `e` for this node's PlanState `ps` in the query context.
+                unsafe { pg_sys::ExecInitExpr(e as *mut pg_sys::Expr, ps) }
             } else {
-                let aggref = e as *mut pg_sys::Aggref;
-                let args: Vec<*mut pg_sys::Node> = list_ptrs((*aggref).args).into_iter().map(|te| strip((*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node)).collect();
-                aggs.push(crate::scan::agg_plan::classify_aggref(aggref, &args, config, rel, scanrelid).unwrap_or_else(|| broken()));
-            }
-        }
-        let qual_list = (*cscan).custom_exprs;
-        let quals = if pg_sys::contain_subplans(qual_list as *mut pg_sys::Node) {
-            // Compiled once (a SubPlan registers with the node when compiled): every qual per row.
-            let all = pg_sys::ExecInitQual(qual_list, ps);
-            crate::scan::aggregating::Quals { all, residual: all }
+                std::ptr::null_mut()
+            };
+            keys.push(crate::scan::aggregating::Key { plan, expr });
         } else {
-            crate::scan::aggregating::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: residual_qual(node, qual_list, decided) }
-        };
-        PartialAggExec { keys: Rc::new(keys), aggs: Rc::new(aggs), quals, qual_list }
+            let aggref = e as *mut pg_sys::Aggref;
+            // SAFETY: entries after the keys are Aggrefs; `aggref.args` is their List of argument TargetEntries.
+            let args: Vec<*mut pg_sys::Node> = unsafe {
+                list_ptrs((*aggref).args).into_iter().map(|te| strip((*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node)).collect()
+            };
+            // SAFETY: classify_aggref's contract holds: `aggref` is a valid Aggref and `rel` the open table of `config`.
+            aggs.push(unsafe { crate::scan::agg_plan::classify_aggref(aggref, &args, config, rel, scanrelid) }.unwrap_or_else(|| broken()));
+        }
     }
+    // SAFETY: `cscan.custom_exprs` holds the quals partial_agg moved into the plan.
+    let qual_list = unsafe { (*cscan).custom_exprs };
+    // SAFETY: contain_subplans only walks `qual_list`, the partial-aggregation plan's quals.
+    let quals = if unsafe { pg_sys::contain_subplans(qual_list as *mut pg_sys::Node) } {
+        // Compiled once (a SubPlan registers with the node when compiled): every qual per row.
+        // SAFETY: ExecInitQual compiles `qual_list` (with its SubPlans) once for PlanState `ps`, in the query context.
+        let all = unsafe { pg_sys::ExecInitQual(qual_list, ps) };
+        crate::scan::aggregating::Quals { all, residual: all }
+    } else {
+        // SAFETY: ExecInitQual compiles every qual of `qual_list` for `ps`, then residual_qual those the candidates leave
+        // undecided, both into the query context.
+        unsafe { crate::scan::aggregating::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: residual_qual(node, qual_list, decided) } }
+    };
+    PartialAggExec { keys: Rc::new(keys), aggs: Rc::new(aggs), quals, qual_list }
 }
 
 /// The quals the candidates do not decide (those they decide, when their
 /// values are known, need no row-by-row check), ready to run.
 unsafe fn residual_qual(node: *mut pg_sys::CustomScanState, quals: *mut pg_sys::List, decided: &[*mut std::ffi::c_void]) -> *mut pg_sys::ExprState {
-    unsafe {
-        let mut residual: *mut pg_sys::List = std::ptr::null_mut();
-        for q in list_ptrs(quals) {
-            if !decided.iter().any(|d| std::ptr::eq(*d, q)) {
-                residual = pg_sys::lappend(residual, q);
-            }
+    let mut residual: *mut pg_sys::List = std::ptr::null_mut();
+    // SAFETY: `quals` is a qual List of this node's plan, alive with the plan.
+    for q in unsafe { list_ptrs(quals) } {
+        if !decided.iter().any(|d| std::ptr::eq(*d, q)) {
+            // SAFETY: lappend grows `residual`, a fresh List in CurrentMemoryContext (the query context during begin).
+            residual = unsafe { pg_sys::lappend(residual, q) };
         }
-        pg_sys::ExecInitQual(residual, &mut (*node).ss.ps)
     }
+    // SAFETY: ExecInitQual compiles `residual` for `node.ss.ps`, the PlanState of the node being initialized.
+    unsafe { pg_sys::ExecInitQual(residual, &mut (*node).ss.ps) }
 }
 
 unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
+    // SAFETY: `node` is begun, its ExecState owned by the query context; its `scan_cxt` is current only while
+    // start_scan_in_context runs, then `old` is restored.
     unsafe {
         let old = pg_sys::MemoryContextSwitchTo(exec_state(node).scan_cxt);
         start_scan_in_context(node);
@@ -232,87 +285,126 @@ unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
 }
 
 unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
-    unsafe {
-        let st = exec_state(node);
-        let rel = (*node).ss.ss_currentRelation;
-        let (prune, exact) = evaluate(node, &st.candidates, st.scan_cxt);
-        let estate = (*node).ss.ps.state;
-        let vector_filter = (!st.vector_quals.is_empty()).then(|| {
+    // SAFETY: `node` is a TsBucketScanState begin filled; exec_state borrows its ExecState from the query context.
+    let st = unsafe { exec_state(node) };
+    // SAFETY: `node`'s scan relation is open for the whole execution and `ss.ps.state` is the EState running it.
+    let (rel, estate) = unsafe { ((*node).ss.ss_currentRelation, (*node).ss.ps.state) };
+    // SAFETY: evaluate runs the candidates' ExprStates in `node`'s ExprContext and copies kept values into `st.scan_cxt`.
+    let (prune, exact) = unsafe { evaluate(node, &st.candidates, st.scan_cxt) };
+    let vector_filter = (!st.vector_quals.is_empty()).then(|| {
+        // SAFETY: `ps_ExprContext` is this node's ExprContext and `rel.rd_att` the open relation's descriptor.
+        let (econtext, tupdesc) = unsafe { ((*node).ss.ps.ps_ExprContext, (*rel).rd_att) };
+        // SAFETY: bind's contract: `econtext` is the context the filters were planned for and `tupdesc` the table's.
+        let bound: Vec<_> = st.vector_quals.iter().map(|(_, p)| unsafe { p.bind(econtext, tupdesc) }).collect();
+        std::rc::Rc::new(crate::scan::vector_filter::VectorFilter::all(bound))
+    });
+    if let Some(q) = &st.scan_quals {
+        let qual = if exact { q.residual } else { q.all };
+        // SAFETY: `node.ss.ps.qual` is the qual ExecScan runs per row; `qual` was compiled for this node in begin.
+        unsafe { (*node).ss.ps.qual = qual };
+    }
+    if let Some(pa) = &st.partial_agg {
+        // SAFETY: `st.shared` is the parallel scan's DSM segment (initialize_dsm / initialize_worker), mapped while the scan runs.
+        let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
+        let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel, vector_filter };
+        // SAFETY: `rel` is open, `es_snapshot` the query's snapshot and `ps_ExprContext` the node's; AggregatingScan::begin
+        // allocates in `scan_cxt`, the context start_scan made current.
+        let aggregating = unsafe {
             let econtext = (*node).ss.ps.ps_ExprContext;
-            let tupdesc = (*rel).rd_att;
-            let bound: Vec<_> = st.vector_quals.iter().map(|(_, p)| p.bind(econtext, tupdesc)).collect();
-            std::rc::Rc::new(crate::scan::vector_filter::VectorFilter::all(bound))
-        });
-        if let Some(q) = &st.scan_quals {
-            (*node).ss.ps.qual = if exact { q.residual } else { q.all };
-        }
-        if let Some(pa) = &st.partial_agg {
-            let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel: st.shared.map(|s| SharedScan::store_scan(s)), vector_filter };
-            let econtext = (*node).ss.ps.ps_ExprContext;
-            st.aggregating = Some(AggregatingScan::begin(rel, (*estate).es_snapshot, options, pa.keys.clone(), pa.aggs.clone(), &pa.quals, exact, econtext));
-            return;
-        }
-        if st.last_point_mode {
-            let config = config::require((*rel).rd_id);
+            AggregatingScan::begin(rel, (*estate).es_snapshot, options, pa.keys.clone(), pa.aggs.clone(), &pa.quals, exact, econtext)
+        };
+        st.aggregating = Some(aggregating);
+        return;
+    }
+    if st.last_point_mode {
+        // SAFETY: `rel` is the open scan relation of a last-point plan.
+        let config = config::require(unsafe { (*rel).rd_id });
+        // SAFETY: the store `config.store_relid` is open under AccessShareLock while require_series_index looks up its series
+        // index; table_close keeps the lock until the transaction ends.
+        let index = unsafe {
             let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
             let index = crate::scan::access::require_series_index(store, &config);
             pg_sys::table_close(store, pg_sys::NoLock as i32);
-            st.last_point = Some(LastPointScan::begin(rel, (*estate).es_snapshot, index, st.needed.clone(), prune));
-            return;
-        }
-        if let Some(descending) = st.time_order {
-            st.ordered = Some(OrderedScan::begin(rel, (*estate).es_snapshot, descending, st.meta_ties, st.needed.clone(), prune));
-            return;
-        }
-        if let Some(descending) = st.series_order {
-            st.ordered = Some(OrderedScan::begin_series_order(rel, (*estate).es_snapshot, descending, st.needed.clone(), prune));
-            return;
-        }
-        let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel: st.shared.map(|s| SharedScan::store_scan(s)), vector_filter };
-        st.scan = crate::scan::plain::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options);
+            index
+        };
+        // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; LastPointScan::begin allocates in `scan_cxt`.
+        st.last_point = Some(unsafe { LastPointScan::begin(rel, (*estate).es_snapshot, index, st.needed.clone(), prune) });
+        return;
     }
+    if let Some(descending) = st.time_order {
+        // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the time-ordered merge allocates in `scan_cxt`.
+        st.ordered = Some(unsafe { OrderedScan::begin(rel, (*estate).es_snapshot, descending, st.meta_ties, st.needed.clone(), prune) });
+        return;
+    }
+    if let Some(descending) = st.series_order {
+        // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the series-order walk allocates in `scan_cxt`.
+        st.ordered = Some(unsafe { OrderedScan::begin_series_order(rel, (*estate).es_snapshot, descending, st.needed.clone(), prune) });
+        return;
+    }
+    // SAFETY: `st.shared`, when set, points into the Gather's DSM segment, mapped until the parallel scan shuts down.
+    let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
+    let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel, vector_filter };
+    // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the plain scan's descriptor goes in `scan_cxt`.
+    st.scan = unsafe { crate::scan::plain::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options) };
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::TupleTableSlot {
-    unsafe {
-        let node = ss as *mut pg_sys::CustomScanState;
-        let st = exec_state(node);
-        let slot = (*ss).ss_ScanTupleSlot;
-        if st.parallel_done {
-            pg_sys::ExecClearTuple(slot);
-            return slot;
-        }
-        if st.scan.is_null() && st.last_point.is_none() && st.ordered.is_none() && st.aggregating.is_none() {
-            start_scan(node);
-        }
-        if let Some(a) = exec_state(node).aggregating.as_mut() {
+    let node = ss as *mut pg_sys::CustomScanState;
+    // SAFETY: ExecScan calls `next` with this node's ScanState, begun by `begin` (its ExecState in the query context);
+    // `ss_ScanTupleSlot` is its scan slot.
+    let (st, slot) = unsafe { (exec_state(node), (*ss).ss_ScanTupleSlot) };
+    if st.parallel_done {
+        // SAFETY: `slot` is this node's scan slot; an empty slot tells ExecScan this participant's share is read.
+        unsafe { pg_sys::ExecClearTuple(slot) };
+        return slot;
+    }
+    if st.scan.is_null() && st.last_point.is_none() && st.ordered.is_none() && st.aggregating.is_none() {
+        // SAFETY: `node` is begun and has no running scan; start_scan begins one in its per-scan context.
+        unsafe { start_scan(node) };
+    }
+    // SAFETY: the ExecState of `node` is borrowed anew, after start_scan set its scan.
+    if let Some(a) = unsafe { exec_state(node).aggregating.as_mut() } {
+        // SAFETY: `slot` is the node's scan slot, which the aggregating scan fills; parallel_scan_ended then reads it.
+        unsafe {
             a.next(slot);
             parallel_scan_ended(node, slot);
-            return slot;
         }
-        if let Some(o) = exec_state(node).ordered.as_mut() {
-            o.next(slot);
-            return slot;
-        }
-        if let Some(lp) = exec_state(node).last_point.as_mut() {
-            lp.next(slot, (*ss).ps.qual, (*ss).ps.ps_ExprContext);
-            return slot;
-        }
+        return slot;
+    }
+    // SAFETY: `node`'s ExecState, borrowed again for its ordered scan.
+    if let Some(o) = unsafe { exec_state(node).ordered.as_mut() } {
+        // SAFETY: the ordered scan fills `slot`, the node's scan slot, from buckets it holds in `scan_cxt`.
+        unsafe { o.next(slot) };
+        return slot;
+    }
+    // SAFETY: `node`'s ExecState, borrowed again for its last-point scan.
+    if let Some(lp) = unsafe { exec_state(node).last_point.as_mut() } {
+        // SAFETY: `ss.ps.qual` and `ss.ps.ps_ExprContext` are this node's compiled qual and ExprContext, alive with the node.
+        unsafe { lp.next(slot, (*ss).ps.qual, (*ss).ps.ps_ExprContext) };
+        return slot;
+    }
+    // SAFETY: `ss.ps.state` is the EState running the plan; getnextslot fills `slot` from the plain scan start_scan began,
+    // and parallel_scan_ended reads the result.
+    unsafe {
         let direction = (*(*ss).ps.state).es_direction;
         crate::scan::plain::getnextslot(exec_state(node).scan, direction, slot);
         parallel_scan_ended(node, slot);
-        slot
     }
+    slot
 }
 
 /// A parallel participant whose share ran out adds its counters to the
 /// shared ones now: the leader collects them when the plan shuts down, which
 /// may be before this worker's executor ends.
 unsafe fn parallel_scan_ended(node: *mut pg_sys::CustomScanState, slot: *mut pg_sys::TupleTableSlot) {
-    unsafe {
-        let empty = (*slot).tts_flags & pg_sys::TTS_FLAG_EMPTY as u16 != 0;
-        if empty && exec_state(node).shared.is_some() {
+    // SAFETY: `slot` is the node's scan slot, just filled or cleared by its running scan.
+    let empty = unsafe { (*slot).tts_flags } & pg_sys::TTS_FLAG_EMPTY as u16 != 0;
+    // SAFETY: `node` is begun, so exec_state finds its ExecState in the query context.
+    if empty && unsafe { exec_state(node) }.shared.is_some() {
+        // SAFETY: finish_scan ends the running scan of the begun `node` and resets its per-scan context; the ExecState,
+        // still owned by the query context, is then borrowed again.
+        unsafe {
             finish_scan(node);
             exec_state(node).parallel_done = true;
         }
@@ -338,12 +430,14 @@ unsafe extern "C-unwind" {
 // through it as it passes through Postgres's own executor nodes (`next`, the
 // Rust that runs inside, is guarded).
 unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_sys::TupleTableSlot {
-    // SAFETY: node is our CustomScanState, begun by `begin`.
+    // SAFETY: ExecCustomScan passes `node`, the CustomScanState `begin` set up; ExecScan calls back `next`/`recheck` with it.
     unsafe { exec_scan(&mut (*node).ss, Some(next), Some(recheck)) }
 }
 
 #[pg_guard]
 pub(super) unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
+    // SAFETY: EndCustomScan runs once per begun `node`: finish_scan ends its scan, then its ExecState is taken out of the
+    // holder begin put in the query context, and dropped.
     unsafe {
         finish_scan(node);
         drop(crate::pg::memory::take_owned((*(node as *mut TsBucketScanState)).state));
@@ -353,6 +447,7 @@ pub(super) unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
 #[pg_guard]
 pub(super) unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
     // Parameters may have changed: start over, re-evaluating the conditions.
+    // SAFETY: ExecReScan passes a begun `node`; finish_scan ends its running scan and resets `scan_cxt` before the flag is cleared.
     unsafe {
         finish_scan(node);
         exec_state(node).parallel_done = false;
@@ -362,6 +457,6 @@ pub(super) unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState
 /// Registers TsBucketScan's plan methods, so that plans can be copied and
 /// read back (from _PG_init).
 pub fn register() {
-    // SAFETY: a static table, registered once per process.
+    // SAFETY: `methods().plan` is a 'static table that RegisterCustomScanMethods may keep; _PG_init calls this once per process.
     unsafe { pg_sys::RegisterCustomScanMethods(&methods().plan) };
 }

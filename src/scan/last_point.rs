@@ -58,66 +58,86 @@ impl LastPointScan {
         needed: Option<Vec<bool>>,
         prune: Vec<Prune>,
     ) -> LastPointScan {
-        unsafe {
-            crate::scan::plain::write_buffered_rows(rel, snapshot);
-            let config = config::require((*rel).rd_id);
-            let shape = TableShape::new((*rel).rd_att, &config);
+        // SAFETY: `rel` is an open, configured tsbucket table and `snapshot` the last-point scan's (begin's contract).
+        unsafe { crate::scan::plain::write_buffered_rows(rel, snapshot) };
+        // SAFETY: `rel` is open (begin's contract), so its relcache entry's rd_id is readable.
+        let config = config::require(unsafe { (*rel).rd_id });
+        // SAFETY: `(*rel).rd_att` is the descriptor of the open table `config` configures, as TableShape::new needs.
+        let shape = unsafe { TableShape::new((*rel).rd_att, &config) };
+        // SAFETY: opens `config`'s bucket store and `index`, its series index (begin's contract), with AccessShareLock;
+        // `end` closes both.
+        let (store, index) = unsafe {
             let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
             let index = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
-            let nmeta = config.meta_attnums.len();
-            let support = |strategy: u32| -> Vec<(pg_sys::RegProcedure, pg_sys::Oid)> {
-                (0..nmeta)
-                    .map(|i| {
+            (store, index)
+        };
+        let nmeta = config.meta_attnums.len();
+        let support = |strategy: u32| -> Vec<(pg_sys::RegProcedure, pg_sys::Oid)> {
+            (0..nmeta)
+                .map(|i| {
+                    // SAFETY: `index` is the series index opened above, open until `end`; `i` < nmeta is one of its key
+                    // columns, so its per-column arrays have entry `i`; the lookups read its operator family's catalogs.
+                    unsafe {
                         let family = *(*index).rd_opfamily.add(i);
                         let opcintype = *(*index).rd_opcintype.add(i);
                         let op = pg_sys::get_opfamily_member(family, opcintype, opcintype, strategy as i16);
                         (pg_sys::get_opcode(op), *(*index).rd_indcollation.add(i))
-                    })
-                    .collect()
-            };
-            let greater = support(pg_sys::BTGreaterStrategyNumber);
-            let equal = support(pg_sys::BTEqualStrategyNumber);
-            let meta_types = (0..nmeta)
-                .map(|i| {
-                    let att = &*crate::pg::relation::tuple_desc_attr((*store).rd_att, bucket::COL_FIRST_META + i);
-                    (att.attbyval, att.attlen)
+                    }
                 })
-                .collect();
-            let meta_fns = crate::scan::prune::meta_functions(&prune);
-            let row_filters = crate::scan::prune::row_filters(&config, &prune, (*rel).rd_att);
-            let mut needed = needed;
-            crate::scan::prune::decode_filtered_columns(&mut needed, &row_filters);
+                .collect()
+        };
+        let greater = support(pg_sys::BTGreaterStrategyNumber);
+        let equal = support(pg_sys::BTEqualStrategyNumber);
+        let meta_types = (0..nmeta)
+            .map(|i| {
+                // SAFETY: `store` is the bucket store opened above; its meta columns from COL_FIRST_META are below its natts.
+                let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*store).rd_att, bucket::COL_FIRST_META + i) };
+                (att.attbyval, att.attlen)
+            })
+            .collect();
+        // SAFETY: meta_functions looks up the operators of the last-point scan's meta conditions in `prune`, from its quals.
+        let meta_fns = unsafe { crate::scan::prune::meta_functions(&prune) };
+        // SAFETY: row_filters reads attributes of `(*rel).rd_att`, the open table's descriptor (begin's contract).
+        let row_filters = unsafe { crate::scan::prune::row_filters(&config, &prune, (*rel).rd_att) };
+        let mut needed = needed;
+        crate::scan::prune::decode_filtered_columns(&mut needed, &row_filters);
+        // SAFETY: both contexts are children of CurrentMemoryContext, the context the scan begins in, deleted by `end`; the
+        // best-row slot is made for `(*rel).rd_att`, the open table's descriptor, and dropped by `end`.
+        let (series_cxt, bucket_cxt, best_slot) = unsafe {
             let cxt = pg_sys::CurrentMemoryContext;
             let series_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point series".as_ptr(), 0, 1024, 8 * 1024);
             let bucket_cxt = pg_sys::AllocSetContextCreateInternal(cxt, c"tsbucket last point bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
             let best_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, crate::store::slot::ops());
-            LastPointScan {
-                config,
-                shape,
-                rel,
-                store,
-                index,
-                snapshot,
-                needed,
-                prune,
-                meta_fns,
-                row_filters,
-                greater,
-                equal,
-                meta_types,
-                series: None,
-                done: false,
-                series_cxt,
-                bucket_cxt,
-                best_slot,
-                counters: ScanCounters::default(),
-            }
+            (series_cxt, bucket_cxt, best_slot)
+        };
+        LastPointScan {
+            config,
+            shape,
+            rel,
+            store,
+            index,
+            snapshot,
+            needed,
+            prune,
+            meta_fns,
+            row_filters,
+            greater,
+            equal,
+            meta_types,
+            series: None,
+            done: false,
+            series_cxt,
+            bucket_cxt,
+            best_slot,
+            counters: ScanCounters::default(),
         }
     }
 
     /// # Safety
     /// Once, after `begin`.
     pub unsafe fn end(self) {
+        // SAFETY: `end` runs once, after `begin` (its contract), which made `best_slot`, opened `index` and `store`, and
+        // created both contexts; nothing uses them afterwards.
         unsafe {
             pg_sys::ExecDropSingleTupleTableSlot(self.best_slot);
             pg_sys::index_close(self.index, pg_sys::AccessShareLock as i32);
@@ -133,30 +153,35 @@ impl LastPointScan {
     /// # Safety
     /// `slot` is a virtual slot of the table; `econtext` the node's expression context.
     pub unsafe fn next(&mut self, slot: *mut pg_sys::TupleTableSlot, qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext) -> bool {
-        unsafe {
-            (*econtext).ecxt_scantuple = slot;
-            while !self.done {
-                let Some(series) = self.next_series() else {
-                    self.done = true;
-                    break;
-                };
-                if self.last_row(&series, qual, econtext) {
-                    pg_sys::ExecCopySlot(slot, self.best_slot);
-                    return true;
-                }
+        // SAFETY: `econtext` is the node's expression context (next's contract); the quals read the candidate row from `slot`.
+        unsafe { (*econtext).ecxt_scantuple = slot };
+        while !self.done {
+            // SAFETY: the scan's store and series index stay open, and `series_cxt` alive, until `end`.
+            let next = unsafe { self.next_series() };
+            let Some(series) = next else {
+                self.done = true;
+                break;
+            };
+            // SAFETY: `qual` and `econtext` are the node's (next's contract), `econtext` scanning `slot`; `series` was just probed.
+            if unsafe { self.last_row(&series, qual, econtext) } {
+                // SAFETY: `best_slot` holds the series' materialized last row; `slot` is a virtual slot of the same table.
+                unsafe { pg_sys::ExecCopySlot(slot, self.best_slot) };
+                return true;
             }
-            pg_sys::ExecClearTuple(slot);
-            false
         }
+        // SAFETY: `slot` is the caller's virtual slot of the table; cleared, it tells that every series is done.
+        unsafe { pg_sys::ExecClearTuple(slot) };
+        false
     }
 
     /// An index key on meta column `i`: `op` its value, or IS NULL.
     unsafe fn key(&self, i: usize, value: Option<pg_sys::Datum>, strategy: u32) -> pg_sys::ScanKeyData {
-        unsafe {
-            let mut k = pg_sys::ScanKeyData::default();
-            let attno = (bucket::COL_FIRST_META + 1 + i) as i16;
-            match value {
-                None => pg_sys::ScanKeyEntryInitialize(
+        let mut k = pg_sys::ScanKeyData::default();
+        let attno = (bucket::COL_FIRST_META + 1 + i) as i16;
+        match value {
+            // SAFETY: fills the local `k` as an IS NULL key (SK_SEARCHNULL) on meta column `i`, which needs no procedure.
+            None => unsafe {
+                pg_sys::ScanKeyEntryInitialize(
                     &mut k,
                     (pg_sys::SK_ISNULL | pg_sys::SK_SEARCHNULL) as i32,
                     attno,
@@ -165,112 +190,147 @@ impl LastPointScan {
                     pg_sys::InvalidOid,
                     pg_sys::InvalidOid,
                     pg_sys::Datum::from(0),
-                ),
-                Some(v) => {
-                    let (proc, collation) = if strategy == pg_sys::BTEqualStrategyNumber { self.equal[i] } else { self.greater[i] };
-                    pg_sys::ScanKeyEntryInitialize(&mut k, 0, attno, strategy as u16, pg_sys::InvalidOid, collation, proc, v)
-                }
+                )
+            },
+            Some(v) => {
+                let (proc, collation) = if strategy == pg_sys::BTEqualStrategyNumber { self.equal[i] } else { self.greater[i] };
+                // SAFETY: fills the local `k` with `proc`, the series index's own `=` or `>` support for column `i` (found by
+                // `begin`), and the collation the index uses there.
+                unsafe { pg_sys::ScanKeyEntryInitialize(&mut k, 0, attno, strategy as u16, pg_sys::InvalidOid, collation, proc, v) }
             }
-            k
         }
+        k
     }
 
     /// The first bucket in index order matching `keys`, as its series' meta
     /// values copied into `series_cxt`.
     unsafe fn probe(&mut self, mut keys: Vec<pg_sys::ScanKeyData>) -> Option<Vec<Option<pg_sys::Datum>>> {
-        unsafe {
+        // SAFETY: `self.store` and its series index `self.index` are open until `end` and `self.snapshot` is the scan's;
+        // `keys` are btree keys on the index's leading meta columns, which the scan copies.
+        let (scan, tuple) = unsafe {
             let scan = pg_sys::systable_beginscan_ordered(self.store, self.index, self.snapshot, keys.len() as i32, keys.as_mut_ptr());
             let tuple = pg_sys::systable_getnext_ordered(scan, pg_sys::ScanDirection::ForwardScanDirection);
-            let found = (!tuple.is_null()).then(|| {
-                let tupdesc = (*self.store).rd_att;
-                let old = pg_sys::MemoryContextSwitchTo(self.series_cxt);
-                let values = (0..self.meta_types.len())
-                    .map(|i| {
-                        let mut isnull = false;
+            (scan, tuple)
+        };
+        let found = (!tuple.is_null()).then(|| {
+            // SAFETY: `self.store` is open until `end`, so its descriptor is valid; `series_cxt` lives until `end`, so the
+            // copies made in it outlive `tuple`.
+            let (tupdesc, old) = unsafe { ((*self.store).rd_att, pg_sys::MemoryContextSwitchTo(self.series_cxt)) };
+            let values = (0..self.meta_types.len())
+                .map(|i| {
+                    let mut isnull = false;
+                    let (byval, len) = self.meta_types[i];
+                    // SAFETY: `tuple` is the non-NULL index hit just returned, valid until the scan ends below; a non-NULL
+                    // value of its meta column `i` has the type `meta_types[i]` describes.
+                    unsafe {
                         let d = pg_sys::heap_getattr(tuple, (bucket::COL_FIRST_META + 1 + i) as i32, tupdesc, &mut isnull);
-                        let (byval, len) = self.meta_types[i];
                         (!isnull).then(|| crate::pg::datum::copy_datum(d, byval, len))
-                    })
-                    .collect();
-                pg_sys::MemoryContextSwitchTo(old);
-                values
-            });
-            pg_sys::systable_endscan_ordered(scan);
-            found
-        }
+                    }
+                })
+                .collect();
+            // SAFETY: back to `old`, the context probe was called in, once the meta values are copied into series_cxt.
+            unsafe { pg_sys::MemoryContextSwitchTo(old) };
+            values
+        });
+        // SAFETY: ends the ordered scan begun above; its tuple is not used after this (the values were copied).
+        unsafe { pg_sys::systable_endscan_ordered(scan) };
+        found
     }
 
     /// The series after the last one returned, in index order (NULLs last):
     /// the smallest with the same first k values and a greater (or NULL)
     /// (k+1)-th, trying the longest shared prefix first.
     unsafe fn next_series(&mut self) -> Option<Vec<Option<pg_sys::Datum>>> {
-        unsafe {
-            let Some(prev) = self.series.take() else {
-                pg_sys::MemoryContextReset(self.series_cxt);
-                let first = self.probe(Vec::new());
-                self.series = first.clone();
-                return first;
-            };
-            let mut found = None;
-            for level in (0..prev.len()).rev() {
-                let prefix: Vec<_> = (0..level).map(|i| self.key(i, prev[i], pg_sys::BTEqualStrategyNumber)).collect();
-                // Nothing sorts after NULL at this level.
-                let Some(v) = prev[level] else { continue };
-                let mut keys = prefix.clone();
+        let Some(prev) = self.series.take() else {
+            // SAFETY: no series was returned yet (`self.series` is None), so no values in `series_cxt` are in use.
+            unsafe { pg_sys::MemoryContextReset(self.series_cxt) };
+            // SAFETY: the store and its series index are open until `end`; with no keys, probe finds the first series.
+            let first = unsafe { self.probe(Vec::new()) };
+            self.series = first.clone();
+            return first;
+        };
+        let mut found = None;
+        for level in (0..prev.len()).rev() {
+            // SAFETY: key fills local keys with the index's `=` support; `prev` holds the last series' values, in series_cxt.
+            let prefix: Vec<_> = (0..level).map(|i| unsafe { self.key(i, prev[i], pg_sys::BTEqualStrategyNumber) }).collect();
+            // Nothing sorts after NULL at this level.
+            let Some(v) = prev[level] else { continue };
+            let mut keys = prefix.clone();
+            // SAFETY: `v` is the last series' value at `level`, still in series_cxt (probe only adds to it); the store and
+            // the series index are open until `end`.
+            found = unsafe {
                 keys.push(self.key(level, Some(v), pg_sys::BTGreaterStrategyNumber));
-                found = self.probe(keys);
-                if found.is_none() {
-                    let mut keys = prefix;
+                self.probe(keys)
+            };
+            if found.is_none() {
+                let mut keys = prefix;
+                // SAFETY: an IS NULL key at `level` after the shared prefix; the store and series index are still open.
+                found = unsafe {
                     keys.push(self.key(level, None, 0));
-                    found = self.probe(keys);
-                }
-                if found.is_some() {
-                    break;
-                }
+                    self.probe(keys)
+                };
             }
-            self.series = found.clone();
-            found
+            if found.is_some() {
+                break;
+            }
         }
+        self.series = found.clone();
+        found
     }
 
     /// Reads `series`' buckets newest window first; leaves its last row
     /// passing `qual` in `best_slot` and returns whether there was one.
     unsafe fn last_row(&mut self, series: &[Option<pg_sys::Datum>], qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext) -> bool {
-        unsafe {
-            let mut keys: Vec<_> = series.iter().enumerate().map(|(i, v)| self.key(i, *v, pg_sys::BTEqualStrategyNumber)).collect();
-            let scan = pg_sys::systable_beginscan_ordered(self.store, self.index, self.snapshot, keys.len() as i32, keys.as_mut_ptr());
-            let mut best: Option<i64> = None;
-            pg_sys::ExecClearTuple(self.best_slot);
-            loop {
-                let tuple = pg_sys::systable_getnext_ordered(scan, pg_sys::ScanDirection::BackwardScanDirection);
-                if tuple.is_null() {
-                    break;
-                }
+        // SAFETY: key fills local keys with the index's `=` support; `series` holds meta values copied into series_cxt.
+        let mut keys: Vec<_> = series.iter().enumerate().map(|(i, v)| unsafe { self.key(i, *v, pg_sys::BTEqualStrategyNumber) }).collect();
+        // SAFETY: `self.store` and its series index are open until `end`; `keys` pin every meta column; the scan is ended
+        // below before last_row returns.
+        let scan = unsafe { pg_sys::systable_beginscan_ordered(self.store, self.index, self.snapshot, keys.len() as i32, keys.as_mut_ptr()) };
+        let mut best: Option<i64> = None;
+        // SAFETY: `best_slot` was made by `begin` and is dropped only by `end`.
+        unsafe { pg_sys::ExecClearTuple(self.best_slot) };
+        loop {
+            // SAFETY: `scan` is the ordered scan begun above and not yet ended.
+            let tuple = unsafe { pg_sys::systable_getnext_ordered(scan, pg_sys::ScanDirection::BackwardScanDirection) };
+            if tuple.is_null() {
+                break;
+            }
+            // SAFETY: `bucket_cxt` holds only the previous bucket of this loop, no longer used (best_slot is materialized);
+            // `tuple` was just returned by `scan` and is a valid tuple of `self.store` until the scan moves.
+            let (old, mut stored) = unsafe {
                 pg_sys::MemoryContextReset(self.bucket_cxt);
                 let old = pg_sys::MemoryContextSwitchTo(self.bucket_cxt);
-                let mut stored = tuple::read_header(self.store, tuple);
-                if best.is_some_and(|b| stored.window_start.saturating_add(self.config.span_micros) <= b) {
-                    pg_sys::MemoryContextSwitchTo(old);
-                    break;
-                }
-                if best.is_some_and(|b| stored.max_time <= b) || !crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) {
-                    self.counters.buckets_skipped += 1;
-                    pg_sys::MemoryContextSwitchTo(old);
-                    continue;
-                }
-                self.counters.buckets_read += 1;
-                stored.load_payload();
-                self.counters.payload_bytes += stored.payload().len() as u64;
-                let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
-                self.counters.decoded_bytes += read::decoded_bytes(&bucket);
-                if let Some(t) = self.best_in_bucket(&bucket, best, qual, econtext) {
-                    best = Some(t);
-                }
-                pg_sys::MemoryContextSwitchTo(old);
+                (old, tuple::read_header(self.store, tuple))
+            };
+            if best.is_some_and(|b| stored.window_start.saturating_add(self.config.span_micros) <= b) {
+                // SAFETY: back to `old` before leaving the loop: no later bucket of the series can beat the best row.
+                unsafe { pg_sys::MemoryContextSwitchTo(old) };
+                break;
             }
-            pg_sys::systable_endscan_ordered(scan);
-            best.is_some()
+            if best.is_some_and(|b| stored.max_time <= b)
+                // SAFETY: `self.meta_fns` were built by meta_functions from `self.prune` in `begin`, one per condition.
+                || !unsafe { crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) }
+            {
+                self.counters.buckets_skipped += 1;
+                // SAFETY: back to `old` as this bucket is skipped unread.
+                unsafe { pg_sys::MemoryContextSwitchTo(old) };
+                continue;
+            }
+            self.counters.buckets_read += 1;
+            stored.load_payload();
+            self.counters.payload_bytes += stored.payload().len() as u64;
+            let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
+            self.counters.decoded_bytes += read::decoded_bytes(&bucket);
+            // SAFETY: `qual` and `econtext` are the node's (next's contract); `bucket` is decoded in bucket_cxt, still current.
+            if let Some(t) = unsafe { self.best_in_bucket(&bucket, best, qual, econtext) } {
+                best = Some(t);
+            }
+            // SAFETY: back to `old`, the context last_row was called in, once the bucket has been searched.
+            unsafe { pg_sys::MemoryContextSwitchTo(old) };
         }
+        // SAFETY: ends `scan`, begun above; none of its tuples is used after (best_slot holds a materialized copy).
+        unsafe { pg_sys::systable_endscan_ordered(scan) };
+        best.is_some()
     }
 
     /// The latest row of `bucket` later than `beat` that passes the filters and
@@ -282,28 +342,36 @@ impl LastPointScan {
         qual: *mut pg_sys::ExprState,
         econtext: *mut pg_sys::ExprContext,
     ) -> Option<i64> {
-        unsafe {
-            let time = read::time_values(&self.config, bucket);
-            let mut order: Vec<usize> = (0..bucket.rows).collect();
-            order.sort_by(|&a, &b| time[b].cmp(&time[a]));
-            let slot = (*econtext).ecxt_scantuple;
-            for row in order {
-                if beat.is_some_and(|b| time[row] <= b) {
-                    break;
-                }
-                if !crate::scan::prune::row_passes(bucket, &self.row_filters, row) {
-                    self.counters.rows_filtered += 1;
-                    continue;
-                }
+        let time = read::time_values(&self.config, bucket);
+        let mut order: Vec<usize> = (0..bucket.rows).collect();
+        order.sort_by(|&a, &b| time[b].cmp(&time[a]));
+        // SAFETY: `econtext` is the node's expression context, whose scan tuple `next` set to the caller's slot.
+        let slot = unsafe { (*econtext).ecxt_scantuple };
+        for row in order {
+            if beat.is_some_and(|b| time[row] <= b) {
+                break;
+            }
+            if !crate::scan::prune::row_passes(bucket, &self.row_filters, row) {
+                self.counters.rows_filtered += 1;
+                continue;
+            }
+            // SAFETY: `slot` is a virtual slot of `self.rel` (next's contract), filled in bucket_cxt (current, set by
+            // last_row); the per-tuple context is reset before `qual` runs in `econtext`, as ExecScan does.
+            let passes = unsafe {
                 read::fill_slot(self.rel, &self.shape, bucket, None, row, slot);
                 pg_sys::MemoryContextReset((*econtext).ecxt_per_tuple_memory);
-                if qual_passes(qual, econtext) {
+                qual_passes(qual, econtext)
+            };
+            if passes {
+                // SAFETY: `best_slot` was made by `begin` for the table's descriptor, like `slot`; materializing copies
+                // the row out of bucket_cxt, which the next bucket resets.
+                unsafe {
                     pg_sys::ExecCopySlot(self.best_slot, slot);
                     pg_sys::ExecMaterializeSlot(self.best_slot);
-                    return Some(time[row]);
                 }
+                return Some(time[row]);
             }
-            None
         }
+        None
     }
 }

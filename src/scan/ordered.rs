@@ -99,19 +99,23 @@ struct SeriesRanks {
 
 impl SeriesRanks {
     unsafe fn new(rel: pg_sys::Relation, config: &Config, descending: bool) -> SeriesRanks {
-        unsafe {
-            let mut cmp = Vec::new();
-            let mut byval_len = Vec::new();
-            for &attnum in &config.meta_attnums {
-                let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1);
+        let mut cmp = Vec::new();
+        let mut byval_len = Vec::new();
+        for &attnum in &config.meta_attnums {
+            // SAFETY: `rel` is the open table the ordered scan begins on and `attnum` one of its meta columns, so
+            // `attnum - 1` is below the natts of its descriptor.
+            let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1) };
+            let mut finfo = pg_sys::FmgrInfo::default();
+            // SAFETY: type cache entries live as long as the backend; fmgr_info_copy copies the btree comparison of
+            // `att.atttypid` into the local `finfo`, its extra state in CurrentMemoryContext (the scan's).
+            unsafe {
                 let cache = pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_CMP_PROC_FINFO as i32);
-                let mut finfo = pg_sys::FmgrInfo::default();
                 pg_sys::fmgr_info_copy(&mut finfo, &mut (*cache).cmp_proc_finfo, pg_sys::CurrentMemoryContext);
-                cmp.push((finfo, att.attcollation));
-                byval_len.push((att.attbyval, att.attlen));
             }
-            SeriesRanks { cmp, byval_len, descending, sorted: Vec::new() }
+            cmp.push((finfo, att.attcollation));
+            byval_len.push((att.attbyval, att.attlen));
         }
+        SeriesRanks { cmp, byval_len, descending, sorted: Vec::new() }
     }
 
     unsafe fn compare(cmp: &mut [(pg_sys::FmgrInfo, pg_sys::Oid)], a: &[Option<pg_sys::Datum>], b: &[Option<pg_sys::Datum>]) -> std::cmp::Ordering {
@@ -134,26 +138,32 @@ impl SeriesRanks {
     /// The tie-break of `stored`'s series, inserting the series if new
     /// (its values copied into `cxt`).
     unsafe fn tie_of(&mut self, stored: &StoredBucket, cxt: pg_sys::MemoryContext) -> Tie {
-        unsafe {
-            let metas: Vec<Option<pg_sys::Datum>> = (0..self.cmp.len()).map(|i| stored.meta_datum(i)).collect();
-            let cmp = &mut self.cmp;
-            let found = self.sorted.binary_search_by(|(v, _)| Self::compare(cmp, v, &metas));
-            let cell = match found {
-                Ok(i) => self.sorted[i].1.clone(),
-                Err(i) => {
-                    for (_, c) in &self.sorted[i..] {
-                        c.set(c.get() + 1);
-                    }
-                    let old = pg_sys::MemoryContextSwitchTo(cxt);
-                    let copies = metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pg::datum::copy_datum(d, byval, len))).collect();
-                    pg_sys::MemoryContextSwitchTo(old);
-                    let cell = Rc::new(Cell::new(i as u32));
-                    self.sorted.insert(i, (copies, cell.clone()));
-                    cell
+        let metas: Vec<Option<pg_sys::Datum>> = (0..self.cmp.len()).map(|i| stored.meta_datum(i)).collect();
+        let cmp = &mut self.cmp;
+        // SAFETY: `cmp` holds each meta column's btree comparison (SeriesRanks::new); `sorted`'s values and `metas` are
+        // values of those columns.
+        let found = self.sorted.binary_search_by(|(v, _)| unsafe { Self::compare(cmp, v, &metas) });
+        let cell = match found {
+            Ok(i) => self.sorted[i].1.clone(),
+            Err(i) => {
+                for (_, c) in &self.sorted[i..] {
+                    c.set(c.get() + 1);
                 }
-            };
-            Tie::Rank(cell, self.descending)
-        }
+                // SAFETY: `cxt` is the scan's context, alive as long as the ranks that keep these copies; `metas` are the
+                // bucket's meta values, of the types `byval_len` describes.
+                let copies: Vec<Option<pg_sys::Datum>> = unsafe {
+                    let old = pg_sys::MemoryContextSwitchTo(cxt);
+                    let copies =
+                        metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pg::datum::copy_datum(d, byval, len))).collect();
+                    pg_sys::MemoryContextSwitchTo(old);
+                    copies
+                };
+                let cell = Rc::new(Cell::new(i as u32));
+                self.sorted.insert(i, (copies, cell.clone()));
+                cell
+            }
+        };
+        Tie::Rank(cell, self.descending)
     }
 }
 
@@ -173,26 +183,32 @@ impl SeriesTracker {
     /// The rank of the series `stored` belongs to (a new one when its meta
     /// differs); `cxt` holds only the current series' values.
     unsafe fn rank_of(&mut self, stored: &StoredBucket, cxt: pg_sys::MemoryContext) -> i64 {
-        unsafe {
-            let metas: Vec<Option<pg_sys::Datum>> = (0..self.eq.len()).map(|i| stored.meta_datum(i)).collect();
-            let same = self.current.as_ref().is_some_and(|cur| {
-                cur.iter().zip(&metas).zip(self.eq.iter_mut()).all(|((a, b), (finfo, collation))| match (a, b) {
-                    (None, None) => true,
-                    (Some(a), Some(b)) => pg_sys::FunctionCall2Coll(finfo, *collation, *a, *b).value() != 0,
-                    _ => false,
-                })
-            });
-            if !same {
-                self.rank += 1;
-                // Only the current series' values are kept.
+        let metas: Vec<Option<pg_sys::Datum>> = (0..self.eq.len()).map(|i| stored.meta_datum(i)).collect();
+        let same = self.current.as_ref().is_some_and(|cur| {
+            cur.iter().zip(&metas).zip(self.eq.iter_mut()).all(|((a, b), (finfo, collation))| match (a, b) {
+                (None, None) => true,
+                // SAFETY: `finfo` is the meta column type's equality copied from the type cache (begin_series_order); `a`
+                // and `b` are values of that column.
+                (Some(a), Some(b)) => unsafe { pg_sys::FunctionCall2Coll(finfo, *collation, *a, *b) }.value() != 0,
+                _ => false,
+            })
+        });
+        if !same {
+            self.rank += 1;
+            // Only the current series' values are kept.
+            // SAFETY: `cxt` is `values_cxt`, which holds only `self.current`'s copies, replaced just below; `metas` are the
+            // bucket's meta values, of the types `byval_len` describes.
+            let copies: Vec<Option<pg_sys::Datum>> = unsafe {
                 pg_sys::MemoryContextReset(cxt);
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
-                let copies = metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pg::datum::copy_datum(d, byval, len))).collect();
+                let copies =
+                    metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pg::datum::copy_datum(d, byval, len))).collect();
                 pg_sys::MemoryContextSwitchTo(old);
-                self.current = Some(copies);
-            }
-            self.rank
+                copies
+            };
+            self.current = Some(copies);
         }
+        self.rank
     }
 }
 
@@ -264,47 +280,58 @@ impl OrderedScan {
         needed: Option<Vec<bool>>,
         prune: Vec<Prune>,
     ) -> OrderedScan {
-        unsafe {
-            let (config, shape, store) = open(rel, snapshot);
-            let time = prune.iter().find_map(|p| match p {
-                Prune::Time(range) => Some(range),
-                _ => None,
-            });
-            // The series index when every meta column has an equality: each of
-            // its key sets (one per combination of values) is one series, in
-            // window order; else the window_start index.
-            let (metas, values) = crate::scan::access::meta_conditions(&prune);
-            let series = match crate::scan::access::choose(store, &config, &metas, time.is_some()) {
+        // SAFETY: `rel` is an open, configured tsbucket table and `snapshot` the scan's, as begin's contract requires.
+        let (config, shape, store) = unsafe { open(rel, snapshot) };
+        let time = prune.iter().find_map(|p| match p {
+            Prune::Time(range) => Some(range),
+            _ => None,
+        });
+        // The series index when every meta column has an equality: each of
+        // its key sets (one per combination of values) is one series, in
+        // window order; else the window_start index.
+        let (metas, values) = crate::scan::access::meta_conditions(&prune);
+        // SAFETY: `store` is `config`'s bucket store, opened by `open` above; `values` are the planner's constants of the
+        // meta conditions `metas`, of the types their operators compare.
+        let series = unsafe {
+            match crate::scan::access::choose(store, &config, &metas, time.is_some()) {
                 a if a.pins_every_series(&config) => crate::scan::access::ranges(store, &config, &a, &values, time),
                 _ => None,
-            };
-            // Each key set must pin every meta column (ranges stops adding
-            // columns when an IN list would make too many key sets): only then
-            // is each walk one series, in window order.
-            let nmeta = config.meta_attnums.len();
-            let whole_series = |r: &IndexRanges| {
-                r.key_sets.iter().all(|set| {
-                    set.iter()
-                        .filter(|k| k.sk_strategy == pg_sys::BTEqualStrategyNumber as u16 && (k.sk_attno as usize) > bucket::COL_FIRST_META)
-                        .count()
-                        == nmeta
-                })
-            };
-            let ranges: Vec<IndexRanges> = match series.filter(whole_series) {
-                Some(r) => r.key_sets.into_iter().map(|keys| IndexRanges { index: r.index, key_sets: vec![keys] }).collect(),
-                None => vec![crate::scan::access::window_ranges(store, &config, time).unwrap_or_else(|| {
+            }
+        };
+        // Each key set must pin every meta column (ranges stops adding
+        // columns when an IN list would make too many key sets): only then
+        // is each walk one series, in window order.
+        let nmeta = config.meta_attnums.len();
+        let whole_series = |r: &IndexRanges| {
+            r.key_sets.iter().all(|set| {
+                set.iter()
+                    .filter(|k| k.sk_strategy == pg_sys::BTEqualStrategyNumber as u16 && (k.sk_attno as usize) > bucket::COL_FIRST_META)
+                    .count()
+                    == nmeta
+            })
+        };
+        let ranges: Vec<IndexRanges> = match series.filter(whole_series) {
+            Some(r) => r.key_sets.into_iter().map(|keys| IndexRanges { index: r.index, key_sets: vec![keys] }).collect(),
+            None => {
+                // SAFETY: `store` is still the open bucket store of `config`; window_ranges reads its index list and descriptor.
+                let window = unsafe { crate::scan::access::window_ranges(store, &config, time) };
+                vec![window.unwrap_or_else(|| {
+                    // SAFETY: `rel` is the open table (begin's contract), so its relcache entry's rd_id is readable.
+                    let relid = unsafe { (*rel).rd_id };
                     crate::pg::error::ts_error(
                         crate::pg::error::DATA_CORRUPTED,
-                        &format!("the bucket store of table \"{}\" has no window_start index", crate::pg::relation::relation_name((*rel).rd_id)),
+                        &format!("the bucket store of table \"{}\" has no window_start index", crate::pg::relation::relation_name(relid)),
                         "Run ALTER EXTENSION tsbucket UPDATE, which adds it to tables made by older versions.",
                     )
-                })],
-            };
-            let ranks = meta_ties.map(|d| SeriesRanks::new(rel, &config, d));
-            let mut scan = Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, None);
-            scan.ranks = ranks;
-            scan
-        }
+                })]
+            }
+        };
+        // SAFETY: `rel` is the open table (begin's contract); SeriesRanks::new reads its meta attributes and the type cache.
+        let ranks = meta_ties.map(|d| unsafe { SeriesRanks::new(rel, &config, d) });
+        // SAFETY: `rel` is open and `store` is its bucket store, opened by `open`; every range of `ranges` is on one of its indexes.
+        let mut scan = unsafe { Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, None) };
+        scan.ranks = ranks;
+        scan
     }
 
     /// Rows in (meta..., time) order: ascending, or (`descending`) both descending,
@@ -319,25 +346,34 @@ impl OrderedScan {
         needed: Option<Vec<bool>>,
         prune: Vec<Prune>,
     ) -> OrderedScan {
-        unsafe {
-            let (config, shape, store) = open(rel, snapshot);
-            let index = crate::scan::access::require_series_index(store, &config);
-            let tupdesc = (*rel).rd_att;
-            let mut eq = Vec::new();
-            let mut byval_len = Vec::new();
-            for &attnum in &config.meta_attnums {
-                let att = &*crate::pg::relation::tuple_desc_attr(tupdesc, attnum as usize - 1);
+        // SAFETY: `rel` is an open tsbucket table with meta columns and `snapshot` the scan's (begin_series_order's contract).
+        let (config, shape, store) = unsafe { open(rel, snapshot) };
+        // SAFETY: `store` is `config`'s bucket store, opened by `open` just above.
+        let index = unsafe { crate::scan::access::require_series_index(store, &config) };
+        // SAFETY: `rel` is open for the whole scan, so its descriptor stays valid.
+        let tupdesc = unsafe { (*rel).rd_att };
+        let mut eq = Vec::new();
+        let mut byval_len = Vec::new();
+        for &attnum in &config.meta_attnums {
+            // SAFETY: `attnum` is one of the table's meta columns, so `attnum - 1` is below the natts of `tupdesc`.
+            let att = unsafe { &*crate::pg::relation::tuple_desc_attr(tupdesc, attnum as usize - 1) };
+            let mut finfo = pg_sys::FmgrInfo::default();
+            // SAFETY: type cache entries live as long as the backend; fmgr_info_copy copies the equality of `att.atttypid`
+            // into the local `finfo`, its extra state in CurrentMemoryContext (the context the scan begins in).
+            unsafe {
                 let cache = pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_EQ_OPR_FINFO as i32);
-                let mut finfo = pg_sys::FmgrInfo::default();
                 pg_sys::fmgr_info_copy(&mut finfo, &mut (*cache).eq_opr_finfo, pg_sys::CurrentMemoryContext);
-                eq.push((finfo, att.attcollation));
-                byval_len.push((att.attbyval, att.attlen));
             }
-            let values_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket series values".as_ptr(), 0, 1024, 8 * 1024);
-            let series = SeriesTracker { eq, current: None, byval_len, rank: 0, values_cxt };
-            let ranges = vec![IndexRanges { index, key_sets: vec![Vec::new()] }];
-            Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, Some(series))
+            eq.push((finfo, att.attcollation));
+            byval_len.push((att.attbyval, att.attlen));
         }
+        // SAFETY: `values_cxt` is a child of CurrentMemoryContext, the context the scan begins in; OrderedScan::end deletes it.
+        let values_cxt =
+            unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket series values".as_ptr(), 0, 1024, 8 * 1024) };
+        let series = SeriesTracker { eq, current: None, byval_len, rank: 0, values_cxt };
+        let ranges = vec![IndexRanges { index, key_sets: vec![Vec::new()] }];
+        // SAFETY: `rel` is open and `store` its bucket store, opened by `open`; `index` is the store's series index.
+        unsafe { Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, Some(series)) }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -353,54 +389,59 @@ impl OrderedScan {
         prune: Vec<Prune>,
         series: Option<SeriesTracker>,
     ) -> OrderedScan {
-        unsafe {
-            let walks = ranges
-                .into_iter()
-                .map(|r| Walk { scan: reader::StoreScan::begin_index(store, snapshot, r), last_window: None, done: false })
-                .collect();
-            let meta_fns = crate::scan::prune::meta_functions(&prune);
-            let row_filters = crate::scan::prune::row_filters(&config, &prune, (*rel).rd_att);
-            let mut needed = needed;
-            crate::scan::prune::decode_filtered_columns(&mut needed, &row_filters);
-            let scan_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket ordered scan".as_ptr(), 0, 1024, 8 * 1024);
-            OrderedScan {
-                config,
-                shape,
-                rel,
-                store,
-                walks,
-                descending,
-                needed,
-                prune,
-                meta_fns,
-                row_filters,
-                unloaded: Vec::new(),
-                deferred: BinaryHeap::new(),
-                loaded: Vec::new(),
-                heads: BinaryHeap::new(),
-                retiring: None,
-                series,
-                ranks: None,
-                scan_cxt,
-                counters: ScanCounters::default(),
-            }
+        let walks = ranges
+            .into_iter()
+            // SAFETY: `store` stays open until `end`, which ends every walk first; each range is on one of its indexes.
+            .map(|r| Walk { scan: unsafe { reader::StoreScan::begin_index(store, snapshot, r) }, last_window: None, done: false })
+            .collect();
+        // SAFETY: meta_functions looks up the operators of `prune`'s meta conditions, which the planner found in the quals.
+        let meta_fns = unsafe { crate::scan::prune::meta_functions(&prune) };
+        // SAFETY: row_filters reads attributes of `(*rel).rd_att`, the descriptor of the open table `config` configures.
+        let row_filters = unsafe { crate::scan::prune::row_filters(&config, &prune, (*rel).rd_att) };
+        let mut needed = needed;
+        crate::scan::prune::decode_filtered_columns(&mut needed, &row_filters);
+        // SAFETY: `scan_cxt` is a child of CurrentMemoryContext, the context the ordered scan begins in; `end` deletes it.
+        let scan_cxt =
+            unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket ordered scan".as_ptr(), 0, 1024, 8 * 1024) };
+        OrderedScan {
+            config,
+            shape,
+            rel,
+            store,
+            walks,
+            descending,
+            needed,
+            prune,
+            meta_fns,
+            row_filters,
+            unloaded: Vec::new(),
+            deferred: BinaryHeap::new(),
+            loaded: Vec::new(),
+            heads: BinaryHeap::new(),
+            retiring: None,
+            series,
+            ranks: None,
+            scan_cxt,
+            counters: ScanCounters::default(),
         }
     }
 
     /// # Safety
     /// Once, after `begin`.
     pub unsafe fn end(mut self) {
-        unsafe {
-            for walk in self.walks.drain(..) {
-                walk.scan.end();
-            }
-            pg_sys::table_close(self.store, pg_sys::NoLock as i32);
-            if let Some(series) = &self.series {
-                pg_sys::MemoryContextDelete(series.values_cxt);
-            }
-            // Deletes every bucket's context with it.
-            pg_sys::MemoryContextDelete(self.scan_cxt);
+        for walk in self.walks.drain(..) {
+            walk.scan.end();
         }
+        // SAFETY: `self.store` was opened by `open` and every walk on it has just ended; NoLock keeps the AccessShareLock
+        // until the transaction ends.
+        unsafe { pg_sys::table_close(self.store, pg_sys::NoLock as i32) };
+        if let Some(series) = &self.series {
+            // SAFETY: `values_cxt` was created by begin_series_order and is deleted only here, `end` running once.
+            unsafe { pg_sys::MemoryContextDelete(series.values_cxt) };
+        }
+        // Deletes every bucket's context with it.
+        // SAFETY: `self.scan_cxt` was created by assemble and is deleted only here (once, as end's contract says).
+        unsafe { pg_sys::MemoryContextDelete(self.scan_cxt) };
     }
 
     /// The sort key of time `t` in series `rank`: larger comes out first.
@@ -438,80 +479,98 @@ impl OrderedScan {
 
     /// Reads walk `w`'s next header that passes the bucket checks into `deferred`.
     unsafe fn read_header(&mut self, w: usize) {
-        unsafe {
-            let forward = !self.descending;
-            loop {
-                let Some(tuple) = self.walks[w].scan.next(forward) else {
-                    self.walks[w].done = true;
-                    return;
-                };
+        let forward = !self.descending;
+        loop {
+            let Some(tuple) = self.walks[w].scan.next(forward) else {
+                self.walks[w].done = true;
+                return;
+            };
+            // SAFETY: `cxt` is a new child of `self.scan_cxt` (alive until `end`), current only while `tuple` is decoded;
+            // walk `w` of `self.store` just returned `tuple`, valid until the walk's next call.
+            let (cxt, stored) = unsafe {
                 let cxt = pg_sys::AllocSetContextCreateInternal(self.scan_cxt, c"tsbucket ordered bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
                 let stored = tuple::read_header(self.store, tuple);
                 pg_sys::MemoryContextSwitchTo(old);
-                self.walks[w].last_window = Some(stored.window_start);
-                let scan_cxt = self.scan_cxt;
-                let rank = match self.series.as_mut() {
-                    Some(s) => {
-                        let cxt = s.values_cxt;
-                        s.rank_of(&stored, cxt)
-                    }
-                    None => 0,
-                };
-                if !crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) {
-                    self.counters.buckets_skipped += 1;
-                    pg_sys::MemoryContextDelete(cxt);
-                    continue;
+                (cxt, stored)
+            };
+            self.walks[w].last_window = Some(stored.window_start);
+            let scan_cxt = self.scan_cxt;
+            let rank = match self.series.as_mut() {
+                Some(s) => {
+                    let cxt = s.values_cxt;
+                    // SAFETY: `cxt` is the tracker's `values_cxt`, created by begin_series_order and deleted only by `end`.
+                    unsafe { s.rank_of(&stored, cxt) }
                 }
-                let tie = match self.ranks.as_mut() {
-                    Some(r) => r.tie_of(&stored, scan_cxt),
-                    None => Tie::None,
-                };
-                let mut key = if self.descending { self.key(rank, stored.max_time) } else { self.key(rank, stored.min_time) };
-                key.tie = tie.clone();
+                None => 0,
+            };
+            // SAFETY: `self.meta_fns` were built by meta_functions from `self.prune` (assemble), one per condition, by position.
+            if !unsafe { crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) } {
+                self.counters.buckets_skipped += 1;
+                // SAFETY: `cxt` is the skipped bucket's own context, created above; `stored` is not read after this.
+                unsafe { pg_sys::MemoryContextDelete(cxt) };
+                continue;
+            }
+            let tie = match self.ranks.as_mut() {
+                // SAFETY: `scan_cxt` is the scan's context, alive until `end`, as long as the ranks that keep copies in it.
+                Some(r) => unsafe { r.tie_of(&stored, scan_cxt) },
+                None => Tie::None,
+            };
+            let mut key = if self.descending { self.key(rank, stored.max_time) } else { self.key(rank, stored.min_time) };
+            key.tie = tie.clone();
+            // SAFETY: `stored` was read from `tuple` of `self.store`, still valid (walk `w` has not moved on); its copies go to
+            // the bucket's own `cxt`, current while detached runs.
+            let stored = unsafe {
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
                 let stored = stored.detached(self.store);
                 pg_sys::MemoryContextSwitchTo(old);
-                let i = free_slot(&mut self.unloaded);
-                self.unloaded[i] = Some((stored, cxt, rank, tie));
-                self.deferred.push((key, i));
-                return;
-            }
+                stored
+            };
+            let i = free_slot(&mut self.unloaded);
+            self.unloaded[i] = Some((stored, cxt, rank, tie));
+            self.deferred.push((key, i));
+            return;
         }
     }
 
     /// Decodes unloaded bucket `i` and adds its rows to the merge.
     unsafe fn load(&mut self, i: usize) {
-        unsafe {
-            let (mut stored, cxt, rank, tie) = self.unloaded[i].take().expect("an unloaded bucket");
-            let old = pg_sys::MemoryContextSwitchTo(cxt);
-            stored.load_payload();
-            self.counters.payload_bytes += stored.payload().len() as u64;
-            let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
-            self.counters.decoded_bytes += read::decoded_bytes(&bucket);
-            pg_sys::MemoryContextSwitchTo(old);
-            self.counters.buckets_read += 1;
-            let time = read::time_values(&self.config, &bucket);
-            let mut order: Vec<usize> = (0..bucket.rows).filter(|&r| crate::scan::prune::row_passes(&bucket, &self.row_filters, r)).collect();
-            self.counters.rows_filtered += (bucket.rows - order.len()) as u64;
-            if self.descending {
-                order.sort_by(|&a, &b| time[b].cmp(&time[a]));
-            } else {
-                order.sort_by(|&a, &b| time[a].cmp(&time[b]));
-            }
-            if order.is_empty() {
-                pg_sys::MemoryContextDelete(cxt);
-                return;
-            }
-            let mut first = self.key(rank, time[order[0]]);
-            first.tie = tie.clone();
+        let (mut stored, cxt, rank, tie) = self.unloaded[i].take().expect("an unloaded bucket");
+        // SAFETY: `cxt` is the bucket's own context (a child of scan_cxt made by read_header); its payload and decoded
+        // columns go there and live until the bucket is retired.
+        let old = unsafe { pg_sys::MemoryContextSwitchTo(cxt) };
+        stored.load_payload();
+        self.counters.payload_bytes += stored.payload().len() as u64;
+        let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
+        self.counters.decoded_bytes += read::decoded_bytes(&bucket);
+        // SAFETY: back to `old`, the context load was called in, once the bucket is decoded into `cxt`.
+        unsafe { pg_sys::MemoryContextSwitchTo(old) };
+        self.counters.buckets_read += 1;
+        let time = read::time_values(&self.config, &bucket);
+        let mut order: Vec<usize> = (0..bucket.rows).filter(|&r| crate::scan::prune::row_passes(&bucket, &self.row_filters, r)).collect();
+        self.counters.rows_filtered += (bucket.rows - order.len()) as u64;
+        if self.descending {
+            order.sort_by(|&a, &b| time[b].cmp(&time[a]));
+        } else {
+            order.sort_by(|&a, &b| time[a].cmp(&time[b]));
+        }
+        if order.is_empty() {
+            // SAFETY: `cxt` holds only this bucket, none of whose rows passed; neither `bucket` nor `stored` is read after this.
+            unsafe { pg_sys::MemoryContextDelete(cxt) };
+            return;
+        }
+        let mut first = self.key(rank, time[order[0]]);
+        first.tie = tie.clone();
+        // SAFETY: the prepared by-reference datums go to the bucket's `cxt`, which lives as long as the Loaded that keeps it.
+        let prepared = unsafe {
             let old = pg_sys::MemoryContextSwitchTo(cxt);
             let prepared = read::prepare(&self.shape, &bucket);
             pg_sys::MemoryContextSwitchTo(old);
-            let slot = free_slot(&mut self.loaded);
-            self.loaded[slot] = Some(Loaded { bucket, prepared, order, next: 0, cxt, rank, tie });
-            self.heads.push((first, slot));
-        }
+            prepared
+        };
+        let slot = free_slot(&mut self.loaded);
+        self.loaded[slot] = Some(Loaded { bucket, prepared, order, next: 0, cxt, rank, tie });
+        self.heads.push((first, slot));
     }
 }
 
@@ -525,56 +584,62 @@ impl OrderedScan {
     /// # Safety
     /// `slot` is a virtual slot of the table.
     pub unsafe fn next(&mut self, slot: *mut pg_sys::TupleTableSlot) -> bool {
-        unsafe {
-            if let Some(i) = self.retiring.take() {
-                if let Some(l) = self.loaded[i].take() {
-                    pg_sys::MemoryContextDelete(l.cxt);
-                }
+        if let Some(i) = self.retiring.take() {
+            if let Some(l) = self.loaded[i].take() {
+                // SAFETY: `l.cxt` holds the retired bucket, whose last row the caller's slot no longer needs on this next call.
+                unsafe { pg_sys::MemoryContextDelete(l.cxt) };
             }
-            loop {
-                let head = self.heads.peek().map(|h| h.0.clone());
-                let deferred = self.deferred.peek().map(|d| d.0.clone());
-                let known = head.clone().max(deferred.clone());
-                // Read headers while an unread bucket may hold a better row.
-                if let Some((w, frontier)) = self.best_walk() {
-                    if known.is_none() || Some(frontier) > known {
-                        self.read_header(w);
-                        continue;
-                    }
-                }
-                // Load a read bucket when it may hold a better row than any loaded.
-                if deferred > head {
-                    let (_, i) = self.deferred.pop().expect("peeked");
-                    self.load(i);
+        }
+        loop {
+            let head = self.heads.peek().map(|h| h.0.clone());
+            let deferred = self.deferred.peek().map(|d| d.0.clone());
+            let known = head.clone().max(deferred.clone());
+            // Read headers while an unread bucket may hold a better row.
+            if let Some((w, frontier)) = self.best_walk() {
+                if known.is_none() || Some(frontier) > known {
+                    // SAFETY: `w` is one of this scan's walks, not done, on `self.store`, which stays open until `end`.
+                    unsafe { self.read_header(w) };
                     continue;
                 }
-                let Some(&(_, i)) = self.heads.peek() else {
-                    pg_sys::ExecClearTuple(slot);
-                    return false;
-                };
-                let (row, cxt, done) = {
-                    let l = self.loaded[i].as_mut().expect("loaded");
-                    let row = l.order[l.next];
-                    l.next += 1;
-                    (row, l.cxt, l.next == l.order.len())
-                };
-                if done {
-                    self.heads.pop();
-                    self.retiring = Some(i);
-                } else {
-                    let l = self.loaded[i].as_ref().expect("loaded");
-                    let (next_row, rank, tie) = (l.order[l.next], l.rank, l.tie.clone());
-                    let mut key = self.key(rank, self.row_time(i, next_row));
-                    key.tie = tie;
-                    // Re-keying the top in place sifts once, where pop and push sift twice.
-                    *self.heads.peek_mut().expect("peeked") = (key, i);
-                }
-                let old = pg_sys::MemoryContextSwitchTo(cxt);
+            }
+            // Load a read bucket when it may hold a better row than any loaded.
+            if deferred > head {
+                let (_, i) = self.deferred.pop().expect("peeked");
+                // SAFETY: `i` is the slot of `self.unloaded` whose key was just popped from `deferred`, its context alive.
+                unsafe { self.load(i) };
+                continue;
+            }
+            let Some(&(_, i)) = self.heads.peek() else {
+                // SAFETY: `slot` is a virtual slot of the table (next's contract); cleared, it ends the scan.
+                unsafe { pg_sys::ExecClearTuple(slot) };
+                return false;
+            };
+            let (row, cxt, done) = {
+                let l = self.loaded[i].as_mut().expect("loaded");
+                let row = l.order[l.next];
+                l.next += 1;
+                (row, l.cxt, l.next == l.order.len())
+            };
+            if done {
+                self.heads.pop();
+                self.retiring = Some(i);
+            } else {
                 let l = self.loaded[i].as_ref().expect("loaded");
+                let (next_row, rank, tie) = (l.order[l.next], l.rank, l.tie.clone());
+                let mut key = self.key(rank, self.row_time(i, next_row));
+                key.tie = tie;
+                // Re-keying the top in place sifts once, where pop and push sift twice.
+                *self.heads.peek_mut().expect("peeked") = (key, i);
+            }
+            let l = self.loaded[i].as_ref().expect("loaded");
+            // SAFETY: `cxt` is loaded bucket `i`'s context, freed only on the call after its last row; `slot` is a virtual
+            // slot of `self.rel`, the open table, and `l.prepared` was made for `l.bucket`.
+            unsafe {
+                let old = pg_sys::MemoryContextSwitchTo(cxt);
                 read::fill_slot(self.rel, &self.shape, &l.bucket, Some(&l.prepared), row, slot);
                 pg_sys::MemoryContextSwitchTo(old);
-                return true;
             }
+            return true;
         }
     }
 }
@@ -582,13 +647,15 @@ impl OrderedScan {
 /// What every ordered scan starts from: the rows this transaction buffered
 /// written, the table's configuration and shape, its store opened.
 unsafe fn open(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> (Rc<Config>, TableShape, pg_sys::Relation) {
-    unsafe {
-        crate::scan::plain::write_buffered_rows(rel, snapshot);
-        let config = config::require((*rel).rd_id);
-        let shape = TableShape::new((*rel).rd_att, &config);
-        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        (config, shape, store)
-    }
+    // SAFETY: `rel` is the open table an ordered scan begins on, and `snapshot` that scan's snapshot.
+    unsafe { crate::scan::plain::write_buffered_rows(rel, snapshot) };
+    // SAFETY: `rel` is open (the contracts of begin and begin_series_order), so rd_id is readable.
+    let config = config::require(unsafe { (*rel).rd_id });
+    // SAFETY: `(*rel).rd_att` is the descriptor of the open table `config` configures.
+    let shape = unsafe { TableShape::new((*rel).rd_att, &config) };
+    // SAFETY: opens `config`'s bucket store with AccessShareLock; OrderedScan::end closes it with NoLock.
+    let store = unsafe { pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32) };
+    (config, shape, store)
 }
 
 /// A free position in `v` (reusing a taken-out one).

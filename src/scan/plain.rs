@@ -102,10 +102,15 @@ struct ScanState {
 /// # Safety
 /// `rel` must be open; `snapshot` the scan's (or NULL).
 pub(super) unsafe fn write_buffered_rows(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot) {
-    unsafe {
-        if crate::write::buffer::has_buffered((*rel).rd_id) && !snapshot.is_null() && (*snapshot).snapshot_type == pg_sys::SnapshotType::SNAPSHOT_MVCC {
-            crate::write::flush::flush_for_scan((*rel).rd_id, (*snapshot).curcid);
-        }
+    // SAFETY: `rel` is open, as this function's contract requires, so its relcache entry's rd_id is readable.
+    let relid = unsafe { (*rel).rd_id };
+    if !crate::write::buffer::has_buffered(relid) || snapshot.is_null() {
+        return;
+    }
+    // SAFETY: `snapshot` is not NULL (checked above), so it is the scan's snapshot, alive while the scan runs (the contract).
+    let (snapshot_type, curcid) = unsafe { ((*snapshot).snapshot_type, (*snapshot).curcid) };
+    if snapshot_type == pg_sys::SnapshotType::SNAPSHOT_MVCC {
+        crate::write::flush::flush_for_scan(relid, curcid);
     }
 }
 
@@ -120,89 +125,120 @@ pub unsafe fn begin_with(
     flags: u32,
     options: ScanOptions,
 ) -> pg_sys::TableScanDesc {
+    // SAFETY: palloc0 in CurrentMemoryContext, the context scan_begin (or TsBucketScan's BeginCustomScan) runs in; the
+    // zeroed TsScanDesc is filled below and pfree'd by `end`.
+    let scan = unsafe { pg_sys::palloc0(std::mem::size_of::<TsScanDesc>()) as *mut TsScanDesc };
+    // SAFETY: `scan` was just allocated above with room for a whole TsScanDesc, and nothing else points to it yet.
     unsafe {
-        let scan = pg_sys::palloc0(std::mem::size_of::<TsScanDesc>()) as *mut TsScanDesc;
         (*scan).base.rs_rd = rel;
         (*scan).base.rs_snapshot = snapshot;
         (*scan).base.rs_nkeys = nkeys;
         (*scan).base.rs_key = key;
         (*scan).base.rs_flags = flags;
         (*scan).base.rs_parallel = pscan;
+    }
 
-        write_buffered_rows(rel, snapshot);
-        let config = config::lookup((*rel).rd_id);
-        let shape = config.as_ref().map(|c| TableShape::new((*rel).rd_att, c));
-        let mut access_taken = Access::Heap;
-        let row_filters = config.as_ref().map(|c| row_filters(c, &options.prune, (*rel).rd_att)).unwrap_or_default();
-        let mut options = options;
-        decode_filtered_columns(&mut options.needed, &row_filters);
-        let (store, store_scan) = match &config {
-            Some(c) => {
-                let store = pg_sys::table_open(c.store_relid, pg_sys::AccessShareLock as i32);
-                let (metas, values) = meta_conditions(&options.prune);
-                let time = options.prune.iter().find_map(|p| match p {
-                    Prune::Time(range) => Some(range),
-                    _ => None,
-                });
-                let (chosen, scan) = match options.store_parallel {
-                    Some(pscan) => (Access::Heap, reader::StoreScan::begin_parallel(store, pscan)),
-                    None => {
-                        let chosen = crate::scan::access::choose(store, c, &metas, time.is_some());
-                        let scan = crate::scan::access::open(store, snapshot, c, &chosen, &values, time);
-                        (chosen, scan)
-                    }
-                };
-                access_taken = chosen;
-                (store, Some(scan))
-            }
-            None => (std::ptr::null_mut(), None),
-        };
+    // SAFETY: `rel` is the relation scan_begin was given, open for the whole scan, and `snapshot` the scan's (or NULL).
+    unsafe { write_buffered_rows(rel, snapshot) };
+    // SAFETY: `rel` stays open for the scan (its caller's table_open), so rd_id is readable.
+    let config = config::lookup(unsafe { (*rel).rd_id });
+    // SAFETY: `(*rel).rd_att` is the descriptor of the open relation `c` configures, valid while it stays open.
+    let shape = config.as_ref().map(|c| unsafe { TableShape::new((*rel).rd_att, c) });
+    let mut access_taken = Access::Heap;
+    // SAFETY: row_filters reads attributes of `(*rel).rd_att`, the scanned table's own descriptor, as its contract asks.
+    let row_filters = config.as_ref().map(|c| unsafe { row_filters(c, &options.prune, (*rel).rd_att) }).unwrap_or_default();
+    let mut options = options;
+    decode_filtered_columns(&mut options.needed, &row_filters);
+    let (store, store_scan) = match &config {
+        Some(c) => {
+            // SAFETY: opens the bucket store `c.store_relid` of the configured table; AccessShareLock until the transaction
+            // ends (`end` closes it with NoLock).
+            let store = unsafe { pg_sys::table_open(c.store_relid, pg_sys::AccessShareLock as i32) };
+            let (metas, values) = meta_conditions(&options.prune);
+            let time = options.prune.iter().find_map(|p| match p {
+                Prune::Time(range) => Some(range),
+                _ => None,
+            });
+            let (chosen, scan) = match options.store_parallel {
+                // SAFETY: `store` stays open until `end`; `pscan` is the parallel query's shared state of its heap
+                // (ScanOptions::store_parallel, initialized by the leader).
+                Some(pscan) => (Access::Heap, unsafe { reader::StoreScan::begin_parallel(store, pscan) }),
+                // SAFETY: `store` is `c`'s bucket store, opened just above and open until `end`; `values` are the
+                // planner's constants of the meta conditions `metas`, of the types their operators compare.
+                None => unsafe {
+                    let chosen = crate::scan::access::choose(store, c, &metas, time.is_some());
+                    let scan = crate::scan::access::open(store, snapshot, c, &chosen, &values, time);
+                    (chosen, scan)
+                },
+            };
+            access_taken = chosen;
+            (store, Some(scan))
+        }
+        None => (std::ptr::null_mut(), None),
+    };
+    // SAFETY: `scan_cxt` is created under CurrentMemoryContext, the context the scan begins in, and deleted by `end` (or
+    // with its parent after an ERROR); `bucket_cxt` is its child.
+    let (scan_cxt, bucket_cxt) = unsafe {
         let scan_cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket scan".as_ptr(), 0, 1024, 8 * 1024);
         let bucket_cxt = pg_sys::AllocSetContextCreateInternal(scan_cxt, c"tsbucket scan bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
-        let meta_fns = meta_functions(&options.prune);
-        let state = own_in_context(scan_cxt, ScanState {
-            config,
-            shape,
-            store,
-            store_scan,
-            bucket_cxt,
-            current: None,
-            mask: None,
-            header: None,
-            prepared: read::Prepared::default(),
-            varying: Vec::new(),
-            filled_slot: std::ptr::null_mut(),
-            pos: -1,
-            options,
-            counters: ScanCounters::default(),
-            meta_fns,
-            access: access_taken,
-            row_filters,
-        });
+        (scan_cxt, bucket_cxt)
+    };
+    // SAFETY: meta_functions looks up the operators of the meta conditions in `options.prune`, which the planner found in the quals.
+    let meta_fns = unsafe { meta_functions(&options.prune) };
+    let scan_state = ScanState {
+        config,
+        shape,
+        store,
+        store_scan,
+        bucket_cxt,
+        current: None,
+        mask: None,
+        header: None,
+        prepared: read::Prepared::default(),
+        varying: Vec::new(),
+        filled_slot: std::ptr::null_mut(),
+        pos: -1,
+        options,
+        counters: ScanCounters::default(),
+        meta_fns,
+        access: access_taken,
+        row_filters,
+    };
+    // SAFETY: `scan_cxt` was created above and outlives every use of the state: `end` takes it out before deleting the context.
+    let state = unsafe { own_in_context(scan_cxt, scan_state) };
+    // SAFETY: `scan` is the TsScanDesc palloc0'd at the top of this function, not yet handed to anyone.
+    unsafe {
         (*scan).state = state;
         (*scan).scan_cxt = scan_cxt;
-        scan as pg_sys::TableScanDesc
     }
+    scan as pg_sys::TableScanDesc
 }
 
 unsafe fn state<'a>(scan: pg_sys::TableScanDesc) -> &'a mut ScanState {
+    // SAFETY: `scan` is a TsScanDesc made by `begin_with` (every caller's contract), whose `state` holder lives in its
+    // `scan_cxt` until `end` takes it.
     unsafe { owned_mut((*(scan as *mut TsScanDesc)).state) }
 }
 
 /// # Safety
 /// `scan` must come from `begin_with`.
 pub unsafe fn end(scan: pg_sys::TableScanDesc) {
-    unsafe {
-        let ts = scan as *mut TsScanDesc;
-        if let Some(mut state) = take_owned((*ts).state) {
-            if let Some(s) = state.store_scan.take() {
-                s.end();
-            }
-            if !state.store.is_null() {
-                pg_sys::table_close(state.store, pg_sys::NoLock as i32);
-            }
+    let ts = scan as *mut TsScanDesc;
+    // SAFETY: `ts` is the TsScanDesc `begin_with` made (this function's contract), its `scan_cxt` not yet deleted.
+    if let Some(mut state) = unsafe { take_owned((*ts).state) } {
+        if let Some(s) = state.store_scan.take() {
+            s.end();
         }
-        // Deletes bucket_cxt with it.
+        if !state.store.is_null() {
+            // SAFETY: `state.store` was opened by begin_with's table_open and its scan just ended; NoLock keeps the
+            // AccessShareLock until the transaction ends.
+            unsafe { pg_sys::table_close(state.store, pg_sys::NoLock as i32) };
+        }
+    }
+    // Deletes bucket_cxt with it.
+    // SAFETY: `(*ts).scan_cxt` was created by begin_with and is deleted only here, after its state was taken out; `scan`
+    // was palloc'd by begin_with and is not used after this.
+    unsafe {
         pg_sys::MemoryContextDelete((*ts).scan_cxt);
         pg_sys::pfree(scan as *mut std::ffi::c_void);
     }
@@ -211,19 +247,19 @@ pub unsafe fn end(scan: pg_sys::TableScanDesc) {
 /// # Safety
 /// `scan` must come from `begin_with`.
 pub unsafe fn rescan(scan: pg_sys::TableScanDesc) {
-    unsafe {
-        let st = state(scan);
-        if let Some(s) = st.store_scan.as_mut() {
-            s.rescan();
-        }
-        st.current = None;
-        st.filled_slot = std::ptr::null_mut();
-        st.pos = -1;
+    // SAFETY: `scan` comes from `begin_with` and is not ended, as rescan's contract requires.
+    let st = unsafe { state(scan) };
+    if let Some(s) = st.store_scan.as_mut() {
+        s.rescan();
     }
+    st.current = None;
+    st.filled_slot = std::ptr::null_mut();
+    st.pos = -1;
 }
 
 /// Moves to the next (or previous) bucket; false at either end.
 unsafe fn advance_bucket(st: &mut ScanState, forward: bool) -> bool {
+    // SAFETY: `st` is the state of a configured scan from begin_with (getnextslot's caller checked), its store still open.
     unsafe { advance_bucket_or_header(st, forward, None) == Advanced::Rows }
 }
 
@@ -236,87 +272,105 @@ enum Advanced {
 }
 
 unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answerable: Option<&mut dyn FnMut(&bucket::StoredBucket) -> bool>) -> Advanced {
-    unsafe {
-        st.header = None;
-        let config = st.config.as_ref().expect("configured");
-        let shape = st.shape.as_ref().expect("configured");
-        loop {
-            let Some(tuple) = st.store_scan.as_mut().expect("configured").next(forward) else {
-                st.current = None;
-                return Advanced::End;
-            };
+    st.header = None;
+    let config = st.config.as_ref().expect("configured");
+    let shape = st.shape.as_ref().expect("configured");
+    loop {
+        let Some(tuple) = st.store_scan.as_mut().expect("configured").next(forward) else {
+            st.current = None;
+            return Advanced::End;
+        };
+        // SAFETY: `st.bucket_cxt` is the scan's bucket context (a child of scan_cxt, alive until `end`), and nothing of the
+        // previous bucket is used past this reset; `tuple` was just returned by the walk of `st.store` and stays valid
+        // until its next call.
+        let (old, mut stored) = unsafe {
             pg_sys::MemoryContextReset(st.bucket_cxt);
             let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
-            let mut stored = tuple::read_header(st.store, tuple);
-            if !bucket_may_match(&st.options.prune, &mut st.meta_fns, &stored) {
-                pg_sys::MemoryContextSwitchTo(old);
-                st.counters.buckets_skipped += 1;
-                continue;
-            }
-            if stored.rows > 0 && answerable.as_mut().is_some_and(|f| f(&stored)) {
-                pg_sys::MemoryContextSwitchTo(old);
-                st.counters.buckets_from_headers += 1;
-                st.current = None;
-                st.header = Some(stored);
-                return Advanced::Header;
-            }
-            st.counters.buckets_read += 1;
-            stored.load_payload();
-            st.counters.payload_bytes += stored.payload().len() as u64;
-            let loaded = read::load_columns(config, shape, &stored, st.options.needed.as_deref());
-            st.counters.decoded_bytes += read::decoded_bytes(&loaded);
-            st.prepared = read::prepare(shape, &loaded);
-            st.varying = read::varying_columns(shape, &loaded);
-            st.filled_slot = std::ptr::null_mut();
-            pg_sys::MemoryContextSwitchTo(old);
-            if loaded.rows == 0 {
-                continue;
-            }
-            st.pos = if forward { -1 } else { loaded.rows as isize };
-            st.mask = st.options.vector_filter.as_ref().map(|f| f.mask(&loaded));
-            st.current = Some(loaded);
-            return Advanced::Rows;
+            (old, tuple::read_header(st.store, tuple))
+        };
+        // SAFETY: `st.meta_fns` were built by meta_functions from `st.options.prune`, one per condition, by position.
+        if !unsafe { bucket_may_match(&st.options.prune, &mut st.meta_fns, &stored) } {
+            // SAFETY: back to `old`, the context current before the switch to bucket_cxt, as the bucket is skipped.
+            unsafe { pg_sys::MemoryContextSwitchTo(old) };
+            st.counters.buckets_skipped += 1;
+            continue;
         }
+        if stored.rows > 0 && answerable.as_mut().is_some_and(|f| f(&stored)) {
+            // SAFETY: back to `old` before the header (allocated in bucket_cxt, kept until the next reset) goes to the caller.
+            unsafe { pg_sys::MemoryContextSwitchTo(old) };
+            st.counters.buckets_from_headers += 1;
+            st.current = None;
+            st.header = Some(stored);
+            return Advanced::Header;
+        }
+        st.counters.buckets_read += 1;
+        stored.load_payload();
+        st.counters.payload_bytes += stored.payload().len() as u64;
+        let loaded = read::load_columns(config, shape, &stored, st.options.needed.as_deref());
+        st.counters.decoded_bytes += read::decoded_bytes(&loaded);
+        // SAFETY: bucket_cxt is current, so the prepared datums live until the next bucket resets it, as long as `loaded`.
+        st.prepared = unsafe { read::prepare(shape, &loaded) };
+        st.varying = read::varying_columns(shape, &loaded);
+        st.filled_slot = std::ptr::null_mut();
+        // SAFETY: back to `old` once the bucket's columns and prepared datums are in bucket_cxt.
+        unsafe { pg_sys::MemoryContextSwitchTo(old) };
+        if loaded.rows == 0 {
+            continue;
+        }
+        st.pos = if forward { -1 } else { loaded.rows as isize };
+        st.mask = st.options.vector_filter.as_ref().map(|f| f.mask(&loaded));
+        st.current = Some(loaded);
+        return Advanced::Rows;
     }
 }
 
 /// # Safety
 /// `scan` must come from `begin_with`; `slot` a virtual slot of its relation.
 pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDirection::Type, slot: *mut pg_sys::TupleTableSlot) -> bool {
-    unsafe {
-        let st = state(scan);
-        if st.config.is_none() {
-            pg_sys::ExecClearTuple(slot);
-            return false;
-        }
-        let forward = direction != pg_sys::ScanDirection::BackwardScanDirection;
-        loop {
-            if let Some(bucket) = &st.current {
-                let next = if forward { st.pos + 1 } else { st.pos - 1 };
-                if next >= 0 && (next as usize) < bucket.rows {
-                    st.pos = next;
-                    if !row_passes(bucket, &st.row_filters, next as usize) || st.mask.as_ref().is_some_and(|m| !m[next as usize]) {
-                        st.counters.rows_filtered += 1;
-                        continue;
-                    }
-                    let shape = st.shape.as_ref().expect("configured");
-                    let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
-                    // The executor may have cleared or reused the slot; refill fully then.
-                    let empty = (*slot).tts_flags & pg_sys::TTS_FLAG_EMPTY as u16 != 0;
-                    if std::ptr::eq(st.filled_slot, slot) && !empty {
-                        read::refill_slot(shape, bucket, &st.prepared, &st.varying, next as usize, slot);
-                    } else {
-                        read::fill_slot((*scan).rs_rd, shape, bucket, Some(&st.prepared), next as usize, slot);
-                        st.filled_slot = slot;
-                    }
-                    pg_sys::MemoryContextSwitchTo(old);
-                    return true;
+    // SAFETY: `scan` comes from `begin_with` and is not ended, as getnextslot's contract requires.
+    let st = unsafe { state(scan) };
+    if st.config.is_none() {
+        // SAFETY: `slot` is a virtual slot of the scanned relation (the contract); an unconfigured table has no rows.
+        unsafe { pg_sys::ExecClearTuple(slot) };
+        return false;
+    }
+    let forward = direction != pg_sys::ScanDirection::BackwardScanDirection;
+    loop {
+        if let Some(bucket) = &st.current {
+            let next = if forward { st.pos + 1 } else { st.pos - 1 };
+            if next >= 0 && (next as usize) < bucket.rows {
+                st.pos = next;
+                if !row_passes(bucket, &st.row_filters, next as usize) || st.mask.as_ref().is_some_and(|m| !m[next as usize]) {
+                    st.counters.rows_filtered += 1;
+                    continue;
                 }
+                let shape = st.shape.as_ref().expect("configured");
+                // SAFETY: `st.bucket_cxt` holds `bucket`'s values and is reset only when the next bucket is read, so the
+                // row's by-reference values allocated in it last as long as the slot may show them.
+                let old = unsafe { pg_sys::MemoryContextSwitchTo(st.bucket_cxt) };
+                // The executor may have cleared or reused the slot; refill fully then.
+                // SAFETY: `slot` is the caller's live slot of the scanned relation (getnextslot's contract).
+                let empty = unsafe { (*slot).tts_flags } & pg_sys::TTS_FLAG_EMPTY as u16 != 0;
+                if std::ptr::eq(st.filled_slot, slot) && !empty {
+                    // SAFETY: `slot` still holds a row of `bucket` written by fill_slot with `st.prepared` (filled_slot is
+                    // reset whenever the bucket changes, and the slot is not empty).
+                    unsafe { read::refill_slot(shape, bucket, &st.prepared, &st.varying, next as usize, slot) };
+                } else {
+                    // SAFETY: `(*scan).rs_rd` is the scanned relation begin_with stored; `slot` is a virtual slot of it and
+                    // `st.prepared` was made for `bucket`.
+                    unsafe { read::fill_slot((*scan).rs_rd, shape, bucket, Some(&st.prepared), next as usize, slot) };
+                    st.filled_slot = slot;
+                }
+                // SAFETY: `old` is the context getnextslot was called in, current before the switch to bucket_cxt above.
+                unsafe { pg_sys::MemoryContextSwitchTo(old) };
+                return true;
             }
-            if !advance_bucket(st, forward) {
-                pg_sys::ExecClearTuple(slot);
-                return false;
-            }
+        }
+        // SAFETY: the table is configured (checked above), so `st` has the open store and store scan begin_with made.
+        if !unsafe { advance_bucket(st, forward) } {
+            // SAFETY: `slot` is the caller's slot; cleared, it tells the executor the scan is at its end.
+            unsafe { pg_sys::ExecClearTuple(slot) };
+            return false;
         }
     }
 }
@@ -346,23 +400,23 @@ pub(super) enum NextBucket<'a> {
 /// # Safety
 /// `scan` must come from `begin_with` and be read only through this function.
 pub(super) unsafe fn next_bucket_or_header<'a>(scan: pg_sys::TableScanDesc, answerable: &mut dyn FnMut(&bucket::StoredBucket) -> bool) -> Option<NextBucket<'a>> {
-    unsafe {
-        let st = state(scan);
-        st.config.as_ref()?;
-        match advance_bucket_or_header(st, true, Some(answerable)) {
-            Advanced::End => return None,
-            Advanced::Header => return Some(NextBucket::Header),
-            Advanced::Rows => {}
-        }
-        let bucket = st.current.as_ref().expect("advance_bucket set it");
-        let mask = st.mask.as_deref();
-        let selected: Vec<u32> = (0..bucket.rows)
-            .filter(|&r| mask.is_none_or(|m| m[r]) && (st.row_filters.is_empty() || row_passes(bucket, &st.row_filters, r)))
-            .map(|r| r as u32)
-            .collect();
-        st.counters.rows_filtered += (bucket.rows - selected.len()) as u64;
-        Some(NextBucket::Rows(BucketRows { bucket, prepared: &st.prepared, shape: st.shape.as_ref().expect("configured"), selected }))
+    // SAFETY: `scan` comes from `begin_with` and only this function reads it (next_bucket_or_header's contract).
+    let st = unsafe { state(scan) };
+    st.config.as_ref()?;
+    // SAFETY: the table is configured (checked just above), so begin_with opened the store and its scan, open until `end`.
+    match unsafe { advance_bucket_or_header(st, true, Some(answerable)) } {
+        Advanced::End => return None,
+        Advanced::Header => return Some(NextBucket::Header),
+        Advanced::Rows => {}
     }
+    let bucket = st.current.as_ref().expect("advance_bucket set it");
+    let mask = st.mask.as_deref();
+    let selected: Vec<u32> = (0..bucket.rows)
+        .filter(|&r| mask.is_none_or(|m| m[r]) && (st.row_filters.is_empty() || row_passes(bucket, &st.row_filters, r)))
+        .map(|r| r as u32)
+        .collect();
+    st.counters.rows_filtered += (bucket.rows - selected.len()) as u64;
+    Some(NextBucket::Rows(BucketRows { bucket, prepared: &st.prepared, shape: st.shape.as_ref().expect("configured"), selected }))
 }
 
 /// How the scan reaches the store's buckets.
@@ -370,11 +424,13 @@ pub(super) unsafe fn next_bucket_or_header<'a>(scan: pg_sys::TableScanDesc, answ
 /// # Safety
 /// `scan` must come from `begin_with`.
 pub(super) unsafe fn access_taken(scan: pg_sys::TableScanDesc) -> Access {
+    // SAFETY: `scan` comes from `begin_with` and is not ended yet (access_taken's contract); the Access is cloned out.
     unsafe { state(scan).access.clone() }
 }
 
 /// # Safety
 /// `scan` must come from `begin_with`.
 pub(super) unsafe fn counters(scan: pg_sys::TableScanDesc) -> ScanCounters {
+    // SAFETY: `scan` comes from `begin_with` and its state is still in scan_cxt (the caller reads counters before `end`).
     unsafe { state(scan).counters }
 }

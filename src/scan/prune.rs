@@ -135,15 +135,15 @@ pub(super) fn datum_bound(value: pg_sys::Datum, kind: tsbucket_format::ColumnKin
 /// # Safety
 /// `tupdesc` is the table's; `attr` one of its attributes.
 pub(super) unsafe fn missing_bound(tupdesc: pg_sys::TupleDesc, attr: usize) -> (Option<Bound>, bool) {
-    // SAFETY: as the caller promises.
-    unsafe {
-        let att = &*crate::pg::relation::tuple_desc_attr(tupdesc, attr);
-        let mut isnull = false;
-        let d = pg_sys::getmissingattr(tupdesc, attr as i32 + 1, &mut isnull);
-        let bound = (!isnull && att.attbyval && !att.attisdropped)
-            .then(|| datum_bound(d, crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen));
-        (bound, isnull)
-    }
+    // SAFETY: `attr` is below the natts of `tupdesc`, the table's descriptor (missing_bound's contract); the attribute
+    // stays valid as long as the descriptor, which outlives this call.
+    let att = unsafe { &*crate::pg::relation::tuple_desc_attr(tupdesc, attr) };
+    let mut isnull = false;
+    // SAFETY: getmissingattr reads attribute `attr + 1` of the same `tupdesc` (its missing value, or its NULL) into a Datum and `isnull`.
+    let d = unsafe { pg_sys::getmissingattr(tupdesc, attr as i32 + 1, &mut isnull) };
+    let bound = (!isnull && att.attbyval && !att.attisdropped)
+        .then(|| datum_bound(d, crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval), att.attlen));
+    (bound, isnull)
 }
 
 /// The range conditions to check per row. They decide their conditions
@@ -161,7 +161,7 @@ pub(super) unsafe fn row_filters(config: &Config, prune: &[Prune], tupdesc: pg_s
             Prune::Meta { .. } => None,
         })
         .map(|(attr, range)| {
-            // SAFETY: attr is an attribute of the table (the planner found it in the quals).
+            // SAFETY: `attr` is an attribute of the table whose descriptor `tupdesc` is (the planner found it in the quals).
             let (missing, _) = unsafe { missing_bound(tupdesc, attr) };
             let missing_passes = missing.is_some_and(|v| range.admits(v, v, matches!(v, Bound::Float(f) if f.is_nan())));
             RowFilter { attr, range, missing_passes }
@@ -216,6 +216,8 @@ pub(super) unsafe fn bucket_may_match(prune: &[Prune], meta_fns: &mut [Option<pg
                 let finfo = meta_fns[i].as_mut().expect("built with the condition");
                 let any = values.iter().any(|v| {
                     let (a, b) = if *meta_first { (m, *v) } else { (*v, m) };
+                    // SAFETY: `finfo` is the condition's operator function, set up by meta_functions for this position of
+                    // `prune`; `m` and `v` are values of the operand types the planner checked.
                     unsafe { pg_sys::FunctionCall2Coll(finfo, *collation, a, b) }.value() != 0
                 });
                 if !any {

@@ -17,34 +17,41 @@ const TIMESTAMP_OPS: [(u32, i32); 5] = [(2062, 1), (2063, 2), (2060, 3), (2065, 
 /// `time <op> constant` (or `constant <op> time`) on `relid`'s time column: the
 /// comparison as `time <strategy> value` (btree strategies 1 <, 2 <=, 3 =, 4 >=, 5 >).
 pub(crate) unsafe fn time_bound(clause: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> Option<(i32, i64)> {
-    unsafe {
-        if (*clause).type_ != pg_sys::NodeTag::T_OpExpr {
-            return None;
+    // SAFETY: `clause` is a qual or restriction clause node (time_bound's callers pass expression trees), so its tag is readable.
+    if unsafe { (*clause).type_ } != pg_sys::NodeTag::T_OpExpr {
+        return None;
+    }
+    let e = clause as *mut pg_sys::OpExpr;
+    // SAFETY: `clause` is tagged T_OpExpr, so `e` is an OpExpr; its argument List is part of the same tree.
+    let args = unsafe { list_ptrs((*e).args) };
+    if args.len() != 2 {
+        return None;
+    }
+    // SAFETY: both elements of `args` are argument nodes of the OpExpr `e`; strip only follows their RelabelType chains.
+    let (a, b) = unsafe { (strip(args[0] as *mut pg_sys::Node), strip(args[1] as *mut pg_sys::Node)) };
+    let is_time = |n: *mut pg_sys::Node| {
+        // SAFETY: `n` is a stripped argument of the time comparison `e`, a node with a readable tag.
+        if unsafe { (*n).type_ } != pg_sys::NodeTag::T_Var {
+            return false;
         }
-        let e = clause as *mut pg_sys::OpExpr;
-        let args = list_ptrs((*e).args);
-        if args.len() != 2 {
-            return None;
-        }
-        let (a, b) = (strip(args[0] as *mut pg_sys::Node), strip(args[1] as *mut pg_sys::Node));
-        let is_time = |n: *mut pg_sys::Node| {
-            (*n).type_ == pg_sys::NodeTag::T_Var && {
-                let v = n as *mut pg_sys::Var;
-                (*v).varno as u32 == relid && (*v).varlevelsup == 0 && (*v).varattno == time_attnum
-            }
-        };
-        let constant = |n: *mut pg_sys::Node| {
-            ((*n).type_ == pg_sys::NodeTag::T_Const && !(*(n as *mut pg_sys::Const)).constisnull)
-                .then(|| (*(n as *mut pg_sys::Const)).constvalue.value() as i64)
-        };
-        let strategy = TIMESTAMPTZ_OPS.iter().chain(TIMESTAMP_OPS.iter()).find(|(o, _)| pg_sys::Oid::from(*o) == (*e).opno)?.1;
-        if is_time(a) {
-            Some((strategy, constant(b)?))
-        } else if is_time(b) {
-            Some((6 - strategy, constant(a)?))
-        } else {
-            None
-        }
+        // SAFETY: this argument of `e` is tagged T_Var, so it points to a Var.
+        let v = unsafe { &*(n as *const pg_sys::Var) };
+        v.varno as u32 == relid && v.varlevelsup == 0 && v.varattno == time_attnum
+    };
+    let constant = |n: *mut pg_sys::Node| {
+        // SAFETY: `n` is a stripped argument of `e`; it is read as a Const only when tagged T_Const.
+        let c = unsafe { ((*n).type_ == pg_sys::NodeTag::T_Const).then(|| &*(n as *const pg_sys::Const)) };
+        c.filter(|c| !c.constisnull).map(|c| c.constvalue.value() as i64)
+    };
+    // SAFETY: `e` is the OpExpr checked above; its operator OID is read by value.
+    let opno = unsafe { (*e).opno };
+    let strategy = TIMESTAMPTZ_OPS.iter().chain(TIMESTAMP_OPS.iter()).find(|(o, _)| pg_sys::Oid::from(*o) == opno)?.1;
+    if is_time(a) {
+        Some((strategy, constant(b)?))
+    } else if is_time(b) {
+        Some((6 - strategy, constant(a)?))
+    } else {
+        None
     }
 }
 
@@ -73,83 +80,104 @@ pub(super) enum Target {
 }
 
 pub(super) unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, scanrelid: u32, quals: *mut pg_sys::List) -> Vec<Candidate> {
-    unsafe {
-        let time_type = {
-            let rel = (*node).ss.ss_currentRelation;
-            (*crate::pg::relation::tuple_desc_attr((*rel).rd_att, config.time_attnum as usize - 1)).atttypid
-        };
-        let rls_active = pg_sys::check_enable_rls((*(*node).ss.ss_currentRelation).rd_id, pg_sys::InvalidOid, true)
-            == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32;
-        let mut out = Vec::new();
-        for q in list_ptrs(quals) {
-            let clause = q as *mut pg_sys::Node;
-            let (args, op, collation, array) = match (*clause).type_ {
-                pg_sys::NodeTag::T_OpExpr => {
-                    let e = clause as *mut pg_sys::OpExpr;
-                    ((*e).args, (*e).opno, (*e).inputcollid, false)
-                }
-                pg_sys::NodeTag::T_ScalarArrayOpExpr => {
-                    let e = clause as *mut pg_sys::ScalarArrayOpExpr;
-                    if !(*e).useOr {
-                        continue;
-                    }
-                    ((*e).args, (*e).opno, (*e).inputcollid, true)
-                }
-                _ => continue,
-            };
-            let args = list_ptrs(args);
-            if args.len() != 2 {
-                continue;
+    // SAFETY: `node` is the scan state begin is initializing, its scan relation open; `config.time_attnum` is a column
+    // of that relation's descriptor.
+    let (rel, time_type) = unsafe {
+        let rel = (*node).ss.ss_currentRelation;
+        (rel, (*crate::pg::relation::tuple_desc_attr((*rel).rd_att, config.time_attnum as usize - 1)).atttypid)
+    };
+    // SAFETY: check_enable_rls looks up the open scan relation `rel` by OID for the current user.
+    let rls = unsafe { pg_sys::check_enable_rls((*rel).rd_id, pg_sys::InvalidOid, true) };
+    let rls_active = rls == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32;
+    let mut out = Vec::new();
+    // SAFETY: `quals` is the plan's qual List begin hands over, alive with the plan.
+    for q in unsafe { list_ptrs(quals) } {
+        let clause = q as *mut pg_sys::Node;
+        // SAFETY: `clause` is one of the plan's quals, an expression node whose tag is readable.
+        let tag = unsafe { (*clause).type_ };
+        let (args, op, collation, array) = match tag {
+            pg_sys::NodeTag::T_OpExpr => {
+                // SAFETY: this plan qual is tagged T_OpExpr, so `clause` is an OpExpr.
+                let e = unsafe { &*(clause as *const pg_sys::OpExpr) };
+                (e.args, e.opno, e.inputcollid, false)
             }
-            let (a, b) = (strip(args[0] as *mut pg_sys::Node), strip(args[1] as *mut pg_sys::Node));
-            let is_our_var = |n: *mut pg_sys::Node| {
-                (*n).type_ == pg_sys::NodeTag::T_Var && {
-                    let v = n as *mut pg_sys::Var;
-                    (*v).varno as u32 == scanrelid && (*v).varlevelsup == 0
-                }
-            };
-            let (var, other, var_first) = if is_our_var(a) && is_pseudo_constant(b) {
-                (a as *mut pg_sys::Var, args[1] as *mut pg_sys::Node, true)
-            } else if !array && is_our_var(b) && is_pseudo_constant(a) {
-                (b as *mut pg_sys::Var, args[0] as *mut pg_sys::Node, false)
-            } else {
-                continue;
-            };
-            let attnum = (*var).varattno;
-            let value_type = pg_sys::exprType(other);
-            let target = if attnum == config.time_attnum {
-                let ops: &[(u32, i32)] = if time_type == pg_sys::TIMESTAMPTZOID { &TIMESTAMPTZ_OPS } else { &TIMESTAMP_OPS };
-                let strategy = ops.iter().find(|(o, _)| pg_sys::Oid::from(*o) == op).map(|(_, s)| *s);
-                match strategy {
-                    Some(strategy) if !array && value_type == time_type => Target::Time { strategy },
-                    _ => continue,
-                }
-            } else if let Some(m) = config.meta_attnums.iter().position(|&m| m == attnum) {
-                // Only the equality of the meta type's default btree family (what the
-                // store's index orders by), and, where row-level security applies, only
-                // a leakproof one: pruning sees every bucket's meta value before the
-                // policies filter rows.
-                let rel = (*node).ss.ss_currentRelation;
-                let meta_type = (*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1)).atttypid;
-                let cache = pg_sys::lookup_type_cache(meta_type, pg_sys::TYPECACHE_BTREE_OPFAMILY as i32);
-                let family = if cache.is_null() { pg_sys::InvalidOid } else { (*cache).btree_opf };
-                if family == pg_sys::InvalidOid
-                    || pg_sys::get_op_opfamily_strategy(op, family) != pg_sys::BTEqualStrategyNumber as i32
-                    || (rls_active && !pg_sys::get_func_leakproof(pg_sys::get_opcode(op)))
-                {
+            pg_sys::NodeTag::T_ScalarArrayOpExpr => {
+                // SAFETY: this plan qual is tagged T_ScalarArrayOpExpr, so `clause` is one.
+                let e = unsafe { &*(clause as *const pg_sys::ScalarArrayOpExpr) };
+                if !e.useOr {
                     continue;
                 }
-                Target::Meta(m)
-            } else if let Some(target) = column_target(node, attnum, op, value_type, array, var_first) {
-                target
-            } else {
-                continue;
-            };
-            let value = pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, &mut (*node).ss.ps);
-            out.push(Candidate { clause, target, op, collation, var_first, value, value_type, array });
+                (e.args, e.opno, e.inputcollid, true)
+            }
+            _ => continue,
+        };
+        // SAFETY: `args` is the argument List of that qual's operator expression.
+        let args = unsafe { list_ptrs(args) };
+        if args.len() != 2 {
+            continue;
         }
-        out
+        // SAFETY: the two elements of `args` are the qual's argument nodes; strip follows only RelabelTypes.
+        let (a, b) = unsafe { (strip(args[0] as *mut pg_sys::Node), strip(args[1] as *mut pg_sys::Node)) };
+        let is_our_var = |n: *mut pg_sys::Node| {
+            // SAFETY: `n` is a stripped argument of this plan qual, a node with a readable tag.
+            if unsafe { (*n).type_ } != pg_sys::NodeTag::T_Var {
+                return false;
+            }
+            // SAFETY: the qual argument `n` is tagged T_Var, so it is a Var of the plan.
+            let v = unsafe { &*(n as *const pg_sys::Var) };
+            v.varno as u32 == scanrelid && v.varlevelsup == 0
+        };
+        // SAFETY: is_pseudo_constant only walks `n`, one of this qual's argument expressions.
+        let constant = |n: *mut pg_sys::Node| unsafe { is_pseudo_constant(n) };
+        let (var, other, var_first) = if is_our_var(a) && constant(b) {
+            (a as *mut pg_sys::Var, args[1] as *mut pg_sys::Node, true)
+        } else if !array && is_our_var(b) && constant(a) {
+            (b as *mut pg_sys::Var, args[0] as *mut pg_sys::Node, false)
+        } else {
+            continue;
+        };
+        // SAFETY: `var` is the qual's Var of the scanned relation (is_our_var checked its tag); exprType reads the type of
+        // the other side, `other`.
+        let (attnum, value_type) = unsafe { ((*var).varattno, pg_sys::exprType(other)) };
+        // SAFETY: column_target reads `node`'s open scan relation for the measurement column `attnum`.
+        let measurement = || unsafe { column_target(node, attnum, op, value_type, array, var_first) };
+        let target = if attnum == config.time_attnum {
+            let ops: &[(u32, i32)] = if time_type == pg_sys::TIMESTAMPTZOID { &TIMESTAMPTZ_OPS } else { &TIMESTAMP_OPS };
+            let strategy = ops.iter().find(|(o, _)| pg_sys::Oid::from(*o) == op).map(|(_, s)| *s);
+            match strategy {
+                Some(strategy) if !array && value_type == time_type => Target::Time { strategy },
+                _ => continue,
+            }
+        } else if let Some(m) = config.meta_attnums.iter().position(|&m| m == attnum) {
+            // Only the equality of the meta type's default btree family (what the
+            // store's index orders by), and, where row-level security applies, only
+            // a leakproof one: pruning sees every bucket's meta value before the
+            // policies filter rows.
+            // SAFETY: `rel` is the open scan relation and `attnum` its meta column; lookup_type_cache returns the
+            // backend-lifetime type cache entry of the column's type (or NULL).
+            let family = unsafe {
+                let meta_type = (*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1)).atttypid;
+                let cache = pg_sys::lookup_type_cache(meta_type, pg_sys::TYPECACHE_BTREE_OPFAMILY as i32);
+                if cache.is_null() { pg_sys::InvalidOid } else { (*cache).btree_opf }
+            };
+            // SAFETY: get_op_opfamily_strategy reads the pg_amop syscache for operator `op` in the valid btree family `family`.
+            let equality =
+                family != pg_sys::InvalidOid && unsafe { pg_sys::get_op_opfamily_strategy(op, family) } == pg_sys::BTEqualStrategyNumber as i32;
+            // SAFETY: get_opcode and get_func_leakproof are syscache lookups of the operator `op` and its function by OID.
+            if !equality || (rls_active && !unsafe { pg_sys::get_func_leakproof(pg_sys::get_opcode(op)) }) {
+                continue;
+            }
+            Target::Meta(m)
+        } else if let Some(target) = measurement() {
+            target
+        } else {
+            continue;
+        };
+        // SAFETY: `other` is the qual's pseudo-constant side; ExecInitExpr compiles it for `node.ss.ps` in the query context.
+        let value = unsafe { pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, &mut (*node).ss.ps) };
+        out.push(Candidate { clause, target, op, collation, var_first, value, value_type, array });
     }
+    out
 }
 
 /// A comparison of a measurement column whose buckets keep min/max statistics:
@@ -163,18 +191,19 @@ unsafe fn column_target(
     array: bool,
     var_first: bool,
 ) -> Option<Target> {
-    unsafe {
-        if array || attnum <= 0 {
-            return None;
-        }
-        let rel = (*node).ss.ss_currentRelation;
-        // The same comparisons the vector filters evaluate on the arrays. That
-        // gives the strategy of `column <op> value`; a Target keeps the
-        // operator's own (evaluate() turns it round by side).
-        let (strategy, kind, typlen) = crate::scan::vector_filter::comparison(rel, attnum as usize - 1, op, value_type, var_first)?;
-        let strategy = if var_first { strategy } else { 6 - strategy };
-        Some(Target::Column { attnum: attnum as u16, kind, strategy, typlen })
+    if array || attnum <= 0 {
+        return None;
     }
+    // SAFETY: `node` is the scan state find_candidates is filling; the executor opened its scan relation.
+    let rel = unsafe { (*node).ss.ss_currentRelation };
+    // The same comparisons the vector filters evaluate on the arrays. That
+    // gives the strategy of `column <op> value`; a Target keeps the
+    // operator's own (evaluate() turns it round by side).
+    // SAFETY: `rel` is that open relation and `attnum - 1` a column index of it; comparison reads its descriptor and the
+    // operator's catalog entries.
+    let (strategy, kind, typlen) = unsafe { crate::scan::vector_filter::comparison(rel, attnum as usize - 1, op, value_type, var_first) }?;
+    let strategy = if var_first { strategy } else { 6 - strategy };
+    Some(Target::Column { attnum: attnum as u16, kind, strategy, typlen })
 }
 
 /// Evaluates the candidates' constant sides (parameters are known only now).
@@ -183,59 +212,72 @@ unsafe fn column_target(
 /// `scan_cxt` holds the values for as long as the scan runs (they outlive the
 /// per-tuple context, which the executor resets row by row).
 pub(super) unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[Candidate], scan_cxt: pg_sys::MemoryContext) -> (Vec<Prune>, bool) {
-    unsafe {
-        let mut exact = true;
-        let econtext = (*node).ss.ps.ps_ExprContext;
-        let mut time = BoundRange::default();
-        let mut out = Vec::new();
-        let mut columns: std::collections::BTreeMap<u16, BoundRange> = Default::default();
-        for c in candidates {
-            let mut isnull = false;
-            let value = pg_sys::ExecEvalExprSwitchContext(c.value, econtext, &mut isnull);
-            if isnull {
-                exact = false;
-                continue;
+    let mut exact = true;
+    // SAFETY: `node` is the begun scan node starting a scan; ps_ExprContext is its ExprContext.
+    let econtext = unsafe { (*node).ss.ps.ps_ExprContext };
+    let mut time = BoundRange::default();
+    let mut out = Vec::new();
+    let mut columns: std::collections::BTreeMap<u16, BoundRange> = Default::default();
+    for c in candidates {
+        let mut isnull = false;
+        // SAFETY: `c.value` is the ExprState find_candidates compiled for this node, run in the node's `econtext`.
+        let value = unsafe { pg_sys::ExecEvalExprSwitchContext(c.value, econtext, &mut isnull) };
+        if isnull {
+            exact = false;
+            continue;
+        }
+        match c.target {
+            Target::Time { strategy } => {
+                // Normalise `v <op> time` to `time <op'> v`.
+                let strategy = if c.var_first { strategy } else { 6 - strategy };
+                time.narrow(strategy, Bound::Int(value.value() as i64));
             }
-            match c.target {
-                Target::Time { strategy } => {
-                    // Normalise `v <op> time` to `time <op'> v`.
-                    let strategy = if c.var_first { strategy } else { 6 - strategy };
-                    time.narrow(strategy, Bound::Int(value.value() as i64));
+            Target::Column { attnum, kind, strategy, typlen } => {
+                let v = crate::scan::prune::datum_bound(value, kind, typlen);
+                // A NaN constant: leave it to the quals (NaN sorts above everything).
+                if matches!(v, Bound::Float(f) if f.is_nan()) {
+                    exact = false;
+                    continue;
                 }
-                Target::Column { attnum, kind, strategy, typlen } => {
-                    let v = crate::scan::prune::datum_bound(value, kind, typlen);
-                    // A NaN constant: leave it to the quals (NaN sorts above everything).
-                    if matches!(v, Bound::Float(f) if f.is_nan()) {
-                        exact = false;
-                        continue;
-                    }
-                    let strategy = if c.var_first { strategy } else { 6 - strategy };
-                    columns.entry(attnum).or_default().narrow(strategy, v);
-                }
-                Target::Meta(meta) => {
-                    let old = pg_sys::MemoryContextSwitchTo(scan_cxt);
-                    let values = if c.array {
-                        // A copy in the query context: the evaluated array lives in the
-                        // per-tuple context, which the executor resets row by row, and its
-                        // elements are read for as long as the scan runs.
+                let strategy = if c.var_first { strategy } else { 6 - strategy };
+                columns.entry(attnum).or_default().narrow(strategy, v);
+            }
+            Target::Meta(meta) => {
+                // SAFETY: `scan_cxt` is the per-scan context (a child of the query context) the caller keeps until the scan
+                // ends; `old` is switched back to below.
+                let old = unsafe { pg_sys::MemoryContextSwitchTo(scan_cxt) };
+                let values = if c.array {
+                    // A copy in the query context: the evaluated array lives in the
+                    // per-tuple context, which the executor resets row by row, and its
+                    // elements are read for as long as the scan runs.
+                    // SAFETY: `value` is the non-null array datum just evaluated; its detoasted copy is palloc'd in
+                    // `scan_cxt`, now current, and array_elements reads that copy.
+                    let elements = unsafe {
                         let array = pg_sys::pg_detoast_datum_copy(value.cast_mut_ptr()) as *mut pg_sys::ArrayType;
-                        crate::pg::datum::array_elements(array).into_iter().flatten().collect()
-                    } else {
-                        let (mut len, mut byval) = (0i16, false);
-                        pg_sys::get_typlenbyval(c.value_type, &mut len, &mut byval);
-                        vec![crate::pg::datum::copy_datum(value, byval, len)]
+                        crate::pg::datum::array_elements(array)
                     };
-                    pg_sys::MemoryContextSwitchTo(old);
-                    out.push(Prune::Meta { meta, op: c.op, collation: c.collation, meta_first: c.var_first, values });
-                }
+                    elements.into_iter().flatten().collect()
+                } else {
+                    let (mut len, mut byval) = (0i16, false);
+                    // SAFETY: get_typlenbyval reads the pg_type row of `c.value_type`; copy_datum copies the non-null
+                    // `value` of that type into `scan_cxt`, now current.
+                    let copy = unsafe {
+                        pg_sys::get_typlenbyval(c.value_type, &mut len, &mut byval);
+                        crate::pg::datum::copy_datum(value, byval, len)
+                    };
+                    vec![copy]
+                };
+                // SAFETY: `old` is the context that was current before the switch to `scan_cxt` above.
+                unsafe { pg_sys::MemoryContextSwitchTo(old) };
+                out.push(Prune::Meta { meta, op: c.op, collation: c.collation, meta_first: c.var_first, values });
             }
         }
-        if time != BoundRange::default() {
-            out.push(Prune::Time(time));
-        }
-        out.extend(columns.into_iter().map(|(attnum, range)| Prune::Column { attnum, range }));
-        (out, exact)
     }
+    if time != BoundRange::default() {
+        out.push(Prune::Time(time));
+    }
+    out.extend(columns.into_iter().map(|(attnum, range)| Prune::Column { attnum, range }));
+    (out, exact)
 }
 
 /// ExecQual: a NULL result is false; no qual is true.
@@ -244,6 +286,8 @@ pub(crate) unsafe fn qual_passes(qual: *mut pg_sys::ExprState, econtext: *mut pg
         return true;
     }
     let mut isnull = false;
+    // SAFETY: `qual` is a non-null ExprState compiled for the scan node whose ExprContext `econtext` the caller passes,
+    // its scan tuple already set.
     let d = unsafe { pg_sys::ExecEvalExprSwitchContext(qual, econtext, &mut isnull) };
     !isnull && d.value() != 0
 }

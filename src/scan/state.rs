@@ -45,7 +45,7 @@ pub(super) struct ExecState {
     pub shared: Option<*mut SharedScan>,
     /// This participant's share of a parallel scan was read (until a rescan).
     pub parallel_done: bool,
-    /// Quals evaluated on the decoded arrays (`am::vector_filter`), and their clauses.
+    /// Quals evaluated on the decoded arrays (`scan::vector_filter`), and their clauses.
     pub vector_quals: Vec<(*mut std::ffi::c_void, crate::scan::vector_filter::VectorPlan)>,
     /// What one scan (until a rescan) allocates: evaluated conditions, the
     /// scans' own state. Reset when the scan finishes, so that rescans (a
@@ -70,7 +70,8 @@ impl ExecState {
     /// parallel (the leader collects them at shutdown), else its own.
     pub fn add_counters(&mut self, scan: crate::scan::plain::ScanCounters, agg: AggCounters) {
         match self.shared {
-            // SAFETY: the DSM segment outlives every participant's scan.
+            // SAFETY: `shared` points into the Gather's DSM segment (initialize_dsm / initialize_worker), which stays mapped
+            // until after this participant's last scan has ended.
             Some(shared) => unsafe { (*shared).add(scan, agg) },
             None => {
                 self.totals += scan;
@@ -93,6 +94,8 @@ impl SharedScan {
     pub const HEADER: usize = (std::mem::size_of::<SharedScan>() + 15) & !15;
 
     pub unsafe fn store_scan(shared: *mut SharedScan) -> pg_sys::ParallelTableScanDesc {
+        // SAFETY: `shared` is the start of the DSM chunk estimate_dsm sized as HEADER plus the store's parallel scan, so
+        // the offset stays inside that chunk.
         unsafe { (shared as *mut u8).add(Self::HEADER) as pg_sys::ParallelTableScanDesc }
     }
 
@@ -126,47 +129,60 @@ impl SharedScan {
 /// The store relation of the scan's table (opened and closed again: the
 /// scan itself holds a lock on it while it runs).
 pub(super) unsafe fn with_store<R>(node: *mut pg_sys::CustomScanState, f: impl FnOnce(pg_sys::Relation) -> R) -> R {
-    unsafe {
-        let config = config::require((*(*node).ss.ss_currentRelation).rd_id);
-        let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let r = f(store);
-        pg_sys::table_close(store, pg_sys::NoLock as i32);
-        r
-    }
+    // SAFETY: `node` is a begun TsBucketScanState; the executor keeps its scan relation open until EndCustomScan.
+    let relid = unsafe { (*(*node).ss.ss_currentRelation).rd_id };
+    let config = config::require(relid);
+    // SAFETY: table_open takes AccessShareLock on the store `config.store_relid`; the relation stays open while `f` runs.
+    let store = unsafe { pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32) };
+    let r = f(store);
+    // SAFETY: `store` is the relation opened above, which `f` only used; the lock stays until the transaction ends.
+    unsafe { pg_sys::table_close(store, pg_sys::NoLock as i32) };
+    r
 }
 
 pub(super) unsafe fn exec_state<'a>(node: *mut pg_sys::CustomScanState) -> &'a mut ExecState {
+    // SAFETY: `node` is a TsBucketScanState whose `state` holder `begin` put in the query context, its value not yet
+    // taken by `end` (this function's callers run between the two).
     unsafe { crate::pg::memory::owned_mut((*(node as *mut TsBucketScanState)).state) }
 }
 
 pub(super) unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
-    unsafe {
-        let st = exec_state(node);
-        // ExecScan reads the qual before fetching the first row of a new scan,
-        // which is when the residual one may replace it again (start_scan).
-        if let Some(q) = &st.scan_quals {
-            (*node).ss.ps.qual = q.all;
-        }
-        if let Some(lp) = st.last_point.take() {
-            st.totals += lp.counters;
-            lp.end();
-        }
-        if let Some(o) = st.ordered.take() {
-            st.totals += o.counters;
-            o.end();
-        }
-        if let Some(a) = st.aggregating.take() {
-            st.access = Some(a.access_taken());
-            let (scan, agg) = a.end();
-            st.add_counters(scan, agg);
-        }
-        if !st.scan.is_null() {
-            st.add_counters(crate::scan::plain::counters(st.scan), AggCounters::default());
-            st.access = Some(crate::scan::plain::access_taken(st.scan));
-            crate::scan::plain::end(st.scan);
-            st.scan = std::ptr::null_mut();
-        }
-        // Every scan above is ended: what they and the conditions allocated goes.
-        pg_sys::MemoryContextReset(st.scan_cxt);
+    // SAFETY: `node` is begun and not yet ended, so its ExecState is still in the query context's holder.
+    let st = unsafe { exec_state(node) };
+    // ExecScan reads the qual before fetching the first row of a new scan,
+    // which is when the residual one may replace it again (start_scan).
+    if let Some(q) = &st.scan_quals {
+        // SAFETY: `node.ss.ps.qual` is the qual ExecScan runs for this node; `q.all` was compiled for it in begin.
+        unsafe { (*node).ss.ps.qual = q.all };
     }
+    if let Some(lp) = st.last_point.take() {
+        st.totals += lp.counters;
+        // SAFETY: `lp` is the last-point scan start_scan began, taken out of the state so it is ended exactly once.
+        unsafe { lp.end() };
+    }
+    if let Some(o) = st.ordered.take() {
+        st.totals += o.counters;
+        // SAFETY: `o` is the ordered scan start_scan began (time or series order), taken out of the state and ended once.
+        unsafe { o.end() };
+    }
+    if let Some(a) = st.aggregating.take() {
+        // SAFETY: `a` is the aggregating scan start_scan began; its buckets and relations are still open before `end`.
+        st.access = Some(unsafe { a.access_taken() });
+        // SAFETY: `a` was taken out of the state, so AggregatingScan::end closes its store scan exactly once.
+        let (scan, agg) = unsafe { a.end() };
+        st.add_counters(scan, agg);
+    }
+    if !st.scan.is_null() {
+        // SAFETY: `st.scan` is the descriptor plain::begin_with made in `scan_cxt`, not yet ended.
+        let counters = unsafe { crate::scan::plain::counters(st.scan) };
+        st.add_counters(counters, AggCounters::default());
+        // SAFETY: `st.scan` is still that open plain scan descriptor; access_taken only reads it.
+        st.access = Some(unsafe { crate::scan::plain::access_taken(st.scan) });
+        // SAFETY: plain::end closes the plain scan `st.scan` once; the field is nulled right after.
+        unsafe { crate::scan::plain::end(st.scan) };
+        st.scan = std::ptr::null_mut();
+    }
+    // Every scan above is ended: what they and the conditions allocated goes.
+    // SAFETY: `st.scan_cxt` is the per-scan child context begin created; every scan allocating in it has just ended.
+    unsafe { pg_sys::MemoryContextReset(st.scan_cxt) };
 }

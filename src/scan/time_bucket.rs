@@ -6,37 +6,40 @@ use crate::pg::nodes::{list_ptrs, strip};
 use pgrx::pg_sys;
 
 pub(crate) unsafe fn is_time_var(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> bool {
-    unsafe {
-        (*e).type_ == pg_sys::NodeTag::T_Var && {
-            let v = e as *mut pg_sys::Var;
-            (*v).varno as u32 == relid && (*v).varlevelsup == 0 && (*v).varattno == time_attnum
-        }
+    // SAFETY: `e` is a non-null expression node (callers pass stripped equivalence members or plan expressions).
+    if unsafe { (*e).type_ } != pg_sys::NodeTag::T_Var {
+        return false;
     }
+    // SAFETY: the expression `e` is tagged T_Var, so it points to a Var.
+    let v = unsafe { &*(e as *const pg_sys::Var) };
+    v.varno as u32 == relid && v.varlevelsup == 0 && v.varattno == time_attnum
 }
 
 /// A constant whose value is a positive number (float8 or numeric).
 unsafe fn positive_constant(n: *mut pg_sys::Node) -> bool {
-    unsafe {
-        let n = strip(n);
-        if (*n).type_ != pg_sys::NodeTag::T_Const {
-            return false;
-        }
-        let c = n as *mut pg_sys::Const;
-        if (*c).constisnull {
-            return false;
-        }
-        let value = match (*c).consttype {
-            pg_sys::FLOAT8OID => f64::from_bits((*c).constvalue.value() as u64),
-            pg_sys::INT4OID => (*c).constvalue.value() as i32 as f64,
-            pg_sys::INT8OID => (*c).constvalue.value() as i64 as f64,
-            pg_sys::NUMERICOID => {
-                let d = pg_sys::OidFunctionCall1Coll(pg_sys::Oid::from(pg_sys::F_NUMERIC_FLOAT8), pg_sys::InvalidOid, (*c).constvalue);
-                f64::from_bits(d.value() as u64)
-            }
-            _ => return false,
-        };
-        value > 0.0
+    // SAFETY: `n` is an argument node of the division or multiplication monotone_in_time checks; strip follows RelabelTypes.
+    let n = unsafe { strip(n) };
+    // SAFETY: `n` is that stripped operand, a node with a readable tag.
+    if unsafe { (*n).type_ } != pg_sys::NodeTag::T_Const {
+        return false;
     }
+    // SAFETY: the operand `n` is tagged T_Const, so it points to a Const.
+    let c = unsafe { &*(n as *const pg_sys::Const) };
+    if c.constisnull {
+        return false;
+    }
+    let value = match c.consttype {
+        pg_sys::FLOAT8OID => f64::from_bits(c.constvalue.value() as u64),
+        pg_sys::INT4OID => c.constvalue.value() as i32 as f64,
+        pg_sys::INT8OID => c.constvalue.value() as i64 as f64,
+        pg_sys::NUMERICOID => {
+            // SAFETY: numeric_float8 converts `c.constvalue`, a non-null numeric datum of the plan, to a by-value float8.
+            let d = unsafe { pg_sys::OidFunctionCall1Coll(pg_sys::Oid::from(pg_sys::F_NUMERIC_FLOAT8), pg_sys::InvalidOid, c.constvalue) };
+            f64::from_bits(d.value() as u64)
+        }
+        _ => return false,
+    };
+    value > 0.0
 }
 
 /// Whether `e` is a function of the time column alone that never decreases
@@ -48,78 +51,95 @@ unsafe fn positive_constant(n: *mut pg_sys::Node) -> bool {
 /// to_timestamp. tsbucket.date_trunc only in time zone 'UTC'. Other
 /// arguments must be constants free of volatility.
 pub(super) unsafe fn monotone_in_time(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> bool {
-    unsafe {
-        let e = strip(e);
-        if e.is_null() {
-            return false;
-        }
-        if is_time_var(e, relid, time_attnum) {
-            return true;
-        }
-        let (funcid, args) = match (*e).type_ {
-            pg_sys::NodeTag::T_FuncExpr => {
-                let f = e as *mut pg_sys::FuncExpr;
-                ((*f).funcid, list_ptrs((*f).args))
-            }
-            pg_sys::NodeTag::T_OpExpr => {
-                let o = e as *mut pg_sys::OpExpr;
-                ((*o).opfuncid, list_ptrs((*o).args))
-            }
-            _ => return false,
-        };
-        let args: Vec<*mut pg_sys::Node> = args.into_iter().map(|a| a as *mut pg_sys::Node).collect();
-        let time_arg = match u32::from(funcid) {
-            pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMP | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT => 1,
-            pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ | pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP => 1,
-            pg_sys::F_EXTRACT_TEXT_TIMESTAMPTZ | pg_sys::F_EXTRACT_TEXT_TIMESTAMP | pg_sys::F_DATE_PART_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_PART_TEXT_TIMESTAMP => {
-                if !is_epoch(args[0]) {
-                    return false;
-                }
-                1
-            }
-            pg_sys::F_FLOOR_FLOAT8 | pg_sys::F_FLOOR_NUMERIC | pg_sys::F_FLOAT8_NUMERIC | pg_sys::F_NUMERIC_FLOAT8 | pg_sys::F_TO_TIMESTAMP_FLOAT8 => 0,
-            pg_sys::F_NUMERIC_DIV | pg_sys::F_FLOAT8DIV | pg_sys::F_NUMERIC_MUL | pg_sys::F_FLOAT8MUL => {
-                if !positive_constant(args[1]) {
-                    return false;
-                }
-                0
-            }
-            // MongoDB's rules resolve local times around DST changes in ways that
-            // are not proven monotone; in UTC there are none.
-            _ if is_tsbucket_date_trunc(funcid) && args.get(3).is_some_and(|z| is_text_constant(*z, "utc")) => 1,
-            _ => return false,
-        };
-        args.iter().enumerate().all(|(i, &a)| if i == time_arg { monotone_in_time(a, relid, time_attnum) } else { crate::pg::nodes::is_pseudo_constant(a) })
+    // SAFETY: `e` is NULL or an expression node of the plan or planner, as monotone_in_time's callers pass; strip
+    // follows only RelabelTypes.
+    let e = unsafe { strip(e) };
+    if e.is_null() {
+        return false;
     }
+    // SAFETY: `e` is that non-null stripped expression; is_time_var only reads its tag and Var fields.
+    if unsafe { is_time_var(e, relid, time_attnum) } {
+        return true;
+    }
+    // SAFETY: `e` is the non-null expression being classified; its tag is read by value.
+    let tag = unsafe { (*e).type_ };
+    let (funcid, args) = match tag {
+        pg_sys::NodeTag::T_FuncExpr => {
+            let f = e as *mut pg_sys::FuncExpr;
+            // SAFETY: `e` is tagged T_FuncExpr, so `f` is a FuncExpr; its args List belongs to the same expression tree.
+            unsafe { ((*f).funcid, list_ptrs((*f).args)) }
+        }
+        pg_sys::NodeTag::T_OpExpr => {
+            let o = e as *mut pg_sys::OpExpr;
+            // SAFETY: `e` is tagged T_OpExpr, so `o` is an OpExpr; its args List belongs to the same expression tree.
+            unsafe { ((*o).opfuncid, list_ptrs((*o).args)) }
+        }
+        _ => return false,
+    };
+    let args: Vec<*mut pg_sys::Node> = args.into_iter().map(|a| a as *mut pg_sys::Node).collect();
+    let time_arg = match u32::from(funcid) {
+        pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMP | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT => 1,
+        pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ | pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP => 1,
+        pg_sys::F_EXTRACT_TEXT_TIMESTAMPTZ | pg_sys::F_EXTRACT_TEXT_TIMESTAMP | pg_sys::F_DATE_PART_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_PART_TEXT_TIMESTAMP => {
+            // SAFETY: extract/date_part have two arguments; args[0], the unit, is a node of `e`'s argument List.
+            if !unsafe { is_epoch(args[0]) } {
+                return false;
+            }
+            1
+        }
+        pg_sys::F_FLOOR_FLOAT8 | pg_sys::F_FLOOR_NUMERIC | pg_sys::F_FLOAT8_NUMERIC | pg_sys::F_NUMERIC_FLOAT8 | pg_sys::F_TO_TIMESTAMP_FLOAT8 => 0,
+        pg_sys::F_NUMERIC_DIV | pg_sys::F_FLOAT8DIV | pg_sys::F_NUMERIC_MUL | pg_sys::F_FLOAT8MUL => {
+            // SAFETY: these operators take two arguments; args[1], the divisor or factor, is a node of `e`'s List.
+            if !unsafe { positive_constant(args[1]) } {
+                return false;
+            }
+            0
+        }
+        // MongoDB's rules resolve local times around DST changes in ways that
+        // are not proven monotone; in UTC there are none.
+        // SAFETY: is_tsbucket_date_trunc looks up `funcid` in the syscache; args[3], when present, is the zone argument node.
+        _ if unsafe { is_tsbucket_date_trunc(funcid) && args.get(3).is_some_and(|z| is_text_constant(*z, "utc")) } => 1,
+        _ => return false,
+    };
+    args.iter().enumerate().all(|(i, &a)| {
+        // SAFETY: `a` is an argument node of `e`; monotone_in_time and is_pseudo_constant only walk it.
+        unsafe { if i == time_arg { monotone_in_time(a, relid, time_attnum) } else { crate::pg::nodes::is_pseudo_constant(a) } }
+    })
 }
 
 unsafe fn is_epoch(n: *mut pg_sys::Node) -> bool {
+    // SAFETY: `n` is the unit argument node of extract/date_part that monotone_in_time passes.
     unsafe { is_text_constant(n, "epoch") }
 }
 
 /// A text constant equal to `word`, ignoring case.
 unsafe fn is_text_constant(n: *mut pg_sys::Node, word: &str) -> bool {
-    unsafe {
-        let n = strip(n);
-        if (*n).type_ != pg_sys::NodeTag::T_Const || (*(n as *mut pg_sys::Const)).constisnull || (*(n as *mut pg_sys::Const)).consttype != pg_sys::TEXTOID {
-            return false;
-        }
-        let text = pgrx::text_to_rust_str_unchecked((*(n as *mut pg_sys::Const)).constvalue.cast_mut_ptr());
-        text.eq_ignore_ascii_case(word)
-    }
+    // SAFETY: `n` is an argument node of the expression monotone_in_time classifies; strip follows RelabelTypes.
+    let n = unsafe { strip(n) };
+    // SAFETY: `n` is that stripped argument, read as a Const only when tagged T_Const.
+    let c = unsafe { ((*n).type_ == pg_sys::NodeTag::T_Const).then(|| &*(n as *const pg_sys::Const)) };
+    let Some(c) = c.filter(|c| !c.constisnull && c.consttype == pg_sys::TEXTOID) else { return false };
+    // SAFETY: `c.constvalue` is the non-null in-memory text varlena of this plan Const, alive with the plan tree; the
+    // server's text is taken as UTF-8, as everywhere in this crate.
+    let text = unsafe { pgrx::text_to_rust_str_unchecked(c.constvalue.cast_mut_ptr()) };
+    text.eq_ignore_ascii_case(word)
 }
 
 /// tsbucket.date_trunc(unit, time, ...): MongoDB's $dateTrunc, monotone in
 /// time. A SQL function, so the planner has usually inlined it into the
 /// C function it calls (tsbucket._date_trunc_tz / _date_trunc_ts, same arguments).
 unsafe fn is_tsbucket_date_trunc(funcid: pg_sys::Oid) -> bool {
-    unsafe {
-        let name = pg_sys::get_func_name(funcid);
-        if name.is_null() || !matches!(std::ffi::CStr::from_ptr(name).to_bytes(), b"date_trunc" | b"_date_trunc_tz" | b"_date_trunc_ts") {
-            return false;
-        }
-        let namespace = pg_sys::get_func_namespace(funcid);
-        let ns = pg_sys::get_namespace_name(namespace);
-        !ns.is_null() && std::ffi::CStr::from_ptr(ns).to_bytes() == b"tsbucket"
+    // SAFETY: get_func_name returns a palloc'd NUL-terminated copy of `funcid`'s name, or NULL (checked before reading).
+    let name = unsafe { pg_sys::get_func_name(funcid) };
+    // SAFETY: `name` is read as a C string only once known non-null.
+    if name.is_null() || !matches!(unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes(), b"date_trunc" | b"_date_trunc_tz" | b"_date_trunc_ts") {
+        return false;
     }
+    // SAFETY: get_func_namespace and get_namespace_name are syscache lookups by OID; the schema name comes back palloc'd or NULL.
+    let ns = unsafe {
+        let namespace = pg_sys::get_func_namespace(funcid);
+        pg_sys::get_namespace_name(namespace)
+    };
+    // SAFETY: `ns` is dereferenced as a NUL-terminated C string only after the non-null check.
+    !ns.is_null() && unsafe { std::ffi::CStr::from_ptr(ns) }.to_bytes() == b"tsbucket"
 }

@@ -54,18 +54,22 @@ const FLOATS: [pg_sys::Oid; 2] = [pg_sys::FLOAT4OID, pg_sys::FLOAT8OID];
 
 /// The payload column (time or measurement, decoded) `n` is, if a plain Var of the scan.
 unsafe fn payload_column(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32, meta_attnums: &[i16]) -> Option<usize> {
-    unsafe {
-        let n = strip(n);
-        if (*n).type_ != pg_sys::NodeTag::T_Var {
-            return None;
-        }
-        let v = n as *mut pg_sys::Var;
-        if (*v).varno as u32 != scanrelid || (*v).varlevelsup != 0 || (*v).varattno <= 0 || meta_attnums.contains(&(*v).varattno) {
-            return None;
-        }
-        let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, (*v).varattno as usize - 1);
-        (!att.attisdropped).then_some((*v).varattno as usize - 1)
+    // SAFETY: `n` is an argument node of one of the scan's qual clauses (plan_node's callers), alive for the whole plan.
+    let n = unsafe { strip(n) };
+    // SAFETY: `n` (casts stripped) is still a node of that qual tree; its tag says which node struct it is.
+    if unsafe { (*n).type_ } != pg_sys::NodeTag::T_Var {
+        return None;
     }
+    let v = n as *mut pg_sys::Var;
+    // SAFETY: `n` is tagged T_Var (checked above), so `v` points to a whole Var.
+    let (varno, varlevelsup, varattno) = unsafe { ((*v).varno, (*v).varlevelsup, (*v).varattno) };
+    if varno as u32 != scanrelid || varlevelsup != 0 || varattno <= 0 || meta_attnums.contains(&varattno) {
+        return None;
+    }
+    // SAFETY: `rel` is the scan's open relation and `varattno` a positive attnum of one of its Vars, so `varattno - 1` is
+    // below the natts of its descriptor.
+    let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, varattno as usize - 1) };
+    (!att.attisdropped).then_some(varattno as usize - 1)
 }
 
 /// For `column <op> value`: the btree strategy of `op` in the column type's
@@ -73,31 +77,34 @@ unsafe fn payload_column(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid:
 /// of integer or float (compared as the stored i64 / f64), and the value's
 /// storage kind and length.
 pub(crate) unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::Oid, value_type: pg_sys::Oid, column_first: bool) -> Option<(i32, ColumnKind, i16)> {
-    unsafe {
-        let att = &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attr);
-        if !SIGNED_ORDER.contains(&att.atttypid) {
-            return None;
-        }
-        let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
-        pg_sys::op_input_types(op, &mut left, &mut right);
-        let (column_side, value_side) = if column_first { (left, right) } else { (right, left) };
-        let same_family = att.atttypid == value_type || (INTS.contains(&att.atttypid) && INTS.contains(&value_type)) || (FLOATS.contains(&att.atttypid) && FLOATS.contains(&value_type));
-        if column_side != att.atttypid || value_side != value_type || !same_family {
-            return None;
-        }
-        let opclass = pg_sys::GetDefaultOpClass(att.atttypid, pg_sys::BTREE_AM_OID);
-        if opclass == pg_sys::InvalidOid {
-            return None;
-        }
-        let strategy = pg_sys::get_op_opfamily_strategy(op, pg_sys::get_opclass_family(opclass));
-        if !(1..=5).contains(&strategy) {
-            return None;
-        }
-        let strategy = if column_first { strategy } else { 6 - strategy };
-        let (mut len, mut byval) = (0i16, false);
-        pg_sys::get_typlenbyval(value_type, &mut len, &mut byval);
-        Some((strategy, crate::pg::datum::kind_for_type(value_type, len, byval), len))
+    // SAFETY: `rel` is the scan's open relation and `attr` (attnum - 1) one of its columns, found as a Var of the quals.
+    let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attr) };
+    if !SIGNED_ORDER.contains(&att.atttypid) {
+        return None;
     }
+    let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
+    // SAFETY: op_input_types reads the pg_operator entry of `op`, the qual's operator, into the locals `left` and `right`.
+    unsafe { pg_sys::op_input_types(op, &mut left, &mut right) };
+    let (column_side, value_side) = if column_first { (left, right) } else { (right, left) };
+    let same_family = att.atttypid == value_type || (INTS.contains(&att.atttypid) && INTS.contains(&value_type)) || (FLOATS.contains(&att.atttypid) && FLOATS.contains(&value_type));
+    if column_side != att.atttypid || value_side != value_type || !same_family {
+        return None;
+    }
+    // SAFETY: catalog lookup of the default btree opclass of `att.atttypid`, one of the built-in SIGNED_ORDER types.
+    let opclass = unsafe { pg_sys::GetDefaultOpClass(att.atttypid, pg_sys::BTREE_AM_OID) };
+    if opclass == pg_sys::InvalidOid {
+        return None;
+    }
+    // SAFETY: `opclass` is an existing btree opclass (checked above) and `op` an existing operator; both calls read the catalogs.
+    let strategy = unsafe { pg_sys::get_op_opfamily_strategy(op, pg_sys::get_opclass_family(opclass)) };
+    if !(1..=5).contains(&strategy) {
+        return None;
+    }
+    let strategy = if column_first { strategy } else { 6 - strategy };
+    let (mut len, mut byval) = (0i16, false);
+    // SAFETY: get_typlenbyval reads the pg_type entry of `value_type`, the constant side's type, into the locals `len` and `byval`.
+    unsafe { pg_sys::get_typlenbyval(value_type, &mut len, &mut byval) };
+    Some((strategy, crate::pg::datum::kind_for_type(value_type, len, byval), len))
 }
 
 /// The vector form of `qual`, if every part of it has one.
@@ -105,63 +112,87 @@ pub(crate) unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::
 /// # Safety
 /// `qual` is one of the scan node's quals; its constants are compiled for `ps`.
 pub(super) unsafe fn plan(qual: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32, meta_attnums: &[i16], ps: *mut pg_sys::PlanState) -> Option<VectorPlan> {
-    unsafe { plan_node(qual, rel, scanrelid, meta_attnums, ps).map(|pred| VectorPlan { pred }) }
+    // SAFETY: `qual` is one of the scan node's quals and `ps` its PlanState, as plan's contract requires of both.
+    unsafe { plan_node(qual, rel, scanrelid, meta_attnums, ps) }.map(|pred| VectorPlan { pred })
 }
 
 unsafe fn plan_node(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32, meta: &[i16], ps: *mut pg_sys::PlanState) -> Option<Pred<PlanLeaf>> {
-    unsafe {
-        match (*n).type_ {
-            pg_sys::NodeTag::T_BoolExpr => {
-                let b = n as *mut pg_sys::BoolExpr;
-                let args: Option<Vec<_>> = list_ptrs((*b).args).into_iter().map(|a| plan_node(a as *mut pg_sys::Node, rel, scanrelid, meta, ps)).collect();
-                let mut args = args?;
-                Some(match (*b).boolop {
-                    pg_sys::BoolExprType::AND_EXPR => Pred::And(args),
-                    pg_sys::BoolExprType::OR_EXPR => Pred::Or(args),
-                    _ => Pred::Not(Box::new(args.pop()?)),
-                })
+    // SAFETY: `n` is a qual of the scan node or a part of one (plan's contract, passed down), alive for the whole plan.
+    let tag = unsafe { (*n).type_ };
+    match tag {
+        pg_sys::NodeTag::T_BoolExpr => {
+            let b = n as *mut pg_sys::BoolExpr;
+            // SAFETY: `n` is tagged T_BoolExpr, so `b` points to one; its `args` is a List of its argument nodes.
+            let arg_nodes = unsafe { list_ptrs((*b).args) };
+            // SAFETY: each argument is a part of the same qual, its constants compiled for the same `ps`.
+            let args: Option<Vec<_>> =
+                arg_nodes.into_iter().map(|a| unsafe { plan_node(a as *mut pg_sys::Node, rel, scanrelid, meta, ps) }).collect();
+            let mut args = args?;
+            // SAFETY: `b` is the BoolExpr read above, unchanged by planning its arguments.
+            let boolop = unsafe { (*b).boolop };
+            Some(match boolop {
+                pg_sys::BoolExprType::AND_EXPR => Pred::And(args),
+                pg_sys::BoolExprType::OR_EXPR => Pred::Or(args),
+                _ => Pred::Not(Box::new(args.pop()?)),
+            })
+        }
+        pg_sys::NodeTag::T_NullTest => {
+            let t = n as *mut pg_sys::NullTest;
+            // SAFETY: `n` is tagged T_NullTest, so `t` points to a whole NullTest of the qual.
+            let (argisrow, arg, nulltesttype) = unsafe { ((*t).argisrow, (*t).arg, (*t).nulltesttype) };
+            // Row-valued IS NULL (argisrow) means something else.
+            if argisrow {
+                return None;
             }
-            pg_sys::NodeTag::T_NullTest => {
-                let t = n as *mut pg_sys::NullTest;
-                // Row-valued IS NULL (argisrow) means something else.
-                if (*t).argisrow {
-                    return None;
-                }
-                let attr = payload_column((*t).arg as *mut pg_sys::Node, rel, scanrelid, meta)?;
-                Some(Pred::Leaf(PlanLeaf::IsNull { attr, negated: (*t).nulltesttype == pg_sys::NullTestType::IS_NOT_NULL }))
-            }
-            pg_sys::NodeTag::T_OpExpr => {
-                let o = n as *mut pg_sys::OpExpr;
-                let args = list_ptrs((*o).args);
-                let [a, b] = args.as_slice() else { return None };
-                let (a, b) = (*a as *mut pg_sys::Node, *b as *mut pg_sys::Node);
-                let (attr, other, column_first) = match payload_column(a, rel, scanrelid, meta) {
+            // SAFETY: `arg` is the NullTest's argument expression, of the same qual; `rel` is the scan's open relation.
+            let attr = unsafe { payload_column(arg as *mut pg_sys::Node, rel, scanrelid, meta) }?;
+            Some(Pred::Leaf(PlanLeaf::IsNull { attr, negated: nulltesttype == pg_sys::NullTestType::IS_NOT_NULL }))
+        }
+        pg_sys::NodeTag::T_OpExpr => {
+            let o = n as *mut pg_sys::OpExpr;
+            // SAFETY: `n` is tagged T_OpExpr, so `o` points to one; its `args` is a List of the operator's argument nodes.
+            let (args, opno) = unsafe { (list_ptrs((*o).args), (*o).opno) };
+            let [a, b] = args.as_slice() else { return None };
+            let (a, b) = (*a as *mut pg_sys::Node, *b as *mut pg_sys::Node);
+            // SAFETY: `a` and `b` are the OpExpr's two argument nodes, of the qual; `rel` is the scan's open relation, whose
+            // descriptor payload_column reads.
+            let (attr, other, column_first) = unsafe {
+                match payload_column(a, rel, scanrelid, meta) {
                     Some(attr) if is_pseudo_constant(b) => (attr, b, true),
                     _ => (payload_column(b, rel, scanrelid, meta).filter(|_| is_pseudo_constant(a))?, a, false),
-                };
-                let (strategy, kind, typlen) = comparison(rel, attr, (*o).opno, pg_sys::exprType(other), column_first)?;
-                let value = pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, ps);
-                Some(Pred::Leaf(PlanLeaf::Compare { attr, strategy, value, kind, typlen }))
-            }
-            pg_sys::NodeTag::T_ScalarArrayOpExpr => {
-                let o = n as *mut pg_sys::ScalarArrayOpExpr;
-                let args = list_ptrs((*o).args);
-                let [a, b] = args.as_slice() else { return None };
-                let (a, b) = (*a as *mut pg_sys::Node, *b as *mut pg_sys::Node);
-                if !(*o).useOr || !is_pseudo_constant(b) {
-                    return None;
                 }
+            };
+            // SAFETY: `other` is the OpExpr's constant side, whose type exprType reads; `attr` is a column of the open `rel`.
+            let (strategy, kind, typlen) = unsafe { comparison(rel, attr, opno, pg_sys::exprType(other), column_first) }?;
+            // SAFETY: ExecInitExpr compiles `other`, a pseudo-constant of the scan's quals, for `ps`, the scan node's PlanState.
+            let value = unsafe { pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, ps) };
+            Some(Pred::Leaf(PlanLeaf::Compare { attr, strategy, value, kind, typlen }))
+        }
+        pg_sys::NodeTag::T_ScalarArrayOpExpr => {
+            let o = n as *mut pg_sys::ScalarArrayOpExpr;
+            // SAFETY: `n` is tagged T_ScalarArrayOpExpr, so `o` points to one; its `args` is a List of its two argument nodes.
+            let (args, use_or, opno) = unsafe { (list_ptrs((*o).args), (*o).useOr, (*o).opno) };
+            let [a, b] = args.as_slice() else { return None };
+            let (a, b) = (*a as *mut pg_sys::Node, *b as *mut pg_sys::Node);
+            // SAFETY: `b` is the array side of the ScalarArrayOpExpr, a node of the qual that is_pseudo_constant only walks.
+            if !use_or || !unsafe { is_pseudo_constant(b) } {
+                return None;
+            }
+            // SAFETY: `a` is the column side and `b` the array side of the qual; `rel` is the scan's open relation, whose
+            // descriptor payload_column and comparison read, and exprType and get_element_type read `b`'s type.
+            let (attr, (strategy, kind, typlen)) = unsafe {
                 let attr = payload_column(a, rel, scanrelid, meta)?;
                 let element = pg_sys::get_element_type(pg_sys::exprType(b));
-                let (strategy, kind, typlen) = comparison(rel, attr, (*o).opno, element, true)?;
-                if strategy != 3 {
-                    return None;
-                }
-                let array = pg_sys::ExecInitExpr(b as *mut pg_sys::Expr, ps);
-                Some(Pred::Leaf(PlanLeaf::In { attr, array, kind, typlen }))
+                (attr, comparison(rel, attr, opno, element, true)?)
+            };
+            if strategy != 3 {
+                return None;
             }
-            _ => None,
+            // SAFETY: ExecInitExpr compiles the array expression `b`, a pseudo-constant of the quals, for the scan node's `ps`.
+            let array = unsafe { pg_sys::ExecInitExpr(b as *mut pg_sys::Expr, ps) };
+            Some(Pred::Leaf(PlanLeaf::In { attr, array, kind, typlen }))
         }
+        _ => None,
     }
 }
 
@@ -171,18 +202,19 @@ impl VectorPlan {
     /// # Safety
     /// `econtext` is the scan node's; `tupdesc` the table's.
     pub unsafe fn bind(&self, econtext: *mut pg_sys::ExprContext, tupdesc: pg_sys::TupleDesc) -> VectorFilter {
-        unsafe {
-            let pred = bind_node(&self.pred, econtext);
-            let natts = (*tupdesc).natts as usize;
-            let mut missing = Vec::with_capacity(natts);
-            let mut missing_null = Vec::with_capacity(natts);
-            for i in 0..natts {
-                let (bound, isnull) = missing_bound(tupdesc, i);
-                missing.push(bound);
-                missing_null.push(isnull);
-            }
-            VectorFilter { pred, missing, missing_null }
+        // SAFETY: `econtext` is the scan node's expression context (bind's contract), the one the leaves were compiled for.
+        let pred = unsafe { bind_node(&self.pred, econtext) };
+        // SAFETY: `tupdesc` is the table's descriptor (bind's contract), alive while the scan runs.
+        let natts = unsafe { (*tupdesc).natts } as usize;
+        let mut missing = Vec::with_capacity(natts);
+        let mut missing_null = Vec::with_capacity(natts);
+        for i in 0..natts {
+            // SAFETY: `i` is below the natts of `tupdesc`, the table's descriptor, which missing_bound needs.
+            let (bound, isnull) = unsafe { missing_bound(tupdesc, i) };
+            missing.push(bound);
+            missing_null.push(isnull);
         }
+        VectorFilter { pred, missing, missing_null }
     }
 }
 
@@ -203,30 +235,37 @@ impl VectorPlan {
 }
 
 unsafe fn bind_node(p: &Pred<PlanLeaf>, econtext: *mut pg_sys::ExprContext) -> Pred<Leaf> {
-    unsafe {
-        match p {
-            Pred::And(ps) => Pred::And(ps.iter().map(|x| bind_node(x, econtext)).collect()),
-            Pred::Or(ps) => Pred::Or(ps.iter().map(|x| bind_node(x, econtext)).collect()),
-            Pred::Not(x) => Pred::Not(Box::new(bind_node(x, econtext))),
-            Pred::Leaf(PlanLeaf::IsNull { attr, negated }) => Pred::Leaf(Leaf::IsNull { attr: *attr, negated: *negated }),
-            Pred::Leaf(PlanLeaf::Compare { attr, strategy, value, kind, typlen }) => {
-                let mut isnull = false;
-                let d = pg_sys::ExecEvalExprSwitchContext(*value, econtext, &mut isnull);
-                Pred::Leaf(Leaf::Compare { attr: *attr, strategy: *strategy, value: (!isnull).then(|| datum_bound(d, *kind, *typlen)) })
+    match p {
+        // SAFETY: the AND's operands were planned for the same scan node, whose expression context `econtext` is.
+        Pred::And(ps) => Pred::And(ps.iter().map(|x| unsafe { bind_node(x, econtext) }).collect()),
+        // SAFETY: the OR's operands were planned for the same scan node, whose expression context `econtext` is.
+        Pred::Or(ps) => Pred::Or(ps.iter().map(|x| unsafe { bind_node(x, econtext) }).collect()),
+        // SAFETY: the NOT's operand was planned for the scan node that `econtext` belongs to.
+        Pred::Not(x) => Pred::Not(Box::new(unsafe { bind_node(x, econtext) })),
+        Pred::Leaf(PlanLeaf::IsNull { attr, negated }) => Pred::Leaf(Leaf::IsNull { attr: *attr, negated: *negated }),
+        Pred::Leaf(PlanLeaf::Compare { attr, strategy, value, kind, typlen }) => {
+            let mut isnull = false;
+            // SAFETY: `value` was compiled by ExecInitExpr for the scan node (plan_node) and runs in its `econtext`.
+            let d = unsafe { pg_sys::ExecEvalExprSwitchContext(*value, econtext, &mut isnull) };
+            Pred::Leaf(Leaf::Compare { attr: *attr, strategy: *strategy, value: (!isnull).then(|| datum_bound(d, *kind, *typlen)) })
+        }
+        Pred::Leaf(PlanLeaf::In { attr, array, kind, typlen }) => {
+            let mut isnull = false;
+            // SAFETY: `array` is the = ANY argument ExecInitExpr compiled for the scan node; it runs in that node's `econtext`.
+            let d = unsafe { pg_sys::ExecEvalExprSwitchContext(*array, econtext, &mut isnull) };
+            if isnull {
+                // x = ANY (NULL) is NULL.
+                return Pred::Leaf(Leaf::In { attr: *attr, values: Vec::new(), has_null: true });
             }
-            Pred::Leaf(PlanLeaf::In { attr, array, kind, typlen }) => {
-                let mut isnull = false;
-                let d = pg_sys::ExecEvalExprSwitchContext(*array, econtext, &mut isnull);
-                if isnull {
-                    // x = ANY (NULL) is NULL.
-                    return Pred::Leaf(Leaf::In { attr: *attr, values: Vec::new(), has_null: true });
-                }
+            // SAFETY: `d` is a non-NULL array datum (the = ANY argument's type), detoasted in the current memory context
+            // before array_elements, which needs a detoasted array, reads it.
+            let elements = unsafe {
                 let array = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::ArrayType;
-                let elements = crate::pg::datum::array_elements(array);
-                let has_null = elements.iter().any(Option::is_none);
-                let values = elements.into_iter().flatten().map(|e| datum_bound(e, *kind, *typlen)).collect();
-                Pred::Leaf(Leaf::In { attr: *attr, values, has_null })
-            }
+                crate::pg::datum::array_elements(array)
+            };
+            let has_null = elements.iter().any(Option::is_none);
+            let values = elements.into_iter().flatten().map(|e| datum_bound(e, *kind, *typlen)).collect();
+            Pred::Leaf(Leaf::In { attr: *attr, values, has_null })
         }
     }
 }

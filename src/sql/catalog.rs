@@ -10,7 +10,8 @@ use pgrx::prelude::*;
 fn _invalidate(relid: pg_sys::Oid) {
     // Callable by PUBLIC (the catalog functions call it as their caller): owners only.
     crate::catalog::privileges::require_owner(relid);
-    // SAFETY: a relcache invalidation of an existing relation.
+    // SAFETY: CacheInvalidateRelcacheByRelid queues an invalidation of `relid`, which require_owner just found in
+    // pg_class; it errors out cleanly if the relation vanished, and is sent when this transaction commits.
     unsafe { pg_sys::CacheInvalidateRelcacheByRelid(relid) };
     config::invalidate(relid);
 }

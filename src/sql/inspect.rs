@@ -12,33 +12,52 @@ use tsbucket_format::stats::{column_stats, decode_stats};
 /// Decodes every bucket and reports what is inconsistent.
 #[pg_extern]
 fn _verify(relid: pg_sys::Oid) -> TableIterator<'static, (name!(bucket_id, i64), name!(problem, String))> {
+    // SAFETY: verify_table's contract: this SQL function runs inside the caller's transaction and statement.
     let problems = unsafe { verify_table(relid) };
     TableIterator::new(problems)
 }
 
+/// # Safety
+/// In a transaction, with an active or transaction snapshot.
 unsafe fn verify_table(relid: pg_sys::Oid) -> Vec<(i64, String)> {
-    unsafe {
-        let config = config::require(relid);
-        crate::catalog::privileges::require_select(relid);
+    let config = config::require(relid);
+    crate::catalog::privileges::require_select(relid);
+    // SAFETY: `config.store_relid` is the store of configured table `relid`, opened under AccessShareLock until the
+    // table_close below; the scan runs with the statement's snapshot, alive for this call, as this function requires.
+    let (store_rel, mut scan) = unsafe {
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let mut scan = reader::StoreScan::begin(store_rel, reader::current_snapshot());
-        // Each bucket's detoasted payload lives only while it is checked: constant memory.
-        let cxt = pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket verify".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
-        let mut problems = Vec::new();
-        while let Some(tuple) = scan.next(true) {
+        (store_rel, reader::StoreScan::begin(store_rel, reader::current_snapshot()))
+    };
+    // Each bucket's detoasted payload lives only while it is checked: constant memory.
+    // SAFETY: CurrentMemoryContext is the SQL function's call context; "tsbucket verify" is its child, deleted below.
+    let cxt = unsafe {
+        pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket verify".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024)
+    };
+    let mut problems = Vec::new();
+    while let Some(tuple) = scan.next(true) {
+        // SAFETY: `tuple` is the store row `scan` just returned, valid until its next call; `cxt` (alive until its
+        // deletion after the loop) is current while the bucket is read and checked.
+        let (old, b) = unsafe {
             let old = pg_sys::MemoryContextSwitchTo(cxt);
-            let b = tuple::read_bucket(store_rel, tuple);
-            for p in check_bucket(&config, &b) {
-                problems.push((b.bucket_id, p));
-            }
+            (old, tuple::read_bucket(store_rel, tuple))
+        };
+        for p in check_bucket(&config, &b) {
+            problems.push((b.bucket_id, p));
+        }
+        // SAFETY: `old` is the context current before the switch above; the reset frees this bucket's detoasted payload,
+        // which `b` no longer reads (the problems found are Rust Strings).
+        unsafe {
             pg_sys::MemoryContextSwitchTo(old);
             pg_sys::MemoryContextReset(cxt);
         }
-        pg_sys::MemoryContextDelete(cxt);
-        scan.end();
-        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
-        problems
     }
+    // SAFETY: "tsbucket verify" (`cxt`) is no longer current (switched back above) and is deleted once, after its last reset.
+    unsafe { pg_sys::MemoryContextDelete(cxt) };
+    scan.end();
+    // SAFETY: `store_rel` was opened at the top of verify_table and its scan has just ended; closed once, NoLock keeping
+    // its AccessShareLock until the transaction ends.
+    unsafe { pg_sys::table_close(store_rel, pg_sys::NoLock as i32) };
+    problems
 }
 
 fn check_bucket(config: &config::Config, b: &bucket::StoredBucket) -> Vec<String> {
@@ -122,36 +141,49 @@ fn _buckets(
     crate::catalog::privileges::require_select_without_rls(relid);
     const REASONS: [&str; 7] = ["count", "size", "time_window", "memory_limit", "end_of_statement", "rewrite", "compaction"];
     let mut rows = Vec::new();
-    // SAFETY: the store is opened, scanned and closed here; datums are copied
-    // before the scan moves on.
-    unsafe {
+    // SAFETY: `config.store_relid` is the store of configured table `relid`, opened AccessShareLock until the table_close
+    // below; MetaTypes::of_store reads its `config.meta_attnums.len()` meta columns' types from its descriptor.
+    let (store_rel, mut types) = unsafe {
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let mut types = crate::store::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len());
-        let time_att = &*crate::pg::relation::tuple_desc_attr((*store_rel).rd_att, bucket::COL_WINDOW_START);
-        let (mut out_fn, mut varlena) = (pg_sys::InvalidOid, false);
-        pg_sys::getTypeOutputInfo(time_att.atttypid, &mut out_fn, &mut varlena);
-        let mut time_out = pg_sys::FmgrInfo::default();
+        (store_rel, crate::store::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len()))
+    };
+    // SAFETY: `store_rel` is open, so its rd_att is valid and holds the store's window_start column at COL_WINDOW_START.
+    let time_type = unsafe { (*crate::pg::relation::tuple_desc_attr((*store_rel).rd_att, bucket::COL_WINDOW_START)).atttypid };
+    let (mut out_fn, mut varlena) = (pg_sys::InvalidOid, false);
+    let mut time_out = pg_sys::FmgrInfo::default();
+    // SAFETY: `time_type` is the window_start column's type; getTypeOutputInfo writes its output function into the two
+    // locals, and fmgr_info fills `time_out`, a local that outlives every call through it.
+    unsafe {
+        pg_sys::getTypeOutputInfo(time_type, &mut out_fn, &mut varlena);
         pg_sys::fmgr_info(out_fn, &mut time_out);
-        let mut time_text = |t: i64| {
-            std::ffi::CStr::from_ptr(pg_sys::OutputFunctionCall(&mut time_out, pg_sys::Datum::from(t))).to_string_lossy().into_owned()
-        };
-        let mut scan = reader::StoreScan::begin(store_rel, reader::current_snapshot());
-        while let Some(tuple) = scan.next(true) {
-            let b = tuple::read_header(store_rel, tuple);
-            let meta = types.copy_datums(&b);
-            let reason = REASONS.get((b.close_reason() - 1) as usize).copied().unwrap_or("unknown");
-            let size = pg_sys::toast_datum_size(b.values[bucket::COL_PAYLOAD]) as i32;
-            rows.push((meta, b.bucket_id, b.window_start, time_text(b.window_start), time_text(b.min_time), time_text(b.max_time), b.rows, size, reason));
-        }
-        scan.end();
-        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
-        rows.sort_by(|a, b| types.compare(&a.0, &b.0).then(a.2.cmp(&b.2)).then(a.1.cmp(&b.1)));
-        let out: Vec<_> = rows
-            .into_iter()
-            .map(|(meta, id, _, ws, min, max, n, size, reason)| (id, types.text(&meta), ws, min, max, n, size, reason.to_string()))
-            .collect();
-        TableIterator::new(out)
     }
+    let mut time_text = |t: i64| {
+        // SAFETY: `time_out` is the output function of the store's time type, set up above, and `t` a datum of that
+        // type; OutputFunctionCall returns a palloc'd NUL-terminated string, copied into a String at once.
+        let text = unsafe { std::ffi::CStr::from_ptr(pg_sys::OutputFunctionCall(&mut time_out, pg_sys::Datum::from(t))) };
+        text.to_string_lossy().into_owned()
+    };
+    // SAFETY: `store_rel` stays open until after scan.end(); the statement's snapshot stays active for this whole call.
+    let mut scan = unsafe { reader::StoreScan::begin(store_rel, reader::current_snapshot()) };
+    while let Some(tuple) = scan.next(true) {
+        // SAFETY: `tuple` is the row the listing scan just returned, valid until its next call; the meta datums are
+        // copied (copy_datums) before the scan moves on.
+        let b = unsafe { tuple::read_header(store_rel, tuple) };
+        let meta = types.copy_datums(&b);
+        let reason = REASONS.get((b.close_reason() - 1) as usize).copied().unwrap_or("unknown");
+        // SAFETY: b.values[COL_PAYLOAD] is the never-NULL payload bytea of the header just read from `tuple`, still valid.
+        let size = unsafe { pg_sys::toast_datum_size(b.values[bucket::COL_PAYLOAD]) } as i32;
+        rows.push((meta, b.bucket_id, b.window_start, time_text(b.window_start), time_text(b.min_time), time_text(b.max_time), b.rows, size, reason));
+    }
+    scan.end();
+    // SAFETY: `store_rel`, opened for the listing above, is closed once after its scan ended; NoLock keeps the lock.
+    unsafe { pg_sys::table_close(store_rel, pg_sys::NoLock as i32) };
+    rows.sort_by(|a, b| types.compare(&a.0, &b.0).then(a.2.cmp(&b.2)).then(a.1.cmp(&b.1)));
+    let out: Vec<_> = rows
+        .into_iter()
+        .map(|(meta, id, _, ws, min, max, n, size, reason)| (id, types.text(&meta), ws, min, max, n, size, reason.to_string()))
+        .collect();
+    TableIterator::new(out)
 }
 
 /// Totals over the bucket headers for `tsbucket.stats`: buckets, rows, stored
@@ -170,25 +202,30 @@ fn _store_totals(
     crate::catalog::privileges::require_select_without_rls(relid);
     let (mut buckets, mut rows, mut compressed, mut uncompressed) = (0i64, 0i64, 0i64, 0i64);
     let mut by_reason = vec![0i64; 7];
-    // SAFETY: the store is opened, scanned and closed here.
-    unsafe {
+    // SAFETY: `config.store_relid` is the store of configured table `relid`, opened AccessShareLock until the table_close
+    // below; the scan uses the statement's snapshot, active for this whole call.
+    let (store_rel, mut scan) = unsafe {
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let mut scan = reader::StoreScan::begin(store_rel, reader::current_snapshot());
-        while let Some(tuple) = scan.next(true) {
-            let b = tuple::read_header(store_rel, tuple);
-            buckets += 1;
-            rows += i64::from(b.rows);
-            compressed += pg_sys::toast_datum_size(b.values[bucket::COL_PAYLOAD]) as i64;
-            if !b.nulls[bucket::COL_STATS] {
-                compressed += pg_sys::toast_datum_size(b.values[bucket::COL_STATS]) as i64;
-            }
-            uncompressed += b.values[bucket::COL_UNCOMPRESSED_BYTES].value() as i64;
-            if let Some(n) = by_reason.get_mut((b.close_reason() - 1) as usize) {
-                *n += 1;
-            }
+        (store_rel, reader::StoreScan::begin(store_rel, reader::current_snapshot()))
+    };
+    while let Some(tuple) = scan.next(true) {
+        // SAFETY: `tuple` is the row the totals scan just returned, valid until its next call.
+        let b = unsafe { tuple::read_header(store_rel, tuple) };
+        buckets += 1;
+        rows += i64::from(b.rows);
+        // SAFETY: the payload datum of header `b` is a never-NULL bytea, valid while `tuple` is.
+        compressed += unsafe { pg_sys::toast_datum_size(b.values[bucket::COL_PAYLOAD]) } as i64;
+        if !b.nulls[bucket::COL_STATS] {
+            // SAFETY: COL_STATS of header `b` is a bytea datum, not NULL (checked just above), valid while `tuple` is.
+            compressed += unsafe { pg_sys::toast_datum_size(b.values[bucket::COL_STATS]) } as i64;
         }
-        scan.end();
-        pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
+        uncompressed += b.values[bucket::COL_UNCOMPRESSED_BYTES].value() as i64;
+        if let Some(n) = by_reason.get_mut((b.close_reason() - 1) as usize) {
+            *n += 1;
+        }
     }
+    scan.end();
+    // SAFETY: `store_rel` was opened for the totals above and its scan has ended; closed once, NoLock keeping the lock.
+    unsafe { pg_sys::table_close(store_rel, pg_sys::NoLock as i32) };
     TableIterator::once((buckets, rows, compressed, uncompressed, by_reason))
 }

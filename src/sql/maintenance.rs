@@ -11,7 +11,8 @@ fn _compact(
     max_groups: default!(Option<i32>, "NULL"),
 ) -> TableIterator<'static, (name!(buckets_before, i64), name!(buckets_after, i64), name!(rows_moved, i64))> {
     crate::catalog::privileges::require_owner(relid);
-    // SAFETY: the caller owns the table; compaction opens, locks and closes what it reads.
+    // SAFETY: compact's contract: this SQL function runs in the caller's transaction, and require_owner above checked
+    // that the caller may compact `relid`; compact opens, locks and closes the relations it reads.
     let result = unsafe { crate::maintenance::compact::compact(relid, max_groups.map_or(usize::MAX, |n| n.max(1) as usize)) };
     TableIterator::once(result)
 }

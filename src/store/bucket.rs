@@ -78,20 +78,30 @@ impl StoredBucket {
         if !self.payload.is_null() {
             return;
         }
-        unsafe {
-            let payload = pg_sys::pg_detoast_datum_packed(self.values[COL_PAYLOAD].cast_mut_ptr());
-            self.values[COL_PAYLOAD] = pg_sys::Datum::from(payload);
-            self.payload = vardata_any(payload) as *const u8;
-            self.payload_len = varsize_any_exhdr(payload);
-        }
+        // SAFETY: values[COL_PAYLOAD] is the store tuple's payload bytea, never NULL (read_header refuses
+        // that); its detoasted form is palloc'd in the current memory context, the one the bucket lives in.
+        let payload = unsafe { pg_sys::pg_detoast_datum_packed(self.values[COL_PAYLOAD].cast_mut_ptr()) };
+        self.values[COL_PAYLOAD] = pg_sys::Datum::from(payload);
+        // SAFETY: `payload` is the plain (detoasted) varlena just returned, so its header is readable.
+        let (data, len) = unsafe { (vardata_any(payload) as *const u8, varsize_any_exhdr(payload)) };
+        self.payload = data;
+        self.payload_len = len;
     }
 
     pub fn payload(&self) -> &[u8] {
         assert!(!self.payload.is_null(), "payload read before load_payload");
+        // SAFETY: load_payload set `payload`/`payload_len` (non-null, asserted above) to the detoasted payload,
+        // which stays in the memory context that read the bucket while `self` is used.
         unsafe { std::slice::from_raw_parts(self.payload, self.payload_len) }
     }
 
     pub fn stats(&self) -> &[u8] {
+        if self.stats.is_null() {
+            // A NULL stats column (write_bucket never leaves one): no statistics.
+            return &[];
+        }
+        // SAFETY: read_header (or detached's copy) set `stats`/`stats_len` to the detoasted stats bytea,
+        // alive in the memory context that read the bucket.
         unsafe { std::slice::from_raw_parts(self.stats, self.stats_len) }
     }
 
@@ -106,31 +116,44 @@ impl StoredBucket {
     /// # Safety
     /// `store` must be the store the bucket was read from, and its tuple still valid.
     pub unsafe fn detached(mut self, store: pg_sys::Relation) -> StoredBucket {
-        unsafe {
-            let tupdesc = (*store).rd_att;
-            for i in 0..self.values.len() {
-                let att = &*crate::pg::relation::tuple_desc_attr(tupdesc, i);
-                if self.nulls[i] || att.attbyval {
-                    continue;
-                }
-                let src = self.values[i].cast_mut_ptr::<u8>();
-                let len = match att.attlen {
-                    -1 => pgrx::varlena::varsize_any(src as *const pg_sys::varlena),
-                    -2 => std::ffi::CStr::from_ptr(src as *const std::ffi::c_char).to_bytes_with_nul().len(),
-                    n => n as usize,
-                };
+        // SAFETY: `store` is the open store the bucket was read from (detached's contract); rd_att is its
+        // relcache entry's descriptor.
+        let tupdesc = unsafe { (*store).rd_att };
+        for i in 0..self.values.len() {
+            // SAFETY: read_header made one value per attribute of this store's descriptor, so `i` < natts.
+            let att = unsafe { &*crate::pg::relation::tuple_desc_attr(tupdesc, i) };
+            if self.nulls[i] || att.attbyval {
+                continue;
+            }
+            let src = self.values[i].cast_mut_ptr::<u8>();
+            let len = match att.attlen {
+                // SAFETY: a non-NULL varlena value of the tuple, still valid (detached's contract).
+                -1 => unsafe { pgrx::varlena::varsize_any(src as *const pg_sys::varlena) },
+                // SAFETY: a non-NULL cstring value of the tuple, NUL-terminated and still valid.
+                -2 => unsafe { std::ffi::CStr::from_ptr(src as *const std::ffi::c_char).to_bytes_with_nul().len() },
+                n => n as usize,
+            };
+            // SAFETY: `src` holds `len` readable bytes of the still-valid tuple, and palloc returns `len`
+            // writable bytes in the current memory context (or raises ERROR).
+            let dst = unsafe {
                 let dst = pg_sys::palloc(len) as *mut u8;
                 std::ptr::copy_nonoverlapping(src, dst, len);
-                self.values[i] = pg_sys::Datum::from(dst);
-            }
-            if !self.stats.is_null() {
+                dst
+            };
+            self.values[i] = pg_sys::Datum::from(dst);
+        }
+        if !self.stats.is_null() {
+            // SAFETY: `stats` points to `stats_len` bytes of the tuple's stats (non-null, checked); palloc
+            // returns at least that many in the current memory context.
+            let copy = unsafe {
                 let copy = pg_sys::palloc(self.stats_len.max(1)) as *mut u8;
                 std::ptr::copy_nonoverlapping(self.stats, copy, self.stats_len);
-                self.stats = copy;
-            }
-            // A payload already detoasted is in memory of its own.
-            self
+                copy
+            };
+            self.stats = copy;
         }
+        // A payload already detoasted is in memory of its own.
+        self
     }
 
     pub fn meta_datum(&self, i: usize) -> Option<pg_sys::Datum> {

@@ -47,34 +47,41 @@ pub unsafe fn write_bucket(
         Some(Values::Int(t)) if !t.is_empty() => (*t.iter().min().expect("non-empty"), *t.iter().max().expect("non-empty")),
         _ => ts_error(DATA_CORRUPTED, "a bucket to be written has no times", "This is a bug in tsbucket; please report it."),
     };
-    unsafe {
-        let id = id.unwrap_or_else(|| allocate_id(store, config));
-        let tupdesc = (*store).rd_att;
-        let natts = (*tupdesc).natts as usize;
-        let mut values = vec![pg_sys::Datum::from(0); natts];
-        let mut nulls = vec![false; natts];
-        values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
-        values[COL_WINDOW_START] = pg_sys::Datum::from(content.window_start);
-        values[COL_MIN_TIME] = pg_sys::Datum::from(min_time);
-        values[COL_MAX_TIME] = pg_sys::Datum::from(max_time);
-        values[COL_ROW_COUNT] = pg_sys::Datum::from(content.rows as i32);
-        values[COL_UNCOMPRESSED_BYTES] = pg_sys::Datum::from(content.uncompressed_bytes);
-        values[COL_CLOSE_REASON] = pg_sys::Datum::from(reason as i16);
-        values[COL_STATS] = crate::pg::datum::bytea(&stats);
-        values[COL_PAYLOAD] = crate::pg::datum::bytea(&payload);
-        set_meta(&mut values, &mut nulls, content.meta, &shape.meta_attrs());
-        insert_tuple(store, &mut values, &mut nulls, cid);
-        if reason != CloseReason::Compaction {
-            WRITTEN.with(|w| w.set(true));
-        }
-        id
+    // SAFETY: `store` is `config`'s bucket store, open and locked RowExclusive (write_bucket's contract),
+    // which is what allocate_id needs.
+    let id = id.unwrap_or_else(|| unsafe { allocate_id(store, config) });
+    // SAFETY: `store` is open, so its relcache entry's descriptor is readable.
+    let natts = unsafe { (*(*store).rd_att).natts as usize };
+    let mut values = vec![pg_sys::Datum::from(0); natts];
+    let mut nulls = vec![false; natts];
+    values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
+    values[COL_WINDOW_START] = pg_sys::Datum::from(content.window_start);
+    values[COL_MIN_TIME] = pg_sys::Datum::from(min_time);
+    values[COL_MAX_TIME] = pg_sys::Datum::from(max_time);
+    values[COL_ROW_COUNT] = pg_sys::Datum::from(content.rows as i32);
+    values[COL_UNCOMPRESSED_BYTES] = pg_sys::Datum::from(content.uncompressed_bytes);
+    values[COL_CLOSE_REASON] = pg_sys::Datum::from(reason as i16);
+    values[COL_STATS] = crate::pg::datum::bytea(&stats);
+    values[COL_PAYLOAD] = crate::pg::datum::bytea(&payload);
+    // SAFETY: content.meta holds one entry per meta column of `shape`, identifying bytes of that column's
+    // type (from datum_bytes when the rows were buffered), as set_meta requires.
+    unsafe { set_meta(&mut values, &mut nulls, content.meta, &shape.meta_attrs()) };
+    // SAFETY: `store` is open and locked RowExclusive; `values`/`nulls` have one entry per store attribute.
+    unsafe { insert_tuple(store, &mut values, &mut nulls, cid) };
+    if reason != CloseReason::Compaction {
+        WRITTEN.with(|w| w.set(true));
     }
+    id
 }
 
+/// # Safety
+/// `meta` must hold, per entry of `meta_attrs`, NULL or identifying bytes of that attribute's type.
 unsafe fn set_meta(values: &mut [pg_sys::Datum], nulls: &mut [bool], meta: &[Option<Vec<u8>>], meta_attrs: &[&Attr]) {
     for (i, attr) in meta_attrs.iter().enumerate() {
         match &meta[i] {
             Some(bytes) => {
+                // SAFETY: `bytes` are identifying bytes of `attr`'s type (set_meta's contract); the datum is
+                // palloc'd in the current memory context, alive until the tuple is formed.
                 values[COL_FIRST_META + i] = unsafe { crate::pg::datum::bytes_datum(bytes, attr.layout()) };
                 nulls[COL_FIRST_META + i] = false;
             }
@@ -86,22 +93,39 @@ unsafe fn set_meta(values: &mut [pg_sys::Datum], nulls: &mut [bool], meta: &[Opt
 /// Inserts a store tuple and its index entries as command `cid`. Buffered
 /// rows are written as the command that inserted them, not as the one that
 /// happens to flush them (a scan that flushes at its start must see them).
+///
+/// # Safety
+/// `store` must be open and locked RowExclusive; `values`/`nulls` hold one entry per store attribute.
 unsafe fn insert_tuple(store: pg_sys::Relation, values: &mut [pg_sys::Datum], nulls: &mut [bool], cid: pg_sys::CommandId) {
-    unsafe {
+    // SAFETY: `store` is open and locked RowExclusive and `values`/`nulls` match its descriptor (insert_tuple's
+    // contract); the tuple is palloc'd in the current memory context and inserted as command `cid`.
+    let tuple = unsafe {
         let tuple = pg_sys::heap_form_tuple((*store).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
         pg_sys::heap_insert(store, tuple, cid, 0, std::ptr::null_mut());
-        // The store's indexes are on plain columns (bucket_id; meta..., window_start).
-        for index_oid in crate::pg::nodes::list_oids(pg_sys::RelationGetIndexList(store)) {
+        tuple
+    };
+    // The store's indexes are on plain columns (bucket_id; meta..., window_start).
+    // SAFETY: RelationGetIndexList returns a fresh OID list of the open `store`'s indexes.
+    let index_oids = unsafe { crate::pg::nodes::list_oids(pg_sys::RelationGetIndexList(store)) };
+    for index_oid in index_oids {
+        // SAFETY: `index_oid` is one of the store's indexes, opened RowExclusive as its table is;
+        // BuildIndexInfo palloc's its key description in the current memory context.
+        let (index, info) = unsafe {
             let index = pg_sys::index_open(index_oid, pg_sys::RowExclusiveLock as i32);
-            let info = pg_sys::BuildIndexInfo(index);
-            let nkeys = (*info).ii_NumIndexAttrs as usize;
-            let mut ivalues = vec![pg_sys::Datum::from(0); nkeys];
-            let mut inulls = vec![false; nkeys];
-            for k in 0..nkeys {
-                let attnum = (*info).ii_IndexAttrNumbers[k] as usize;
-                ivalues[k] = values[attnum - 1];
-                inulls[k] = nulls[attnum - 1];
-            }
+            (index, pg_sys::BuildIndexInfo(index))
+        };
+        // SAFETY: `info` was just built by BuildIndexInfo for `index`; its key count and attnums are plain fields.
+        let (nkeys, key_attnums) = unsafe { ((*info).ii_NumIndexAttrs as usize, (*info).ii_IndexAttrNumbers) };
+        let mut ivalues = vec![pg_sys::Datum::from(0); nkeys];
+        let mut inulls = vec![false; nkeys];
+        for k in 0..nkeys {
+            let attnum = key_attnums[k] as usize;
+            ivalues[k] = values[attnum - 1];
+            inulls[k] = nulls[attnum - 1];
+        }
+        // SAFETY: `tuple` was inserted above, so t_self is its new TID; the key arrays hold `nkeys` entries for
+        // `index`, which is closed here with its RowExclusive lock kept to the transaction's end.
+        unsafe {
             pg_sys::index_insert(
                 index,
                 ivalues.as_mut_ptr(),
@@ -114,8 +138,9 @@ unsafe fn insert_tuple(store: pg_sys::Relation, values: &mut [pg_sys::Datum], nu
             );
             pg_sys::index_close(index, pg_sys::NoLock as i32);
         }
-        pg_sys::heap_freetuple(tuple);
     }
+    // SAFETY: `tuple` is the palloc'd tuple heap_form_tuple made above; heap and indexes hold copies, nothing refers to it.
+    unsafe { pg_sys::heap_freetuple(tuple) };
 }
 
 /// Re-writes an existing bucket row with other meta values (UPDATE of the
@@ -126,13 +151,15 @@ unsafe fn insert_tuple(store: pg_sys::Relation, values: &mut [pg_sys::Datum], nu
 /// # Safety
 /// As `write_bucket`; `old` must come from `store`.
 pub unsafe fn relabel_bucket(store: pg_sys::Relation, config: &Config, shape: &TableShape, old: &StoredBucket, meta: &[Option<Vec<u8>>]) -> i64 {
-    unsafe {
-        let mut values = old.values.clone();
-        let mut nulls = old.nulls.clone();
-        let id = allocate_id(store, config);
-        values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
-        set_meta(&mut values, &mut nulls, meta, &shape.meta_attrs());
-        insert_tuple(store, &mut values, &mut nulls, pg_sys::GetCurrentCommandId(true));
-        id
-    }
+    let mut values = old.values.clone();
+    let mut nulls = old.nulls.clone();
+    // SAFETY: as write_bucket's contract, which relabel_bucket shares: `store` is `config`'s open store, locked RowExclusive.
+    let id = unsafe { allocate_id(store, config) };
+    values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
+    // SAFETY: `meta` holds the new meta values' identifying bytes, one per meta column of `shape`.
+    unsafe { set_meta(&mut values, &mut nulls, meta, &shape.meta_attrs()) };
+    // SAFETY: `values`/`nulls` are `old`'s full store row (one entry per attribute) with a new id and meta; its
+    // by-reference values still point into memory `old` keeps alive for this call.
+    unsafe { insert_tuple(store, &mut values, &mut nulls, pg_sys::GetCurrentCommandId(true)) };
+    id
 }

@@ -20,35 +20,44 @@ impl MetaTypes {
     /// # Safety
     /// `store` must be an open bucket store with `n` meta columns.
     pub unsafe fn of_store(store: pg_sys::Relation, n: usize) -> MetaTypes {
-        unsafe {
-            let tupdesc = (*store).rd_att;
-            let mut output = Vec::with_capacity(n);
-            let mut compare = Vec::with_capacity(n);
-            let mut byval = Vec::with_capacity(n);
-            for i in 0..n {
-                let att = &*crate::pg::relation::tuple_desc_attr(tupdesc, COL_FIRST_META + i);
-                let (mut func, mut varlena) = (pg_sys::InvalidOid, false);
+        // SAFETY: `store` is an open bucket store (of_store's contract); rd_att is its relcache descriptor.
+        let tupdesc = unsafe { (*store).rd_att };
+        let mut output = Vec::with_capacity(n);
+        let mut compare = Vec::with_capacity(n);
+        let mut byval = Vec::with_capacity(n);
+        for i in 0..n {
+            // SAFETY: the store has `n` meta columns from COL_FIRST_META on (the contract), so the index is below natts.
+            let att = unsafe { &*crate::pg::relation::tuple_desc_attr(tupdesc, COL_FIRST_META + i) };
+            let (mut func, mut varlena) = (pg_sys::InvalidOid, false);
+            let mut finfo = pg_sys::FmgrInfo::default();
+            // SAFETY: att.atttypid is the meta column's type; getTypeOutputInfo and fmgr_info fill the locals
+            // (fmgr_info's extra data in the current memory context) or raise ERROR.
+            unsafe {
                 pg_sys::getTypeOutputInfo(att.atttypid, &mut func, &mut varlena);
-                let mut finfo = pg_sys::FmgrInfo::default();
                 pg_sys::fmgr_info(func, &mut finfo);
-                output.push(finfo);
-                let cache = pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_CMP_PROC_FINFO as i32);
-                compare.push((!cache.is_null() && (*cache).cmp_proc != pg_sys::InvalidOid).then(|| {
-                    let mut f = pg_sys::FmgrInfo::default();
-                    pg_sys::fmgr_info((*cache).cmp_proc, &mut f);
-                    (f, att.attcollation)
-                }));
-                byval.push((att.attbyval, att.attlen));
             }
-            MetaTypes { output, compare, byval }
+            output.push(finfo);
+            // SAFETY: lookup_type_cache returns the backend's type cache entry for att.atttypid (or raises ERROR).
+            let cache = unsafe { pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_CMP_PROC_FINFO as i32) };
+            // SAFETY: `cache` is read only when non-NULL; type cache entries live until the backend exits.
+            let cmp_proc = (!cache.is_null()).then(|| unsafe { (*cache).cmp_proc }).filter(|&p| p != pg_sys::InvalidOid);
+            compare.push(cmp_proc.map(|proc| {
+                let mut f = pg_sys::FmgrInfo::default();
+                // SAFETY: `proc` is the type's btree comparison function; fmgr_info fills the local `f`.
+                unsafe { pg_sys::fmgr_info(proc, &mut f) };
+                (f, att.attcollation)
+            }));
+            byval.push((att.attbyval, att.attlen));
         }
+        MetaTypes { output, compare, byval }
     }
 
     /// Copies of the bucket's meta datums, valid after its tuple is gone.
     pub fn copy_datums(&self, b: &StoredBucket) -> Vec<Option<pg_sys::Datum>> {
         (0..self.output.len())
             .map(|i| {
-                // SAFETY: the datum is of the column's type and valid while `b`'s tuple is.
+                // SAFETY: meta datum `i` of `b` is of meta column i's type, whose byval/len of_store read, and is
+                // valid while `b`'s tuple is; the copy is palloc'd in the current memory context.
                 b.meta_datum(i).map(|d| unsafe { crate::pg::datum::copy_datum(d, self.byval[i].0, self.byval[i].1) })
             })
             .collect()
@@ -59,8 +68,9 @@ impl MetaTypes {
     pub fn text(&mut self, values: &[Option<pg_sys::Datum>]) -> Option<String> {
         let mut parts: Vec<Option<String>> = Vec::with_capacity(values.len());
         for (i, v) in values.iter().enumerate() {
-            // SAFETY: output functions of the columns' types applied to their values.
-            parts.push(v.map(|d| unsafe { CStr::from_ptr(pg_sys::OutputFunctionCall(&mut self.output[i], d)).to_string_lossy().into_owned() }));
+            // SAFETY: output[i] is meta column i's output function (of_store) applied to a value of that column;
+            // it returns a palloc'd NUL-terminated string, copied into a String at once.
+            parts.push(v.map(|d| unsafe { CStr::from_ptr(pg_sys::OutputFunctionCall(&mut self.output[i], d)) }.to_string_lossy().into_owned()));
         }
         match parts.len() {
             0 => None,
@@ -77,8 +87,9 @@ impl MetaTypes {
                 (None, Some(_)) => Ordering::Greater,
                 (Some(_), None) => Ordering::Less,
                 (Some(x), Some(y)) => match &mut self.compare[i] {
-                    // SAFETY: the type's btree comparison applied to two values of it.
-                    Some((f, coll)) => unsafe { (pg_sys::FunctionCall2Coll(f, *coll, x, y).value() as i32).cmp(&0) },
+                    // SAFETY: `f` is meta column i's btree comparison (of_store), applied with the column's collation
+                    // to two non-NULL values of that column.
+                    Some((f, coll)) => (unsafe { pg_sys::FunctionCall2Coll(f, *coll, x, y) }.value() as i32).cmp(&0),
                     None => Ordering::Equal,
                 },
             };

@@ -45,17 +45,22 @@ struct IndexWalk {
 }
 
 impl IndexWalk {
+    /// # Safety
+    /// The walk's store and index must be open, and no scan open (`scan` null).
     unsafe fn open_current(&mut self) {
         // systable_beginscan_ordered rewrites the keys' column numbers in place:
         // give it a fresh copy each time.
         let mut keys = self.key_sets[self.current].clone();
-        // SAFETY: store and index are open; the keys are valid btree keys on the store's columns.
+        // SAFETY: store and index are open (open_current's contract); the current key set holds btree keys on
+        // the store's columns, and `keys` is a fresh copy the scan may rewrite.
         self.scan = unsafe { pg_sys::systable_beginscan_ordered(self.store, self.index, self.snapshot, keys.len() as i32, keys.as_mut_ptr()) };
     }
 
+    /// # Safety
+    /// `scan` must be null or a scan begun by `open_current` and not yet ended.
     unsafe fn close_current(&mut self) {
         if !self.scan.is_null() {
-            // SAFETY: the scan is open.
+            // SAFETY: a non-null `scan` is the ordered scan open_current began (close_current's contract).
             unsafe { pg_sys::systable_endscan_ordered(self.scan) };
             self.scan = std::ptr::null_mut();
         }
@@ -73,25 +78,26 @@ impl IndexWalk {
         }
         let dir = if forward { pg_sys::ScanDirection::ForwardScanDirection } else { pg_sys::ScanDirection::BackwardScanDirection };
         loop {
-            // SAFETY: the walk's relations are open; the scan is ours.
-            unsafe {
-                if self.scan.is_null() {
-                    self.open_current();
-                }
-                let tuple = pg_sys::systable_getnext_ordered(self.scan, dir);
-                if !tuple.is_null() {
-                    return Some(tuple);
-                }
-                // This key set is done in this direction; the scan stays open at
-                // its end when there is no next one, so a cursor can turn back.
-                let next = if forward { Some(self.current + 1) } else { self.current.checked_sub(1) };
-                let Some(next) = next.filter(|&n| n < self.key_sets.len()) else {
-                    self.exhausted = Some(forward);
-                    return None;
-                };
-                self.close_current();
-                self.current = next;
+            if self.scan.is_null() {
+                // SAFETY: the walk's store and index stay open until StoreScan::end (begin_index's contract),
+                // and no scan is open.
+                unsafe { self.open_current() };
             }
+            // SAFETY: `self.scan` was begun by open_current and is ended only by close_current.
+            let tuple = unsafe { pg_sys::systable_getnext_ordered(self.scan, dir) };
+            if !tuple.is_null() {
+                return Some(tuple);
+            }
+            // This key set is done in this direction; the scan stays open at
+            // its end when there is no next one, so a cursor can turn back.
+            let next = if forward { Some(self.current + 1) } else { self.current.checked_sub(1) };
+            let Some(next) = next.filter(|&n| n < self.key_sets.len()) else {
+                self.exhausted = Some(forward);
+                return None;
+            };
+            // SAFETY: ends the finished key set's scan, which open_current began; the next one opens it anew.
+            unsafe { self.close_current() };
+            self.current = next;
         }
     }
 }
@@ -101,7 +107,9 @@ impl StoreScan {
     /// `store` must be open and stay open until `end`.
     pub unsafe fn begin(store: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> StoreScan {
         let flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_STRAT | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;
-        StoreScan { inner: Inner::Heap(unsafe { pg_sys::heap_beginscan(store, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), flags) }) }
+        // SAFETY: `store` is open until `end` (begin's contract), which ends this keyless heap scan.
+        let scan = unsafe { pg_sys::heap_beginscan(store, snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), flags) };
+        StoreScan { inner: Inner::Heap(scan) }
     }
 
     /// This participant's share of a parallel scan of the store's heap: the
@@ -111,7 +119,10 @@ impl StoreScan {
     /// `store` must be open and stay open until `end`; `pscan` initialized for it
     /// (table_parallelscan_initialize) in the parallel query's shared memory.
     pub unsafe fn begin_parallel(store: pg_sys::Relation, pscan: pg_sys::ParallelTableScanDesc) -> StoreScan {
-        StoreScan { inner: Inner::Heap(unsafe { pg_sys::table_beginscan_parallel(store, pscan) }) }
+        // SAFETY: `store` is open until `end` and `pscan` initialized for it in the parallel query's shared memory
+        // (begin_parallel's contract).
+        let scan = unsafe { pg_sys::table_beginscan_parallel(store, pscan) };
+        StoreScan { inner: Inner::Heap(scan) }
     }
 
     /// The buckets within `ranges` of one of the store's indexes, in index order.
@@ -119,6 +130,8 @@ impl StoreScan {
     /// # Safety
     /// `store` must be open and stay open until `end`; `ranges.index` one of its indexes.
     pub unsafe fn begin_index(store: pg_sys::Relation, snapshot: pg_sys::Snapshot, ranges: IndexRanges) -> StoreScan {
+        // SAFETY: ranges.index is one of the open store's indexes (begin_index's contract); its AccessShareLock
+        // is released by the index_close in `end`.
         let index = unsafe { pg_sys::index_open(ranges.index, pg_sys::AccessShareLock as i32) };
         StoreScan {
             inner: Inner::Index(IndexWalk {
@@ -139,7 +152,7 @@ impl StoreScan {
         match &mut self.inner {
             Inner::Heap(scan) => {
                 let dir = if forward { pg_sys::ScanDirection::ForwardScanDirection } else { pg_sys::ScanDirection::BackwardScanDirection };
-                // SAFETY: the scan is open (begun and not ended).
+                // SAFETY: `scan` was begun by begin or begin_parallel and is ended only by `end`, which consumes self.
                 let tuple = unsafe { pg_sys::heap_getnext(*scan, dir) };
                 (!tuple.is_null()).then_some(tuple)
             }
@@ -149,10 +162,10 @@ impl StoreScan {
 
     pub fn rescan(&mut self) {
         match &mut self.inner {
-            // SAFETY: the scan is open.
+            // SAFETY: the heap scan is open until `end`; a keyless rescan keeps its flags.
             Inner::Heap(scan) => unsafe { pg_sys::heap_rescan(*scan, std::ptr::null_mut(), false, false, false, false) },
             Inner::Index(walk) => {
-                // SAFETY: closes only a scan this walk opened.
+                // SAFETY: the walk's `scan` is null or one its open_current began; next() opens a fresh one.
                 unsafe { walk.close_current() };
                 walk.started = false;
                 walk.exhausted = None;
@@ -162,13 +175,15 @@ impl StoreScan {
 
     pub fn end(self) {
         match self.inner {
-            // SAFETY: the scan is open, and `self` is consumed.
+            // SAFETY: the heap scan is open, and `self` is consumed, so it is ended exactly once.
             Inner::Heap(scan) => unsafe { pg_sys::heap_endscan(scan) },
-            Inner::Index(mut walk) => unsafe {
-                // SAFETY: as above; the index was opened by begin_index.
-                walk.close_current();
-                pg_sys::index_close(walk.index, pg_sys::AccessShareLock as i32);
-            },
+            Inner::Index(mut walk) => {
+                // SAFETY: closes the walk's current scan, if any, then the index begin_index opened with AccessShareLock.
+                unsafe {
+                    walk.close_current();
+                    pg_sys::index_close(walk.index, pg_sys::AccessShareLock as i32);
+                }
+            }
         }
     }
 }
@@ -178,10 +193,14 @@ impl StoreScan {
 /// # Safety
 /// `store` must be an open bucket store.
 pub unsafe fn indexes(store: pg_sys::Relation) -> Vec<(pg_sys::Oid, Vec<i16>)> {
-    unsafe {
-        crate::pg::nodes::list_oids(pg_sys::RelationGetIndexList(store))
-            .into_iter()
-            .filter_map(|oid| {
+    // SAFETY: `store` is an open bucket store (indexes's contract); RelationGetIndexList returns a fresh OID
+    // list of its indexes.
+    let oids = unsafe { crate::pg::nodes::list_oids(pg_sys::RelationGetIndexList(store)) };
+    oids.into_iter()
+        .filter_map(|oid| {
+            // SAFETY: `oid` is one of the store's indexes, open (AccessShareLock) until the index_close at the
+            // end of this block, so rd_index, rd_rel and the indnatts entries of indkey are readable.
+            let (columns, usable) = unsafe {
                 let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
                 let form = (*index).rd_index;
                 let columns = (*form).indkey.values.as_slice((*form).indnatts as usize).to_vec();
@@ -191,10 +210,11 @@ pub unsafe fn indexes(store: pg_sys::Relation) -> Vec<(pg_sys::Oid, Vec<i16>)> {
                     && !columns.contains(&0)
                     && pg_sys::RelationGetIndexPredicate(index).is_null();
                 pg_sys::index_close(index, pg_sys::AccessShareLock as i32);
-                usable.then_some((oid, columns))
-            })
-            .collect()
-    }
+                (columns, usable)
+            };
+            usable.then_some((oid, columns))
+        })
+        .collect()
 }
 
 /// The store's index over exactly `columns` (1-based store column numbers).
@@ -202,7 +222,9 @@ pub unsafe fn indexes(store: pg_sys::Relation) -> Vec<(pg_sys::Oid, Vec<i16>)> {
 /// # Safety
 /// As `indexes`.
 pub unsafe fn index_on(store: pg_sys::Relation, columns: &[i16]) -> Option<pg_sys::Oid> {
-    unsafe { indexes(store).into_iter().find(|(_, cols)| cols == columns).map(|(oid, _)| oid) }
+    // SAFETY: `store` is an open bucket store, as index_on's contract (that of indexes) says.
+    let all = unsafe { indexes(store) };
+    all.into_iter().find(|(_, cols)| cols == columns).map(|(oid, _)| oid)
 }
 
 /// Whether any bucket's newest row is older than `cutoff`, by the index on
@@ -211,17 +233,22 @@ pub unsafe fn index_on(store: pg_sys::Relation, columns: &[i16]) -> Option<pg_sy
 /// # Safety
 /// `store` must be an open bucket store.
 pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64) -> Option<bool> {
-    unsafe {
-        let time_type = (*crate::pg::relation::tuple_desc_attr((*store).rd_att, COL_MAX_TIME)).atttypid;
-        let index_oid = index_on(store, &[(COL_MAX_TIME + 1) as i16])?;
-        let proc = if time_type == pg_sys::TIMESTAMPTZOID { pg_sys::F_TIMESTAMPTZ_LT } else { pg_sys::F_TIMESTAMP_LT };
-        let mut key = pg_sys::ScanKeyData::default();
+    // SAFETY: `store` is an open bucket store (the contract), so its descriptor has the max_time column.
+    let time_type = unsafe { (*crate::pg::relation::tuple_desc_attr((*store).rd_att, COL_MAX_TIME)).atttypid };
+    // SAFETY: index_on needs only that same open `store`.
+    let index_oid = unsafe { index_on(store, &[(COL_MAX_TIME + 1) as i16]) }?;
+    let proc = if time_type == pg_sys::TIMESTAMPTZOID { pg_sys::F_TIMESTAMPTZ_LT } else { pg_sys::F_TIMESTAMP_LT };
+    let mut key = pg_sys::ScanKeyData::default();
+    // SAFETY: `index_oid` is the store's btree index on max_time and `key` a local "< cutoff" key of its type,
+    // copied by the scan; the statement's snapshot outlives the scan, which ends before this block does.
+    let found = unsafe {
         pg_sys::ScanKeyInit(&mut key, (COL_MAX_TIME + 1) as i16, pg_sys::BTLessStrategyNumber as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(cutoff));
         let scan = pg_sys::systable_beginscan(store, index_oid, true, current_snapshot(), 1, &mut key);
         let found = !pg_sys::systable_getnext(scan).is_null();
         pg_sys::systable_endscan(scan);
-        Some(found)
-    }
+        found
+    };
+    Some(found)
 }
 
 /// Buckets the store holds (heap estimate, or exact when small), and the
@@ -232,33 +259,37 @@ pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64) -> Opt
 pub unsafe fn estimate(store: pg_sys::Relation) -> (f64, usize, f64, pg_sys::BlockNumber) {
     const EXACT_UP_TO_BLOCKS: u32 = 16;
     const SAMPLE_BUCKETS: usize = 200;
-    unsafe {
-        let nblocks = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM);
-        let exact = nblocks <= EXACT_UP_TO_BLOCKS;
-        let mut scan = StoreScan::begin(store, current_snapshot());
-        let (mut n, mut rows) = (0usize, 0f64);
-        while exact || n < SAMPLE_BUCKETS {
-            let Some(tuple) = scan.next(true) else { break };
-            n += 1;
-            rows += read_header(store, tuple).rows as f64;
-        }
-        scan.end();
-        let buckets = if exact {
-            n as f64
-        } else {
-            let mut pages = 0;
-            let mut tuples = 0.0;
-            let mut allvisfrac = 0.0;
-            match (*(*store).rd_tableam).relation_estimate_size {
-                Some(f) => {
-                    f(store, std::ptr::null_mut(), &mut pages, &mut tuples, &mut allvisfrac);
-                    tuples
-                }
-                None => n as f64,
-            }
-        };
-        (buckets, n, rows, nblocks)
+    // SAFETY: `store` is open (estimate's contract); the block count comes from its storage manager.
+    let nblocks = unsafe { pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM) };
+    let exact = nblocks <= EXACT_UP_TO_BLOCKS;
+    // SAFETY: `store` stays open past scan.end() below; current_snapshot() is the statement's or transaction's.
+    let mut scan = unsafe { StoreScan::begin(store, current_snapshot()) };
+    let (mut n, mut rows) = (0usize, 0f64);
+    while exact || n < SAMPLE_BUCKETS {
+        let Some(tuple) = scan.next(true) else { break };
+        n += 1;
+        // SAFETY: `tuple` is a store tuple scan.next just returned, valid until its next call; only the row count is kept.
+        rows += unsafe { read_header(store, tuple) }.rows as f64;
     }
+    scan.end();
+    let buckets = if exact {
+        n as f64
+    } else {
+        let mut pages = 0;
+        let mut tuples = 0.0;
+        let mut allvisfrac = 0.0;
+        // SAFETY: rd_tableam of the open `store` is the heap AM's routine, static for the server's life.
+        match unsafe { (*(*store).rd_tableam).relation_estimate_size } {
+            Some(f) => {
+                // SAFETY: the heap AM's relation_estimate_size for the open `store`, with no attribute widths
+                // (NULL) and locals for its three results.
+                unsafe { f(store, std::ptr::null_mut(), &mut pages, &mut tuples, &mut allvisfrac) };
+                tuples
+            }
+            None => n as f64,
+        }
+    };
+    (buckets, n, rows, nblocks)
 }
 
 /// The snapshot maintenance (compaction, expiry) reads the store with, taken
@@ -274,9 +305,12 @@ pub unsafe fn estimate(store: pg_sys::Relation) -> (f64, usize, f64, pg_sys::Blo
 /// # Safety
 /// In a transaction, after the caller's lock on the table.
 pub unsafe fn snapshot_after_lock() -> pg_sys::Snapshot {
-    // SAFETY: plain reads of the transaction's state; the snapshot is registered before use.
+    // SAFETY: XactIsoLevel is the backend's isolation level global, copied by value inside a transaction
+    // (snapshot_after_lock's contract).
+    let uses_xact_snapshot = unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32;
+    // SAFETY: in a transaction, after the caller's table lock; the snapshot is registered before any use and
+    // the caller unregisters it.
     unsafe {
-        let uses_xact_snapshot = pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32;
         let snapshot = if uses_xact_snapshot { pg_sys::GetTransactionSnapshot() } else { pg_sys::GetLatestSnapshot() };
         pg_sys::RegisterSnapshot(snapshot)
     }
@@ -285,5 +319,7 @@ pub unsafe fn snapshot_after_lock() -> pg_sys::Snapshot {
 /// The snapshot a statement runs with; the transaction's when none is active
 /// (commit-time callbacks, planning outside a portal).
 pub fn current_snapshot() -> pg_sys::Snapshot {
+    // SAFETY: ActiveSnapshotSet/GetActiveSnapshot only read the backend's active snapshot stack, and
+    // GetTransactionSnapshot is reached only inside a transaction, where every reader of the store runs.
     unsafe { if pg_sys::ActiveSnapshotSet() { pg_sys::GetActiveSnapshot() } else { pg_sys::GetTransactionSnapshot() } }
 }

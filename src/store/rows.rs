@@ -61,6 +61,8 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
         .meta_attrs()
         .iter()
         .enumerate()
+        // SAFETY: store meta column `i` has the type of the table's meta attribute `attr`, and its datum lives
+        // while `stored` does; to_vec copies the bytes while `d` is alive.
         .map(|(i, attr)| stored.meta_datum(i).map(|d| unsafe { datum::datum_bytes(&d, attr.layout()) }.to_vec()))
         .collect();
     let skipped = needed.map(|n| n.iter().map(|x| !x).collect());
@@ -93,11 +95,14 @@ pub unsafe fn column_or_default<'a>(tupdesc: pg_sys::TupleDesc, attr: &crate::ca
     }
     let mut col = Column::new(attr.attnum, attr.kind);
     let mut isnull = false;
+    // SAFETY: `tupdesc` is the user table's descriptor and attr.attnum one of its attributes (column_or_default's
+    // contract); getmissingattr returns the column's default for rows written before it, or sets isnull.
     let missing = unsafe { pg_sys::getmissingattr(tupdesc, attr.attnum as i32, &mut isnull) };
     for _ in 0..bucket.rows {
         if isnull {
             col.push_null();
         } else {
+            // SAFETY: `missing` is a non-NULL datum of `attr`'s type from the descriptor's missing-value array.
             unsafe { datum::push_datum(&mut col, attr.layout(), missing) };
         }
     }
@@ -115,26 +120,28 @@ pub struct Prepared {
 /// # Safety
 /// Allocates in the current memory context, which must outlive the datums' use.
 pub unsafe fn prepare(shape: &TableShape, bucket: &LoadedBucket) -> Prepared {
-    unsafe {
-        let meta = shape
-            .meta_attrs()
-            .iter()
-            .enumerate()
-            .map(|(i, attr)| bucket.meta[i].as_ref().map(|b| datum::bytes_datum(b, attr.layout())))
-            .collect();
-        let columns = shape
-            .attrs
-            .iter()
-            .map(|attr| {
-                let col = bucket.columns[attr.attnum as usize - 1].as_ref()?;
-                match &col.values {
-                    tsbucket_format::Values::Bytes(values) if !attr.typbyval => Some(datum::bytes_datums(values, attr.layout())),
-                    _ => None,
-                }
-            })
-            .collect();
-        Prepared { meta, columns }
-    }
+    let meta = shape
+        .meta_attrs()
+        .iter()
+        .enumerate()
+        // SAFETY: bucket.meta[i] holds identifying bytes of meta attribute i's type (load took them with
+        // datum_bytes); the datum is palloc'd in the current memory context, which prepare's contract keeps alive.
+        .map(|(i, attr)| bucket.meta[i].as_ref().map(|b| unsafe { datum::bytes_datum(b, attr.layout()) }))
+        .collect();
+    let columns = shape
+        .attrs
+        .iter()
+        .map(|attr| {
+            let col = bucket.columns[attr.attnum as usize - 1].as_ref()?;
+            match &col.values {
+                // SAFETY: the decoded column holds bytes of `attr`'s by-reference type; its datums share one
+                // allocation in the current memory context.
+                tsbucket_format::Values::Bytes(values) if !attr.typbyval => Some(unsafe { datum::bytes_datums(values, attr.layout()) }),
+                _ => None,
+            }
+        })
+        .collect();
+    Prepared { meta, columns }
 }
 
 /// Fills `slot` with row `row` of `bucket`; by-reference values not in
@@ -150,48 +157,59 @@ pub unsafe fn fill_slot(
     row: usize,
     slot: *mut pg_sys::TupleTableSlot,
 ) {
-    unsafe {
+    // SAFETY: `slot` is a virtual slot of `rel` (fill_slot's contract), so once cleared its tts_values and
+    // tts_isnull are arrays of the descriptor's natts entries, owned by the slot and untouched by anyone
+    // else until ExecStoreVirtualTuple below; `rel` is open, so its descriptor is readable.
+    let (tupdesc, natts, values, nulls) = unsafe {
         pg_sys::ExecClearTuple(slot);
         let tupdesc = (*rel).rd_att;
         let natts = (*tupdesc).natts as usize;
-        let values = std::slice::from_raw_parts_mut((*slot).tts_values, natts);
-        let nulls = std::slice::from_raw_parts_mut((*slot).tts_isnull, natts);
-        for (i, attr) in shape.attrs.iter().enumerate().take(natts) {
-            match attr.role {
-                Role::Dropped => {
-                    nulls[i] = true;
-                    values[i] = pg_sys::Datum::from(0);
-                }
-                Role::Meta(m) => match (&bucket.meta[m], prepared) {
-                    (None, _) => nulls[i] = true,
-                    (Some(_), Some(p)) => {
-                        values[i] = p.meta[m].expect("prepared with the bucket");
-                        nulls[i] = false;
-                    }
-                    (Some(bytes), None) => {
-                        values[i] = datum::bytes_datum(bytes, attr.layout());
-                        nulls[i] = false;
-                    }
-                },
-                Role::Time | Role::Measurement if bucket.skipped.as_ref().is_some_and(|s| s[i]) => nulls[i] = true,
-                Role::Time | Role::Measurement => match &bucket.columns[i] {
-                    Some(col) if col.is_null(row) => nulls[i] = true,
-                    Some(col) => {
-                        values[i] = match prepared.and_then(|p| p.columns[i].as_ref()) {
-                            Some(datums) => datums[row],
-                            None => datum::column_datum(col, row, attr.layout()),
-                        };
-                        nulls[i] = false;
-                    }
-                    None => {
-                        // Added after this bucket was written: its default, or NULL.
-                        let mut isnull = false;
-                        values[i] = pg_sys::getmissingattr(tupdesc, (i + 1) as i32, &mut isnull);
-                        nulls[i] = isnull;
-                    }
-                },
+        (tupdesc, natts, std::slice::from_raw_parts_mut((*slot).tts_values, natts), std::slice::from_raw_parts_mut((*slot).tts_isnull, natts))
+    };
+    for (i, attr) in shape.attrs.iter().enumerate().take(natts) {
+        match attr.role {
+            Role::Dropped => {
+                nulls[i] = true;
+                values[i] = pg_sys::Datum::from(0);
             }
+            Role::Meta(m) => match (&bucket.meta[m], prepared) {
+                (None, _) => nulls[i] = true,
+                (Some(_), Some(p)) => {
+                    values[i] = p.meta[m].expect("prepared with the bucket");
+                    nulls[i] = false;
+                }
+                (Some(bytes), None) => {
+                    // SAFETY: `bytes` are the bucket's identifying bytes of meta attribute `attr`'s type; the
+                    // datum is palloc'd in the current memory context, as fill_slot documents.
+                    values[i] = unsafe { datum::bytes_datum(bytes, attr.layout()) };
+                    nulls[i] = false;
+                }
+            },
+            Role::Time | Role::Measurement if bucket.skipped.as_ref().is_some_and(|s| s[i]) => nulls[i] = true,
+            Role::Time | Role::Measurement => match &bucket.columns[i] {
+                Some(col) if col.is_null(row) => nulls[i] = true,
+                Some(col) => {
+                    values[i] = match prepared.and_then(|p| p.columns[i].as_ref()) {
+                        Some(datums) => datums[row],
+                        // SAFETY: load_columns decoded `col` with `attr`'s storage kind (it checks the kind), as
+                        // column_datum requires.
+                        None => unsafe { datum::column_datum(col, row, attr.layout()) },
+                    };
+                    nulls[i] = false;
+                }
+                None => {
+                    // Added after this bucket was written: its default, or NULL.
+                    let mut isnull = false;
+                    // SAFETY: `tupdesc` is the open `rel`'s descriptor and i + 1 one of its attnums (i < natts).
+                    values[i] = unsafe { pg_sys::getmissingattr(tupdesc, (i + 1) as i32, &mut isnull) };
+                    nulls[i] = isnull;
+                }
+            },
         }
+    }
+    // SAFETY: `slot` is the virtual slot of `rel` whose values were set above; storing it and setting its tid,
+    // table oid and bucket version touch only the slot's own fields.
+    unsafe {
         pg_sys::ExecStoreVirtualTuple(slot);
         super::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
         (*slot).tts_tableOid = (*rel).rd_id;
@@ -224,22 +242,26 @@ pub unsafe fn fetch_bucket(
     bucket_id: i64,
     snapshot: pg_sys::Snapshot,
 ) -> Option<Rc<LoadedBucket>> {
-    unsafe {
-        let found = find_bucket_tuple(store, config.id_index, bucket_id, snapshot)?;
-        let cached = FETCHED.with(|f| {
-            f.borrow().as_ref().and_then(|(relid, b)| {
-                (*relid == config.relid && b.bucket_id == bucket_id && same_tid(&b.store_tid, &(*found).t_self)).then(|| b.clone())
-            })
-        });
-        if let Some(b) = cached {
-            pg_sys::heap_freetuple(found);
-            return Some(b);
-        }
-        let stored = read_bucket(store, found);
-        let loaded = Rc::new(load(config, shape, &stored));
-        FETCHED.with(|f| *f.borrow_mut() = Some((config.relid, loaded.clone())));
-        Some(loaded)
+    // SAFETY: `store` is the open store of `config`'s table (fetch_bucket's contract), config.id_index its
+    // bucket_id index.
+    let found = unsafe { find_bucket_tuple(store, config.id_index, bucket_id, snapshot) }?;
+    // SAFETY: `found` is the palloc'd copy find_bucket_tuple returned, owned here; its TID is a plain field.
+    let found_tid = unsafe { (*found).t_self };
+    let cached = FETCHED.with(|f| {
+        f.borrow().as_ref().and_then(|(relid, b)| {
+            (*relid == config.relid && b.bucket_id == bucket_id && same_tid(&b.store_tid, &found_tid)).then(|| b.clone())
+        })
+    });
+    if let Some(b) = cached {
+        // SAFETY: `found` is our copy and nothing refers to it once the cached bucket is used instead.
+        unsafe { pg_sys::heap_freetuple(found) };
+        return Some(b);
     }
+    // SAFETY: `found` is a valid copy of a tuple of `store`; read_bucket allocates in the current memory context.
+    let stored = unsafe { read_bucket(store, found) };
+    let loaded = Rc::new(load(config, shape, &stored));
+    FETCHED.with(|f| *f.borrow_mut() = Some((config.relid, loaded.clone())));
+    Some(loaded)
 }
 
 /// Attribute indexes (attnum - 1) whose value changes from row to row within
@@ -272,21 +294,25 @@ pub unsafe fn refill_slot(
     row: usize,
     slot: *mut pg_sys::TupleTableSlot,
 ) {
-    unsafe {
-        let values = (*slot).tts_values;
-        let nulls = (*slot).tts_isnull;
-        for &i in varying {
-            let col = bucket.columns[i].as_ref().expect("varying columns are decoded");
-            if col.is_null(row) {
-                *nulls.add(i) = true;
-                continue;
-            }
-            *nulls.add(i) = false;
-            *values.add(i) = match prepared.columns[i].as_ref() {
-                Some(datums) => datums[row],
-                None => datum::column_datum(col, row, shape.attrs[i].layout()),
-            };
+    // SAFETY: `slot` holds a row fill_slot wrote (refill_slot's contract): a virtual slot, valid for this call.
+    let (values, nulls) = unsafe { ((*slot).tts_values, (*slot).tts_isnull) };
+    for &i in varying {
+        let col = bucket.columns[i].as_ref().expect("varying columns are decoded");
+        let is_null = col.is_null(row);
+        // SAFETY: `i` comes from varying_columns, an attribute index below the slot's natts, so it lies
+        // inside the tts_isnull array.
+        unsafe { *nulls.add(i) = is_null };
+        if is_null {
+            continue;
         }
-        super::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
+        let value = match prepared.columns[i].as_ref() {
+            Some(datums) => datums[row],
+            // SAFETY: `col` was decoded with attribute i's storage kind, as column_datum requires.
+            None => unsafe { datum::column_datum(col, row, shape.attrs[i].layout()) },
+        };
+        // SAFETY: as for tts_isnull above, `i` lies inside the slot's tts_values array.
+        unsafe { *values.add(i) = value };
     }
+    // SAFETY: tts_tid is a field of the valid `slot`, moved to `row` of the same bucket.
+    super::tid::set(unsafe { &mut (*slot).tts_tid }, bucket.bucket_id, row);
 }

@@ -71,8 +71,11 @@ pub fn ops() -> *const pg_sys::TupleTableSlotOps {
 /// # Safety
 /// `slot` must be a valid slot.
 unsafe fn ours<'a>(slot: *mut pg_sys::TupleTableSlot) -> Option<&'a mut BucketSlot> {
-    // SAFETY: a slot made with `ops()` was allocated base_slot_size bytes, a BucketSlot.
-    unsafe { std::ptr::eq((*slot).tts_ops, ops()).then(|| &mut *(slot as *mut BucketSlot)) }
+    // SAFETY: `slot` is a valid slot (ours's contract), so its tts_ops pointer is readable.
+    let is_ours = std::ptr::eq(unsafe { (*slot).tts_ops }, ops());
+    // SAFETY: a slot made with `ops()` was allocated base_slot_size bytes, a BucketSlot whose first field is
+    // the virtual slot `slot` points to.
+    is_ours.then(|| unsafe { &mut *(slot as *mut BucketSlot) })
 }
 
 /// Records which bucket version the slot's row came from (a slot of another
@@ -81,7 +84,7 @@ unsafe fn ours<'a>(slot: *mut pg_sys::TupleTableSlot) -> Option<&'a mut BucketSl
 /// # Safety
 /// `slot` must be a valid slot holding the row.
 pub unsafe fn set_version(slot: *mut pg_sys::TupleTableSlot, version: Version) {
-    // SAFETY: as the caller promises.
+    // SAFETY: `slot` is a valid slot holding the row (set_version's contract), which is all ours() needs.
     if let Some(s) = unsafe { ours(slot) } {
         s.has_version = true;
         s.version = version;
@@ -90,25 +93,26 @@ pub unsafe fn set_version(slot: *mut pg_sys::TupleTableSlot, version: Version) {
 
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn clear(slot: *mut pg_sys::TupleTableSlot) {
-    // SAFETY: Postgres calls this for a slot made with `ops()`.
-    unsafe {
-        if let Some(s) = ours(slot) {
-            s.has_version = false;
-        }
-        (pg_sys::TTSOpsVirtual.clear.expect("virtual slots clear"))(slot)
+    // SAFETY: Postgres calls the clear callback with a valid slot made with `ops()`.
+    if let Some(s) = unsafe { ours(slot) } {
+        s.has_version = false;
     }
+    // SAFETY: TTSOpsVirtual is the server's constant table; its clear handles the VirtualTupleTableSlot at
+    // the start of this BucketSlot.
+    unsafe { (pg_sys::TTSOpsVirtual.clear.expect("virtual slots clear"))(slot) }
 }
 
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn copyslot(dst: *mut pg_sys::TupleTableSlot, src: *mut pg_sys::TupleTableSlot) {
-    // SAFETY: Postgres calls this for a destination made with `ops()` and a valid source.
-    unsafe {
-        (pg_sys::TTSOpsVirtual.copyslot.expect("virtual slots copy"))(dst, src);
-        let version = ours(src).and_then(|s| s.has_version.then_some(s.version));
-        if let Some(d) = ours(dst) {
-            d.has_version = version.is_some();
-            d.version = version.unwrap_or_default();
-        }
+    // SAFETY: Postgres calls copyslot with a destination made with `ops()` and a valid source; the virtual
+    // copy fills `dst`'s VirtualTupleTableSlot part from `src`.
+    unsafe { (pg_sys::TTSOpsVirtual.copyslot.expect("virtual slots copy"))(dst, src) };
+    // SAFETY: `src` is a valid slot of any kind; ours() reads its version only when it is a BucketSlot.
+    let version = unsafe { ours(src) }.and_then(|s| s.has_version.then_some(s.version));
+    // SAFETY: `dst` is the valid destination slot Postgres passed, made with `ops()`.
+    if let Some(d) = unsafe { ours(dst) } {
+        d.has_version = version.is_some();
+        d.version = version.unwrap_or_default();
     }
 }
 
@@ -122,25 +126,23 @@ fn no_version() -> ! {
 
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn getsysattr(slot: *mut pg_sys::TupleTableSlot, attnum: i32, isnull: *mut bool) -> pg_sys::Datum {
-    // SAFETY: Postgres calls this for a slot made with `ops()`, with a valid isnull.
-    unsafe {
-        let Some(v) = ours(slot).and_then(|s| s.has_version.then_some(s.version)) else { no_version() };
-        *isnull = false;
-        match attnum {
-            pg_sys::MinTransactionIdAttributeNumber => pg_sys::Datum::from(v.xmin),
-            pg_sys::MaxTransactionIdAttributeNumber => pg_sys::Datum::from(v.xmax),
-            pg_sys::MinCommandIdAttributeNumber | pg_sys::MaxCommandIdAttributeNumber => pg_sys::Datum::from(v.cid),
-            _ => no_version(),
-        }
+    // SAFETY: Postgres calls getsysattr with a valid slot made with `ops()`, so ours() may view it as a BucketSlot.
+    let Some(v) = unsafe { ours(slot) }.and_then(|s| s.has_version.then_some(s.version)) else { no_version() };
+    // SAFETY: `isnull` is the caller's out-parameter for this call, a valid bool.
+    unsafe { *isnull = false };
+    match attnum {
+        pg_sys::MinTransactionIdAttributeNumber => pg_sys::Datum::from(v.xmin),
+        pg_sys::MaxTransactionIdAttributeNumber => pg_sys::Datum::from(v.xmax),
+        pg_sys::MinCommandIdAttributeNumber | pg_sys::MaxCommandIdAttributeNumber => pg_sys::Datum::from(v.cid),
+        _ => no_version(),
     }
 }
 
 #[cfg(not(feature = "pg15"))]
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn is_current_xact_tuple(slot: *mut pg_sys::TupleTableSlot) -> bool {
-    // SAFETY: Postgres calls this for a slot made with `ops()`.
-    unsafe {
-        let Some(v) = ours(slot).and_then(|s| s.has_version.then_some(s.version)) else { no_version() };
-        pg_sys::TransactionIdIsCurrentTransactionId(v.xmin)
-    }
+    // SAFETY: Postgres calls is_current_xact_tuple with a valid slot made with `ops()`, which ours() views as a BucketSlot.
+    let Some(v) = unsafe { ours(slot) }.and_then(|s| s.has_version.then_some(s.version)) else { no_version() };
+    // SAFETY: looks `v.xmin` up among this backend's transaction and subtransaction ids; no pointer involved.
+    unsafe { pg_sys::TransactionIdIsCurrentTransactionId(v.xmin) }
 }

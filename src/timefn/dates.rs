@@ -52,10 +52,14 @@ struct PgZone(*mut pg_sys::pg_tz);
 impl Zone for PgZone {
     fn at(&self, utc_s: i64) -> Offset {
         let t: pg_sys::pg_time_t = utc_s;
+        // SAFETY: self.0 is a zone pg_tzset returned, cached by Postgres for the life of the backend; `t` is a local
+        // pg_time_t; pg_localtime returns NULL or its static struct tm, overwritten only by its next call.
         let tm = unsafe { pg_sys::pg_localtime(&t, self.0) };
         if tm.is_null() {
             ts_error(OUT_OF_RANGE, "timestamp out of range for time zone conversion", "Use a timestamp between 4713 BC and 294276 AD.");
         }
+        // SAFETY: `tm` is the non-NULL static struct tm pg_localtime just filled; both fields are read before any
+        // other call could overwrite it.
         let tm = unsafe { &*tm };
         Offset { secs: tm.tm_gmtoff as i64, dst: tm.tm_isdst > 0 }
     }
@@ -63,6 +67,8 @@ impl Zone for PgZone {
     fn next_transition(&self, utc_s: i64) -> Option<i64> {
         let t: pg_sys::pg_time_t = utc_s;
         let (mut before_off, mut before_dst, mut boundary, mut after_off, mut after_dst) = (0, 0, 0, 0, 0);
+        // SAFETY: self.0 is a backend-lifetime zone from pg_tzset; pg_next_dst_boundary reads the local `t` and writes
+        // only the five locals it is given.
         let found = unsafe {
             pg_sys::pg_next_dst_boundary(&t, &mut before_off, &mut before_dst, &mut boundary, &mut after_off, &mut after_dst, self.0)
         };
@@ -96,6 +102,8 @@ fn zone(name: &str) -> AnyZone {
     let plausible = name.starts_with(|c: char| c.is_ascii_alphabetic())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || "_/+-".contains(c));
     let tz = match std::ffi::CString::new(name) {
+        // SAFETY: `c` is a NUL-terminated copy of `name`, alive through the call; pg_tzset returns NULL or a zone it
+        // keeps in its cache for the rest of the backend's life.
         Ok(c) if plausible => unsafe { pg_sys::pg_tzset(c.as_ptr()) },
         _ => std::ptr::null_mut(),
     };

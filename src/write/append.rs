@@ -17,6 +17,9 @@ use tsbucket_format::Column;
 use tsbucket_format::window::pg_window_start;
 
 /// The series key of a row: its meta values' identifying bytes, length-prefixed.
+///
+/// # Safety
+/// `values`/`nulls` must be a row of the table `shape` describes.
 unsafe fn series_key(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool], key: &mut Vec<u8>) {
     key.clear();
     for attr in shape.meta_attrs() {
@@ -24,6 +27,8 @@ unsafe fn series_key(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool
         if nulls[i] {
             key.push(0);
         } else {
+            // SAFETY: values[i] is the row's non-NULL datum of meta attribute `attr`'s type (series_key's
+            // contract); its bytes are copied into `key` before the row changes.
             let bytes = unsafe { datum::datum_bytes(&values[i], attr.layout()) };
             key.push(1);
             key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
@@ -32,20 +37,28 @@ unsafe fn series_key(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool
     }
 }
 
+/// # Safety
+/// As `series_key`.
 unsafe fn meta_values(shape: &TableShape, values: &[pg_sys::Datum], nulls: &[bool]) -> Meta {
     shape
         .meta_attrs()
         .iter()
         .map(|attr| {
             let i = attr.attnum as usize - 1;
+            // SAFETY: a non-NULL values[i] of the inserted row is a datum of meta attribute `attr`'s type
+            // (meta_values's contract); to_vec copies its bytes into the series' own memory.
             (!nulls[i]).then(|| unsafe { datum::datum_bytes(&values[i], attr.layout()) }.to_vec())
         })
         .collect()
 }
 
+/// # Safety
+/// `value` must be a non-NULL datum of `attr`'s type.
 unsafe fn value_size(attr: &Attr, value: pg_sys::Datum) -> usize {
     match attr.typlen {
+        // SAFETY: with typlen -1 `value` is a varlena datum of `attr`'s type (value_size's contract).
         -1 => unsafe { datum::varlena_size(value) },
+        // SAFETY: with typlen -2 `value` points to a NUL-terminated C string of `attr`'s type.
         -2 => unsafe { std::ffi::CStr::from_ptr(value.cast_mut_ptr::<std::ffi::c_char>()).to_bytes().len() + 1 },
         n => (n as usize).max(1),
     }
@@ -63,128 +76,144 @@ enum Step {
 /// # Safety
 /// `rel` must be an open tsbucket table and `slot` hold a row of it.
 pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlot, cid: pg_sys::CommandId) {
-    unsafe {
+    // SAFETY: `rel` is an open tsbucket table and `slot` holds a row of it (insert_row's contract):
+    // slot_getallattrs fills the slot's own tts_values/tts_isnull arrays of natts entries, which nothing
+    // changes while this function reads them.
+    let (relid, values, nulls) = unsafe {
         let relid = (*rel).rd_id;
         let natts = (*(*rel).rd_att).natts as usize;
         pg_sys::slot_getallattrs(slot);
-        let values = std::slice::from_raw_parts((*slot).tts_values, natts);
-        let nulls = std::slice::from_raw_parts((*slot).tts_isnull, natts);
+        (relid, std::slice::from_raw_parts((*slot).tts_values, natts), std::slice::from_raw_parts((*slot).tts_isnull, natts))
+    };
 
-        let (config, shape) = table_of(rel);
-        let time_idx = config.time_attnum as usize - 1;
-        if nulls[time_idx] {
-            let name = crate::pg::relation::attr_name(rel, config.time_attnum);
-            ts_error(
-                NOT_NULL_VIOLATION,
-                &format!("null value in time column \"{name}\" of time-series table \"{}\"", crate::pg::relation::relation_name(relid)),
-                "Every row of a time-series table needs a time.",
-            );
-        }
-        let time = values[time_idx].value() as i64;
-        if time == i64::MIN || time == i64::MAX {
-            let name = crate::pg::relation::attr_name(rel, config.time_attnum);
-            ts_error(
-                DATETIME_FIELD_OVERFLOW,
-                &format!("time column \"{name}\" of time-series table \"{}\" cannot be infinity", crate::pg::relation::relation_name(relid)),
-                "A row belongs to the window of its time; infinity has none. Use a finite time.",
-            );
-        }
-        let window_start = pg_window_start(time, config.span_micros);
-        let owner = Owner { subxid: current_subxid(), cid };
-        let mut row_bytes = 0usize;
-        for attr in shape.payload_attrs() {
-            let i = attr.attnum as usize - 1;
-            row_bytes += if nulls[i] { 1 } else { value_size(attr, values[i]) };
-        }
-        let mut key = KEY.with(|k| std::mem::take(&mut *k.borrow_mut()));
-        series_key(&shape, values, nulls, &mut key);
+    // SAFETY: `rel` is the open table the row goes into, whose descriptor table_of reads.
+    let (config, shape) = unsafe { table_of(rel) };
+    let time_idx = config.time_attnum as usize - 1;
+    if nulls[time_idx] {
+        // SAFETY: `rel` is the open table the row goes into; its configured time column is one of its columns.
+        let name = unsafe { crate::pg::relation::attr_name(rel, config.time_attnum) };
+        ts_error(
+            NOT_NULL_VIOLATION,
+            &format!("null value in time column \"{name}\" of time-series table \"{}\"", crate::pg::relation::relation_name(relid)),
+            "Every row of a time-series table needs a time.",
+        );
+    }
+    let time = values[time_idx].value() as i64;
+    if time == i64::MIN || time == i64::MAX {
+        // SAFETY: as for the NULL check above: `rel`'s time column, named for the infinity error.
+        let name = unsafe { crate::pg::relation::attr_name(rel, config.time_attnum) };
+        ts_error(
+            DATETIME_FIELD_OVERFLOW,
+            &format!("time column \"{name}\" of time-series table \"{}\" cannot be infinity", crate::pg::relation::relation_name(relid)),
+            "A row belongs to the window of its time; infinity has none. Use a finite time.",
+        );
+    }
+    let window_start = pg_window_start(time, config.span_micros);
+    let owner = Owner { subxid: current_subxid(), cid };
+    let mut row_bytes = 0usize;
+    for attr in shape.payload_attrs() {
+        let i = attr.attnum as usize - 1;
+        // SAFETY: values[i] is the slot's non-NULL datum (nulls[i] checked) of payload attribute `attr`'s type.
+        row_bytes += if nulls[i] { 1 } else { unsafe { value_size(attr, values[i]) } };
+    }
+    let mut key = KEY.with(|k| std::mem::take(&mut *k.borrow_mut()));
+    // SAFETY: `values`/`nulls` are the inserted row of the table `shape` was built for (table_of above).
+    unsafe { series_key(&shape, values, nulls, &mut key) };
 
-        let mut new_id = None;
-        let memory_limit = gucs::catalog_memory_limit_bytes();
-        let (bucket_id, row, over_limit) = loop {
-            let step = BUFFER.with(|b| {
-                let mut buffer = b.borrow_mut();
-                let buffer = &mut *buffer;
-                let table = buffer.tables.get_mut(&relid).expect("registered by table_of");
-                let series = match table.series.get_mut(key.as_slice()) {
-                    Some(s) => s,
-                    None => {
-                        let meta = Rc::new(meta_values(&shape, values, nulls));
-                        let meta_bytes_per_row = meta.iter().map(|m| m.as_ref().map_or(1, Vec::len)).sum();
-                        table.series.entry(key.clone()).or_insert(Series { meta, meta_bytes_per_row, open: Vec::new(), newest: Vec::new() })
-                    }
-                };
-                let found = series.open.iter().position(|o| o.window_start == window_start && o.owner == owner);
-                let mut close = Vec::new();
-                match found {
-                    Some(i) if series.open[i].rows >= gucs::bucket_max_count() => {
-                        close.push((series.open.swap_remove(i), CloseReason::Count));
-                    }
-                    Some(i) if series.open[i].rows > 0 && series.open[i].bytes + row_bytes > gucs::bucket_max_size() => {
-                        close.push((series.open.swap_remove(i), CloseReason::Size));
-                    }
-                    Some(i) => {
-                        let bucket = &mut series.open[i];
-                        append(bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row);
-                        buffer.bytes += row_bytes;
-                        return Step::Appended(bucket.bucket_id, bucket.rows - 1, buffer.bytes > memory_limit);
-                    }
-                    None => {
-                        let newest = series.newest.iter().find(|(o, _)| *o == owner).map(|(_, w)| *w);
-                        if let Some(w) = newest.filter(|w| *w < window_start)
-                            && let Some(i) = series.open.iter().position(|o| o.window_start == w && o.owner == owner)
-                        {
-                            close.push((series.open.swap_remove(i), CloseReason::TimeWindow));
-                        }
-                    }
+    let mut new_id = None;
+    let memory_limit = gucs::catalog_memory_limit_bytes();
+    let (bucket_id, row, over_limit) = loop {
+        let step = BUFFER.with(|b| {
+            let mut buffer = b.borrow_mut();
+            let buffer = &mut *buffer;
+            let table = buffer.tables.get_mut(&relid).expect("registered by table_of");
+            let series = match table.series.get_mut(key.as_slice()) {
+                Some(s) => s,
+                None => {
+                    // SAFETY: the inserted row of `shape`'s table, as for series_key above; only Rust memory is touched.
+                    let meta = Rc::new(unsafe { meta_values(&shape, values, nulls) });
+                    let meta_bytes_per_row = meta.iter().map(|m| m.as_ref().map_or(1, Vec::len)).sum();
+                    table.series.entry(key.clone()).or_insert(Series { meta, meta_bytes_per_row, open: Vec::new(), newest: Vec::new() })
                 }
-                match series.newest.iter_mut().find(|(o, _)| *o == owner) {
-                    Some(entry) => entry.1 = entry.1.max(window_start),
-                    None => series.newest.push((owner, window_start)),
+            };
+            let found = series.open.iter().position(|o| o.window_start == window_start && o.owner == owner);
+            let mut close = Vec::new();
+            match found {
+                Some(i) if series.open[i].rows >= gucs::bucket_max_count() => {
+                    close.push((series.open.swap_remove(i), CloseReason::Count));
                 }
-                if close.is_empty()
-                    && let Some(bucket_id) = new_id
-                {
-                    let mut bucket = OpenBucket {
-                        bucket_id,
-                        window_start,
-                        owner,
-                        meta: series.meta.clone(),
-                        columns: shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect(),
-                        rows: 0,
-                        bytes: 0,
-                        meta_bytes: 0,
-                    };
-                    append(&mut bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row);
-                    series.open.push(bucket);
+                Some(i) if series.open[i].rows > 0 && series.open[i].bytes + row_bytes > gucs::bucket_max_size() => {
+                    close.push((series.open.swap_remove(i), CloseReason::Size));
+                }
+                Some(i) => {
+                    let bucket = &mut series.open[i];
+                    // SAFETY: the inserted row of `shape`'s table goes into its series' open bucket of this window.
+                    unsafe { append(bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row) };
                     buffer.bytes += row_bytes;
-                    return Step::Appended(bucket_id, 0, buffer.bytes > memory_limit);
+                    return Step::Appended(bucket.bucket_id, bucket.rows - 1, buffer.bytes > memory_limit);
                 }
-                buffer.bytes -= close.iter().map(|(b, _)| b.bytes).sum::<usize>();
-                Step::Prepare { close, new_bucket: true }
-            });
-            match step {
-                Step::Appended(id, row, over) => break (id, row, over),
-                Step::Prepare { close, new_bucket } => {
-                    for (bucket, reason) in close {
-                        flush_bucket(&config, &shape, bucket, reason);
-                    }
-                    if new_bucket && new_id.is_none() {
-                        new_id = Some(new_bucket_id(&config));
+                None => {
+                    let newest = series.newest.iter().find(|(o, _)| *o == owner).map(|(_, w)| *w);
+                    if let Some(w) = newest.filter(|w| *w < window_start)
+                        && let Some(i) = series.open.iter().position(|o| o.window_start == w && o.owner == owner)
+                    {
+                        close.push((series.open.swap_remove(i), CloseReason::TimeWindow));
                     }
                 }
             }
-        };
-        KEY.with(|k| *k.borrow_mut() = key);
+            match series.newest.iter_mut().find(|(o, _)| *o == owner) {
+                Some(entry) => entry.1 = entry.1.max(window_start),
+                None => series.newest.push((owner, window_start)),
+            }
+            if close.is_empty()
+                && let Some(bucket_id) = new_id
+            {
+                let mut bucket = OpenBucket {
+                    bucket_id,
+                    window_start,
+                    owner,
+                    meta: series.meta.clone(),
+                    columns: shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect(),
+                    rows: 0,
+                    bytes: 0,
+                    meta_bytes: 0,
+                };
+                // SAFETY: the inserted row of `shape`'s table starts the new bucket with the id drawn for it.
+                unsafe { append(&mut bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row) };
+                series.open.push(bucket);
+                buffer.bytes += row_bytes;
+                return Step::Appended(bucket_id, 0, buffer.bytes > memory_limit);
+            }
+            buffer.bytes -= close.iter().map(|(b, _)| b.bytes).sum::<usize>();
+            Step::Prepare { close, new_bucket: true }
+        });
+        match step {
+            Step::Appended(id, row, over) => break (id, row, over),
+            Step::Prepare { close, new_bucket } => {
+                for (bucket, reason) in close {
+                    flush_bucket(&config, &shape, bucket, reason);
+                }
+                if new_bucket && new_id.is_none() {
+                    new_id = Some(new_bucket_id(&config));
+                }
+            }
+        }
+    };
+    KEY.with(|k| *k.borrow_mut() = key);
 
+    // SAFETY: `slot` is the caller's slot holding the inserted row (insert_row's contract); its TID and table
+    // oid are the slot's own fields.
+    unsafe {
         crate::store::tid::set(&mut (*slot).tts_tid, bucket_id, row);
         (*slot).tts_tableOid = relid;
-        if over_limit {
-            enforce_memory_limit();
-        }
+    }
+    if over_limit {
+        enforce_memory_limit();
     }
 }
 
+/// # Safety
+/// `values`/`nulls` must be a row of the table `shape` describes.
 unsafe fn append(
     bucket: &mut OpenBucket,
     shape: &TableShape,
@@ -198,6 +227,7 @@ unsafe fn append(
         if nulls[i] {
             col.push_null();
         } else {
+            // SAFETY: values[i] is the row's non-NULL datum of payload attribute `attr`'s type (append's contract).
             unsafe { datum::push_datum(col, attr.layout(), values[i]) };
         }
     }
@@ -207,12 +237,17 @@ unsafe fn append(
 }
 
 /// The table's configuration and shape, registering the table in the buffer.
+///
+/// # Safety
+/// `rel` must be an open tsbucket table.
 unsafe fn table_of(rel: pg_sys::Relation) -> (Rc<Config>, Rc<TableShape>) {
+    // SAFETY: `rel` is an open tsbucket table (table_of's contract), so its relcache entry is readable.
     let relid = unsafe { (*rel).rd_id };
     if let Some(pair) = BUFFER.with(|b| b.borrow().tables.get(&relid).map(|t| (t.config.clone(), t.shape.clone()))) {
         return pair;
     }
     let config = config::require(relid);
+    // SAFETY: rd_att of the open `rel` is the valid descriptor of the table `config` describes, as TableShape::new needs.
     let shape = Rc::new(unsafe { TableShape::new((*rel).rd_att, &config) });
     BUFFER.with(|b| {
         b.borrow_mut().tables.insert(

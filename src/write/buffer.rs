@@ -65,6 +65,7 @@ thread_local! {
 }
 
 pub(super) fn current_subxid() -> u32 {
+    // SAFETY: GetCurrentSubTransactionId returns the running subtransaction's id, which buffered rows are keyed by.
     unsafe { pg_sys::GetCurrentSubTransactionId() }
 }
 

@@ -16,31 +16,28 @@ pub(super) fn write_all(work: Work, reason: CloseReason) {
 }
 
 pub(super) fn flush_bucket(config: &Config, shape: &TableShape, bucket: OpenBucket, reason: CloseReason) {
-    // SAFETY: the store is opened and locked here, and closed (lock kept) after the write.
+    // SAFETY: config.store_relid is the buffered table's bucket store; it is opened and locked RowExclusive
+    // here, for the write below.
+    let store = unsafe { pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32) };
+    let content = BucketContent {
+        columns: &bucket.columns,
+        rows: bucket.rows,
+        meta: &bucket.meta,
+        window_start: bucket.window_start,
+        uncompressed_bytes: (bucket.bytes + bucket.meta_bytes) as i64,
+    };
+    // SAFETY: `store` is `config`'s bucket store, open and locked RowExclusive just above, as write_bucket
+    // requires; it is closed after the write, the lock kept to the transaction's end.
     unsafe {
-        let store = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
-        insert::write_bucket(
-            store,
-            config,
-            shape,
-            Some(bucket.bucket_id),
-            &BucketContent {
-                columns: &bucket.columns,
-                rows: bucket.rows,
-                meta: &bucket.meta,
-                window_start: bucket.window_start,
-                uncompressed_bytes: (bucket.bytes + bucket.meta_bytes) as i64,
-            },
-            reason,
-            bucket.owner.cid,
-        );
+        insert::write_bucket(store, config, shape, Some(bucket.bucket_id), &content, reason, bucket.owner.cid);
         pg_sys::table_close(store, pg_sys::NoLock as i32);
     }
 }
 
 /// The id of a bucket that starts buffering: its rows' TIDs carry it already.
 pub(super) fn new_bucket_id(config: &Config) -> i64 {
-    // SAFETY: the store is opened and closed here; the lock is kept to the transaction's end.
+    // SAFETY: the table's store is opened RowExclusive for allocate_id, which needs `config`'s open store, and
+    // closed right after with the lock kept to the transaction's end.
     unsafe {
         let store = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
         let id = ids::allocate_id(store, config);
