@@ -58,7 +58,8 @@ for _ in range(2):
     c0 = cpu()
     conn.execute(f"COPY d FROM '{os.environ['TSBUCKET_AB_CSV']}' (FORMAT csv)")
     seconds.append(cpu() - c0)
-print(f"tsbucket {os.environ['TSBUCKET_AB_VERSION']}: COPY CPU " + ", ".join(f"{s:.2f} s" for s in seconds))
+size = conn.execute("SELECT tsbucket.table_size('d')").fetchone()[0]
+print(f"tsbucket {os.environ['TSBUCKET_AB_VERSION']}: COPY CPU " + ", ".join(f"{s:.2f} s" for s in seconds) + f"; table_size {size:,} bytes")
 PY
         as_postgres "$bindir/pg_ctl" -D $dir/data stop -m fast >/dev/null
     done
