@@ -6,7 +6,7 @@ use crate::am::refusals::{INDEX_HINT, PARALLEL_HINT, unsupported};
 use crate::catalog::config;
 use crate::catalog::shape::TableShape;
 use crate::pg::error::{FEATURE_NOT_SUPPORTED, ts_error};
-use crate::store::rows as read;
+use crate::store::rows;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -113,7 +113,7 @@ pub(super) unsafe extern "C-unwind" fn tuple_fetch_row_version(
     // contract); `snapshot` is the caller's, registered for this fetch.
     let bucket = unsafe {
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let bucket = read::fetch_bucket(&config, &shape, store, bucket_id, snapshot);
+        let bucket = rows::fetch_bucket(&config, &shape, store, bucket_id, snapshot);
         pg_sys::table_close(store, pg_sys::NoLock as i32);
         bucket
     };
@@ -121,7 +121,7 @@ pub(super) unsafe extern "C-unwind" fn tuple_fetch_row_version(
         Some(b) if row < b.rows => {
             // SAFETY: `slot` is the caller's slot of `rel`, made with this AM's slot_callbacks (fill_slot's contract);
             // `row` is below the fetched bucket's row count.
-            unsafe { read::fill_slot(rel, &shape, &b, None, row, slot) };
+            unsafe { rows::fill_slot(rel, &shape, &b, None, row, slot) };
             true
         }
         _ => false,

@@ -10,7 +10,7 @@ use crate::store::bucket::{self, BucketContent, CloseReason};
 use crate::store::insert;
 use crate::store::locks;
 use crate::store::moves::{self, RowMoves};
-use crate::store::rows::{self as read, LoadedBucket};
+use crate::store::rows::{self, LoadedBucket};
 use crate::store::tuple;
 use pgrx::pg_sys;
 use std::collections::BTreeMap;
@@ -31,7 +31,7 @@ pub fn apply(from_cid: Option<pg_sys::CommandId>) {
     if work.is_empty() {
         return;
     }
-    read::forget_fetched();
+    rows::forget_fetched();
     let mut by_table: BTreeMap<u32, Vec<(i64, PendingBucket)>> = BTreeMap::new();
     for ((relid, bucket_id, _), p) in work {
         by_table.entry(relid).or_default().push((bucket_id, p));
@@ -41,7 +41,7 @@ pub fn apply(from_cid: Option<pg_sys::CommandId>) {
         // locked by that DML, as apply_table requires.
         unsafe { apply_table(pg_sys::Oid::from(relid), buckets) };
     }
-    read::forget_fetched();
+    rows::forget_fetched();
 }
 
 /// # Safety
@@ -93,7 +93,7 @@ unsafe fn apply_table(relid: pg_sys::Oid, buckets: Vec<(i64, PendingBucket)>) {
             unsafe { moves::record_moves(&config, bucket_id, &[new_id], &moves) };
             continue;
         }
-        let loaded = read::load(&config, &shape, &stored);
+        let loaded = rows::load(&config, &shape, &stored);
         // SAFETY: `store` is the open, RowExclusive-locked store `stored` came from, as rewrite requires.
         unsafe { rewrite(&config, &shape, store, &stored, &loaded, &deleted, &pending.moved) };
     }

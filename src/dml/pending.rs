@@ -1,7 +1,7 @@
 //! What DELETE and UPDATE have recorded but not yet applied, per table,
 //! bucket and command, and the buckets this transaction holds the lock of.
 
-use crate::store::rows as read;
+use crate::store::rows;
 use pgrx::pg_sys;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -75,5 +75,5 @@ pub fn reassign_subxact(child: u32, parent: u32) {
 pub fn discard_all() {
     PENDING.with(|p| p.borrow_mut().clear());
     LOCKED.with(|l| l.borrow_mut().clear());
-    read::forget_fetched();
+    rows::forget_fetched();
 }

@@ -9,7 +9,7 @@ use crate::pg::datum;
 use crate::pg::error::{FEATURE_NOT_SUPPORTED, ts_error};
 use crate::store::locks::{self, Lock};
 use crate::store::moves::{self, Successor};
-use crate::store::rows as read;
+use crate::store::rows;
 use pgrx::pg_sys;
 use tsbucket_format::{Column, Values};
 
@@ -96,14 +96,14 @@ pub unsafe fn lock_row(
                 // SnapshotSelf sees it, and closed right after with the lock kept.
                 let bucket = unsafe {
                     let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-                    let bucket = read::fetch_bucket(&config, &shape, store, bucket_id, &raw mut pg_sys::SnapshotSelfData);
+                    let bucket = rows::fetch_bucket(&config, &shape, store, bucket_id, &raw mut pg_sys::SnapshotSelfData);
                     pg_sys::table_close(store, pg_sys::NoLock as i32);
                     bucket
                 };
                 return match bucket {
                     Some(b) if row < b.rows => {
                         // SAFETY: `slot` is a virtual slot of `rel` (lock_row's contract), as fill_slot requires.
-                        unsafe { read::fill_slot(rel, &shape, &b, None, row, slot) };
+                        unsafe { rows::fill_slot(rel, &shape, &b, None, row, slot) };
                         (pg_sys::TM_Result::TM_Ok, traversed)
                     }
                     _ => (pg_sys::TM_Result::TM_Deleted, traversed),
@@ -154,7 +154,7 @@ pub unsafe fn record_update(
     // SAFETY: the table's store is opened AccessShare just to fetch that locked version, then closed (lock kept).
     let old = unsafe {
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let old = read::fetch_bucket(&config, &shape, store, bucket_id, &raw mut pg_sys::SnapshotSelfData);
+        let old = rows::fetch_bucket(&config, &shape, store, bucket_id, &raw mut pg_sys::SnapshotSelfData);
         pg_sys::table_close(store, pg_sys::NoLock as i32);
         old
     };
@@ -186,7 +186,7 @@ pub unsafe fn record_update(
                     unsafe { datum::push_datum(&mut fresh, attr.layout(), values[i]) };
                 }
                 // SAFETY: rd_att of the open `rel` is the user table's descriptor, and `attr` one of its payload attributes.
-                let old_values = unsafe { read::column_or_default((*rel).rd_att, attr, &old) };
+                let old_values = unsafe { rows::column_or_default((*rel).rd_att, attr, &old) };
                 let unchanged = same_value(&old_values, row, &fresh);
                 if !unchanged {
                     // SAFETY: `rel` is the UPDATE's open result relation and `attr` one of its columns.

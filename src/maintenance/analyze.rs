@@ -16,7 +16,7 @@
 use crate::catalog::config;
 use crate::catalog::shape::TableShape;
 use crate::store::reader;
-use crate::store::rows as read;
+use crate::store::rows;
 use crate::store::tuple;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -185,12 +185,12 @@ unsafe fn fill_sample(relid: pg_sys::Oid, config: &config::Config, sample_oid: p
             let old = pg_sys::MemoryContextSwitchTo(cxt);
             (old, tuple::read_bucket(store, tuple))
         };
-        let bucket = read::load(config, &shape, &stored);
+        let bucket = rows::load(config, &shape, &stored);
         for row in choose(&mut rng, bucket.rows, per_bucket) {
             // SAFETY: `src` is the virtual slot of `rel`'s descriptor made above, and `shape` was built from that same
             // descriptor; `row` < bucket.rows, as choose() returns; `dst` is `sample`'s slot, cleared before refilling.
             unsafe {
-                read::fill_slot(rel, &shape, &bucket, None, row, src);
+                rows::fill_slot(rel, &shape, &bucket, None, row, src);
                 pg_sys::ExecClearTuple(dst);
             }
             for (j, (attnum, _)) in columns.iter().enumerate() {

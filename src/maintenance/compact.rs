@@ -15,7 +15,7 @@ use crate::store::insert;
 use crate::store::locks;
 use crate::store::moves;
 use crate::store::reader;
-use crate::store::rows as read;
+use crate::store::rows;
 use crate::store::tuple;
 use pgrx::pg_sys;
 use std::collections::BTreeMap;
@@ -123,12 +123,12 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
             let stored = unsafe { tuple::find_bucket(store_rel, config.id_index, m.bucket_id, &raw mut pg_sys::SnapshotSelfData) }
                 .expect("a locked bucket exists");
             uncompressed += stored.values[bucket::COL_UNCOMPRESSED_BYTES].value() as i64;
-            let loaded = read::load(&config, &shape, &stored);
+            let loaded = rows::load(&config, &shape, &stored);
             starts.push(merged.first().map_or(0, Column::len));
             for (col, attr) in merged.iter_mut().zip(shape.payload_attrs()) {
                 // SAFETY: `rel` is the user table, open since table_open above, and `shape` was built from its rd_att;
                 // `attr` is one of that descriptor's payload attributes, as column_or_default requires.
-                let src = unsafe { read::column_or_default((*rel).rd_att, attr, &loaded) };
+                let src = unsafe { rows::column_or_default((*rel).rd_att, attr, &loaded) };
                 (0..loaded.rows).for_each(|r| col.push_row_of(&src, r));
             }
             // SAFETY: `store_rel` is open and locked RowExclusive, as delete_bucket requires; `stored.tid` is the version

@@ -69,7 +69,7 @@ pub fn expire(relid: pg_sys::Oid) -> (i64, i64) {
     // function; MetaTypes::of_store reads the types of its `config.meta_attnums.len()` meta columns from its descriptor.
     let (store_rel, mut types) = unsafe {
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32);
-        (store_rel, crate::store::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len()))
+        (store_rel, crate::store::meta_values::MetaTypes::of_store(store_rel, config.meta_attnums.len()))
     };
     // What committed before our lock (an expiry or compaction we waited for may have run).
     // SAFETY: in the caller's transaction, after LockRelationOid on `relid` above, as snapshot_after_lock requires; the

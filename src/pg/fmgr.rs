@@ -61,3 +61,43 @@ pub unsafe fn aggregate_context(fcinfo: pg_sys::FunctionCallInfo, what: &str) ->
     }
     cxt
 }
+
+/// Which function of a type's default btree operator class `type_support` copies.
+#[derive(Clone, Copy)]
+pub enum Support {
+    /// Its comparison (three-way) function.
+    Compare,
+    /// Its equality operator's function.
+    Equal,
+}
+
+/// A type's btree comparison or equality function, ready to call: copied
+/// from the backend's type cache, its extra state in `cxt`.
+///
+/// # Safety
+/// In a transaction; `cxt` must outlive every call of the result.
+pub unsafe fn type_support(typid: pg_sys::Oid, which: Support, cxt: pg_sys::MemoryContext) -> pg_sys::FmgrInfo {
+    let flag = match which {
+        Support::Compare => pg_sys::TYPECACHE_CMP_PROC_FINFO,
+        Support::Equal => pg_sys::TYPECACHE_EQ_OPR_FINFO,
+    };
+    let mut finfo = pg_sys::FmgrInfo::default();
+    // SAFETY: lookup_type_cache returns the backend's entry for `typid` (or raises ERROR), alive until the backend
+    // exits; fmgr_info_copy copies the cached function into the local `finfo`, its extra state in `cxt` (the contract).
+    unsafe {
+        let cache = pg_sys::lookup_type_cache(typid, flag as i32);
+        let source = match which {
+            Support::Compare => &raw mut (*cache).cmp_proc_finfo,
+            Support::Equal => &raw mut (*cache).eq_opr_finfo,
+        };
+        if (*source).fn_oid == pg_sys::InvalidOid {
+            ts_error(
+                crate::pg::error::FEATURE_NOT_SUPPORTED,
+                &format!("type {} has no default btree operator class", u32::from(typid)),
+                "Meta columns need a type with a default btree operator class.",
+            );
+        }
+        pg_sys::fmgr_info_copy(&mut finfo, source, cxt);
+    }
+    finfo
+}

@@ -10,7 +10,7 @@ use crate::pg::error::{SqlState, ts_error};
 use crate::scan::agg_plan::{AggPlan, ArgSource, KeyPlan};
 use crate::scan::plain::{NextBucket, ScanCounters, ScanOptions};
 use crate::scan::prune::{BoundRange, Prune};
-use crate::store::rows as read;
+use crate::store::rows;
 use pgrx::{IntoDatum, pg_sys};
 use std::rc::Rc;
 use tsbucket_kernels::{AggKind, Input, State, accumulate, first_last, initial, runs};
@@ -298,7 +298,7 @@ impl AggregatingScan {
                     unsafe {
                         pg_sys::MemoryContextReset(per_row);
                         let old = pg_sys::MemoryContextSwitchTo(per_row);
-                        read::fill_slot(self.rel, rows.shape, rows.bucket, Some(rows.prepared), r as usize, self.row_slot);
+                        rows::fill_slot(self.rel, rows.shape, rows.bucket, Some(rows.prepared), r as usize, self.row_slot);
                         pg_sys::MemoryContextSwitchTo(old);
                         (*self.econtext).ecxt_scantuple = self.row_slot;
                         crate::scan::quals::qual_passes(qual, self.econtext)
@@ -317,7 +317,7 @@ impl AggregatingScan {
             let groups: Vec<(std::ops::Range<usize>, (pg_sys::Datum, bool))> = match time_key {
                 None => vec![(0..selected.len(), (pg_sys::Datum::from(0), true))],
                 Some(k) => {
-                    let times = read::time_values(&self.config, bucket);
+                    let times = rows::time_values(&self.config, bucket);
                     if !selected.windows(2).all(|w| times[w[0] as usize] <= times[w[1] as usize]) {
                         selected.sort_by_key(|&r| times[r as usize]);
                         resorted = true;
@@ -348,7 +348,7 @@ impl AggregatingScan {
                 .iter()
                 .map(|agg| match agg.arg {
                     // SAFETY: `tupdesc` is the user table's descriptor and `rows.shape.attrs[i]` one of its payload attributes.
-                    ArgSource::Column(i) => Some(unsafe { read::column_or_default(tupdesc, &rows.shape.attrs[i], bucket) }),
+                    ArgSource::Column(i) => Some(unsafe { rows::column_or_default(tupdesc, &rows.shape.attrs[i], bucket) }),
                     _ => None,
                 })
                 .collect();
@@ -380,7 +380,7 @@ impl AggregatingScan {
                     let mut state = initial(agg.kind, float4, float);
                     let result = match (agg.kind, agg.arg) {
                         (AggKind::First | AggKind::Last, _) => {
-                            accumulate(agg.kind, &Input::Times(read::time_values(&self.config, bucket)), group_rows, &mut state)
+                            accumulate(agg.kind, &Input::Times(rows::time_values(&self.config, bucket)), group_rows, &mut state)
                         }
                         (_, ArgSource::Rows) => accumulate(agg.kind, &Input::Rows, group_rows, &mut state),
                         (_, ArgSource::Meta(m)) => accumulate(agg.kind, &Input::Constant { present: bucket.meta[m].is_some() }, group_rows, &mut state),
@@ -416,7 +416,7 @@ impl AggregatingScan {
         &self,
         agg: &AggPlan,
         shape: &crate::catalog::shape::TableShape,
-        prepared: &read::Prepared,
+        prepared: &rows::Prepared,
         column: Option<&tsbucket_format::Column>,
         time: i64,
         row: usize,

@@ -363,13 +363,15 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
         // SAFETY: `node` is begun and has no running scan; start_scan begins one in its per-scan context.
         unsafe { start_scan(node) };
     }
-    // SAFETY: the ExecState of `node` is borrowed anew, after start_scan set its scan.
-    if let Some(a) = unsafe { exec_state(node).aggregating.as_mut() } {
-        // SAFETY: `slot` is the node's scan slot, which the aggregating scan fills; parallel_scan_ended then reads it.
-        unsafe {
-            a.next(slot);
-            parallel_scan_ended(node, slot);
-        }
+    // SAFETY: the ExecState of `node` is borrowed anew, after start_scan set its scan; the borrow ends with this block,
+    // before parallel_scan_ended borrows it again.
+    let aggregated = unsafe { exec_state(node).aggregating.as_mut() }.map(|a| {
+        // SAFETY: `slot` is the node's scan slot, which the aggregating scan fills.
+        unsafe { a.next(slot) };
+    });
+    if aggregated.is_some() {
+        // SAFETY: `slot` was just filled (or cleared) by the aggregating scan of the begun `node`.
+        unsafe { parallel_scan_ended(node, slot) };
         return slot;
     }
     // SAFETY: `node`'s ExecState, borrowed again for its ordered scan.

@@ -18,7 +18,7 @@ use crate::scan::plain::ScanCounters;
 use crate::scan::prune::Prune;
 use crate::scan::quals::qual_passes;
 use crate::store::bucket;
-use crate::store::rows::{self as read, LoadedBucket};
+use crate::store::rows::{self, LoadedBucket};
 use crate::store::tuple;
 use pgrx::pg_sys;
 use std::rc::Rc;
@@ -312,15 +312,16 @@ impl LastPointScan {
                 || !unsafe { crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) }
             {
                 self.counters.buckets_skipped += 1;
-                // SAFETY: back to `old` as this bucket is skipped unread.
+                // SAFETY: `old` is the context last_row runs in, current before the switch to bucket_cxt; nothing read
+                // from the skipped bucket is used after this.
                 unsafe { pg_sys::MemoryContextSwitchTo(old) };
                 continue;
             }
             self.counters.buckets_read += 1;
             stored.load_payload();
             self.counters.payload_bytes += stored.payload().len() as u64;
-            let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
-            self.counters.decoded_bytes += read::decoded_bytes(&bucket);
+            let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
+            self.counters.decoded_bytes += rows::decoded_bytes(&bucket);
             // SAFETY: `qual` and `econtext` are the node's (next's contract); `bucket` is decoded in bucket_cxt, still current.
             if let Some(t) = unsafe { self.best_in_bucket(&bucket, best, qual, econtext) } {
                 best = Some(t);
@@ -342,7 +343,7 @@ impl LastPointScan {
         qual: *mut pg_sys::ExprState,
         econtext: *mut pg_sys::ExprContext,
     ) -> Option<i64> {
-        let time = read::time_values(&self.config, bucket);
+        let time = rows::time_values(&self.config, bucket);
         let mut order: Vec<usize> = (0..bucket.rows).collect();
         order.sort_by(|&a, &b| time[b].cmp(&time[a]));
         // SAFETY: `econtext` is the node's expression context, whose scan tuple `next` set to the caller's slot.
@@ -358,7 +359,7 @@ impl LastPointScan {
             // SAFETY: `slot` is a virtual slot of `self.rel` (next's contract), filled in bucket_cxt (current, set by
             // last_row); the per-tuple context is reset before `qual` runs in `econtext`, as ExecScan does.
             let passes = unsafe {
-                read::fill_slot(self.rel, &self.shape, bucket, None, row, slot);
+                rows::fill_slot(self.rel, &self.shape, bucket, None, row, slot);
                 pg_sys::MemoryContextReset((*econtext).ecxt_per_tuple_memory);
                 qual_passes(qual, econtext)
             };

@@ -22,7 +22,7 @@ use crate::scan::plain::ScanCounters;
 use crate::scan::prune::Prune;
 use crate::store::bucket::{self, StoredBucket};
 use crate::store::reader::{self, IndexRanges};
-use crate::store::rows::{self as read, LoadedBucket};
+use crate::store::rows::{self, LoadedBucket};
 use crate::store::tuple;
 use pgrx::pg_sys;
 use std::cell::Cell;
@@ -105,13 +105,8 @@ impl SeriesRanks {
             // SAFETY: `rel` is the open table the ordered scan begins on and `attnum` one of its meta columns, so
             // `attnum - 1` is below the natts of its descriptor.
             let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1) };
-            let mut finfo = pg_sys::FmgrInfo::default();
-            // SAFETY: type cache entries live as long as the backend; fmgr_info_copy copies the btree comparison of
-            // `att.atttypid` into the local `finfo`, its extra state in CurrentMemoryContext (the scan's).
-            unsafe {
-                let cache = pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_CMP_PROC_FINFO as i32);
-                pg_sys::fmgr_info_copy(&mut finfo, &mut (*cache).cmp_proc_finfo, pg_sys::CurrentMemoryContext);
-            }
+            // SAFETY: in the scan's transaction; CurrentMemoryContext is the scan's, which outlives the ranks.
+            let finfo = unsafe { crate::pg::fmgr::type_support(att.atttypid, crate::pg::fmgr::Support::Compare, pg_sys::CurrentMemoryContext) };
             cmp.push((finfo, att.attcollation));
             byval_len.push((att.attbyval, att.attlen));
         }
@@ -225,7 +220,7 @@ struct Loaded {
     bucket: LoadedBucket,
     /// By-reference values laid out once per bucket (rows come out one by one,
     /// interleaved with other buckets' rows).
-    prepared: read::Prepared,
+    prepared: rows::Prepared,
     order: Vec<usize>,
     next: usize,
     cxt: pg_sys::MemoryContext,
@@ -357,13 +352,8 @@ impl OrderedScan {
         for &attnum in &config.meta_attnums {
             // SAFETY: `attnum` is one of the table's meta columns, so `attnum - 1` is below the natts of `tupdesc`.
             let att = unsafe { &*crate::pg::relation::tuple_desc_attr(tupdesc, attnum as usize - 1) };
-            let mut finfo = pg_sys::FmgrInfo::default();
-            // SAFETY: type cache entries live as long as the backend; fmgr_info_copy copies the equality of `att.atttypid`
-            // into the local `finfo`, its extra state in CurrentMemoryContext (the context the scan begins in).
-            unsafe {
-                let cache = pg_sys::lookup_type_cache(att.atttypid, pg_sys::TYPECACHE_EQ_OPR_FINFO as i32);
-                pg_sys::fmgr_info_copy(&mut finfo, &mut (*cache).eq_opr_finfo, pg_sys::CurrentMemoryContext);
-            }
+            // SAFETY: in the scan's transaction; CurrentMemoryContext is the context the scan begins in, which outlives it.
+            let finfo = unsafe { crate::pg::fmgr::type_support(att.atttypid, crate::pg::fmgr::Support::Equal, pg_sys::CurrentMemoryContext) };
             eq.push((finfo, att.attcollation));
             byval_len.push((att.attbyval, att.attlen));
         }
@@ -541,12 +531,12 @@ impl OrderedScan {
         let old = unsafe { pg_sys::MemoryContextSwitchTo(cxt) };
         stored.load_payload();
         self.counters.payload_bytes += stored.payload().len() as u64;
-        let bucket = read::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
-        self.counters.decoded_bytes += read::decoded_bytes(&bucket);
+        let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
+        self.counters.decoded_bytes += rows::decoded_bytes(&bucket);
         // SAFETY: back to `old`, the context load was called in, once the bucket is decoded into `cxt`.
         unsafe { pg_sys::MemoryContextSwitchTo(old) };
         self.counters.buckets_read += 1;
-        let time = read::time_values(&self.config, &bucket);
+        let time = rows::time_values(&self.config, &bucket);
         let mut order: Vec<usize> = (0..bucket.rows).filter(|&r| crate::scan::prune::row_passes(&bucket, &self.row_filters, r)).collect();
         self.counters.rows_filtered += (bucket.rows - order.len()) as u64;
         if self.descending {
@@ -564,7 +554,7 @@ impl OrderedScan {
         // SAFETY: the prepared by-reference datums go to the bucket's `cxt`, which lives as long as the Loaded that keeps it.
         let prepared = unsafe {
             let old = pg_sys::MemoryContextSwitchTo(cxt);
-            let prepared = read::prepare(&self.shape, &bucket);
+            let prepared = rows::prepare(&self.shape, &bucket);
             pg_sys::MemoryContextSwitchTo(old);
             prepared
         };
@@ -576,7 +566,7 @@ impl OrderedScan {
 
 impl OrderedScan {
     fn row_time(&self, i: usize, row: usize) -> i64 {
-        read::time_values(&self.config, &self.loaded[i].as_ref().expect("loaded").bucket)[row]
+        rows::time_values(&self.config, &self.loaded[i].as_ref().expect("loaded").bucket)[row]
     }
 
     /// Fills `slot` with the next row in time order; false at the end.
@@ -636,7 +626,7 @@ impl OrderedScan {
             // slot of `self.rel`, the open table, and `l.prepared` was made for `l.bucket`.
             unsafe {
                 let old = pg_sys::MemoryContextSwitchTo(cxt);
-                read::fill_slot(self.rel, &self.shape, &l.bucket, Some(&l.prepared), row, slot);
+                rows::fill_slot(self.rel, &self.shape, &l.bucket, Some(&l.prepared), row, slot);
                 pg_sys::MemoryContextSwitchTo(old);
             }
             return true;

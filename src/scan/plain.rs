@@ -10,7 +10,7 @@ use crate::scan::access::{Access, meta_conditions};
 use crate::scan::prune::{Prune, RowFilter, bucket_may_match, decode_filtered_columns, meta_functions, row_filters, row_passes};
 use crate::store::bucket;
 use crate::store::reader;
-use crate::store::rows::{self as read, LoadedBucket};
+use crate::store::rows::{self, LoadedBucket};
 use crate::store::tuple;
 use pgrx::pg_sys;
 use std::rc::Rc;
@@ -77,7 +77,7 @@ struct ScanState {
     mask: Option<Vec<bool>>,
     /// A bucket whose header alone answered (`next_bucket_or_header`).
     header: Option<bucket::StoredBucket>,
-    prepared: read::Prepared,
+    prepared: rows::Prepared,
     varying: Vec<usize>,
     /// The slot that holds a row of `current` (written by fill_slot): moving
     /// it to another row only needs the varying columns.
@@ -194,7 +194,7 @@ pub unsafe fn begin_with(
         current: None,
         mask: None,
         header: None,
-        prepared: read::Prepared::default(),
+        prepared: rows::Prepared::default(),
         varying: Vec::new(),
         filled_slot: std::ptr::null_mut(),
         pos: -1,
@@ -306,11 +306,11 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
         st.counters.buckets_read += 1;
         stored.load_payload();
         st.counters.payload_bytes += stored.payload().len() as u64;
-        let loaded = read::load_columns(config, shape, &stored, st.options.needed.as_deref());
-        st.counters.decoded_bytes += read::decoded_bytes(&loaded);
+        let loaded = rows::load_columns(config, shape, &stored, st.options.needed.as_deref());
+        st.counters.decoded_bytes += rows::decoded_bytes(&loaded);
         // SAFETY: bucket_cxt is current, so the prepared datums live until the next bucket resets it, as long as `loaded`.
-        st.prepared = unsafe { read::prepare(shape, &loaded) };
-        st.varying = read::varying_columns(shape, &loaded);
+        st.prepared = unsafe { rows::prepare(shape, &loaded) };
+        st.varying = rows::varying_columns(shape, &loaded);
         st.filled_slot = std::ptr::null_mut();
         // SAFETY: back to `old` once the bucket's columns and prepared datums are in bucket_cxt.
         unsafe { pg_sys::MemoryContextSwitchTo(old) };
@@ -354,11 +354,11 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
                 if std::ptr::eq(st.filled_slot, slot) && !empty {
                     // SAFETY: `slot` still holds a row of `bucket` written by fill_slot with `st.prepared` (filled_slot is
                     // reset whenever the bucket changes, and the slot is not empty).
-                    unsafe { read::refill_slot(shape, bucket, &st.prepared, &st.varying, next as usize, slot) };
+                    unsafe { rows::refill_slot(shape, bucket, &st.prepared, &st.varying, next as usize, slot) };
                 } else {
                     // SAFETY: `(*scan).rs_rd` is the scanned relation begin_with stored; `slot` is a virtual slot of it and
                     // `st.prepared` was made for `bucket`.
-                    unsafe { read::fill_slot((*scan).rs_rd, shape, bucket, Some(&st.prepared), next as usize, slot) };
+                    unsafe { rows::fill_slot((*scan).rs_rd, shape, bucket, Some(&st.prepared), next as usize, slot) };
                     st.filled_slot = slot;
                 }
                 // SAFETY: `old` is the context getnextslot was called in, current before the switch to bucket_cxt above.
@@ -379,7 +379,7 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
 /// decoded columns, prepared datums and the rows that pass the row filters.
 pub(super) struct BucketRows<'a> {
     pub bucket: &'a LoadedBucket,
-    pub prepared: &'a read::Prepared,
+    pub prepared: &'a rows::Prepared,
     pub shape: &'a TableShape,
     /// Rows passing every row filter, ascending.
     pub selected: Vec<u32>,

@@ -251,7 +251,9 @@ pub(super) unsafe fn meta_functions(prune: &[Prune]) -> Vec<Option<pg_sys::FmgrI
         .map(|p| match p {
             Prune::Meta { op, .. } => {
                 let mut finfo = pg_sys::FmgrInfo::default();
-                // SAFETY: op is an operator the planner found in the quals.
+                // SAFETY: `op` is the btree comparison operator of a meta condition taken from the quals (scan::quals);
+                // get_opcode finds its function and fmgr_info fills the local `finfo`, any extra state in CurrentMemoryContext,
+                // the context the scan begins in, which outlives the scan's calls.
                 unsafe { pg_sys::fmgr_info(pg_sys::get_opcode(*op), &mut finfo) };
                 Some(finfo)
             }

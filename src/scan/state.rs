@@ -140,6 +140,12 @@ pub(super) unsafe fn with_store<R>(node: *mut pg_sys::CustomScanState, f: impl F
     r
 }
 
+/// The node's Rust state.
+///
+/// # Safety
+/// `node` must be a begun, not yet ended TsBucketScanState. The reference is
+/// unbounded: callers hold one at a time (each call site lets the previous
+/// borrow end before it borrows again), never across a call that borrows it.
 pub(super) unsafe fn exec_state<'a>(node: *mut pg_sys::CustomScanState) -> &'a mut ExecState {
     // SAFETY: `node` is a TsBucketScanState whose `state` holder `begin` put in the query context, its value not yet
     // taken by `end` (this function's callers run between the two).

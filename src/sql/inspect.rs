@@ -145,7 +145,7 @@ fn _buckets(
     // below; MetaTypes::of_store reads its `config.meta_attnums.len()` meta columns' types from its descriptor.
     let (store_rel, mut types) = unsafe {
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        (store_rel, crate::store::meta_text::MetaTypes::of_store(store_rel, config.meta_attnums.len()))
+        (store_rel, crate::store::meta_values::MetaTypes::of_store(store_rel, config.meta_attnums.len()))
     };
     // SAFETY: `store_rel` is open, so its rd_att is valid and holds the store's window_start column at COL_WINDOW_START.
     let time_type = unsafe { (*crate::pg::relation::tuple_desc_attr((*store_rel).rd_att, bucket::COL_WINDOW_START)).atttypid };

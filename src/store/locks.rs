@@ -1,5 +1,6 @@
 //! Bucket locks, as heap locks the rows a DELETE or UPDATE changes: user DML
-//! waits for them, maintenance skips what they hold.
+//! waits for them, maintenance skips what they hold; and the delete of a
+//! locked bucket's store row, whose failures are those locks' conflicts.
 
 use crate::catalog::config::Config;
 use crate::pg::error::{DATA_CORRUPTED, SERIALIZATION_FAILURE, ts_error};

@@ -8,13 +8,13 @@
 //! `tid` (row identifiers), `slot` (the table's tuple slot), `tuple` (one
 //! tuple decoded, or found by id), `reader` (walks over the store), `locks`,
 //! `moves` (where rewritten rows went), `ids` (bucket ids), `insert` (the
-//! writer), `rows` (decoded buckets into rows), `meta_text`.
+//! writer), `rows` (decoded buckets into rows), `meta_values`.
 
 pub mod bucket;
 pub mod ids;
 pub mod insert;
 pub mod locks;
-pub mod meta_text;
+pub mod meta_values;
 pub mod moves;
 pub mod rows;
 pub mod reader;
