@@ -51,9 +51,10 @@ BEGIN
     EXECUTE format('CREATE INDEX %I ON %s (max_time)', store_name || '_max_time', store);
     -- Scans bounded in time but not by series reach their buckets by window start.
     EXECUTE format('CREATE INDEX %I ON %s (window_start)', store_name || '_window', store);
-    -- Bucket ids cycle through the 37 bits a row identifier holds for them
-    -- (src/tid.rs); only tsbucket's code draws from it (no grants).
-    EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 1 MAXVALUE 137438953471 CYCLE', store_name || '_ids');
+    -- Bucket ids cycle through the 36 bits a row identifier gives them
+    -- (src/store/tid.rs); only tsbucket's code draws from it (no grants).
+    -- (2^36 - 1: ids above it name rows of the tail, src/store/tid.rs.)
+    EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 1 MAXVALUE 68719476735 CYCLE', store_name || '_ids');
     id_index := format('tsbucket_internal.%I', store_name || '_id')::regclass;
     id_seq := format('tsbucket_internal.%I', store_name || '_ids')::regclass;
     EXECUTE format('CREATE TABLE tsbucket_internal.%I (old_id int8 NOT NULL, new_ids int8[] NOT NULL, map bytea NOT NULL) USING heap',
@@ -72,8 +73,59 @@ BEGIN
     VALUES (relation, store, id_index, id_seq, moves, moves_index, time_attnum,
             (SELECT atttypid FROM pg_attribute WHERE attrelid = relation AND attnum = time_attnum),
             meta_attnums, meta_types, granularity, span, span_micros, expire_after);
+    PERFORM tsbucket._create_tail(relation);
 END $$;
 REVOKE EXECUTE ON FUNCTION tsbucket._create_store(regclass, int2, int2[], text, interval, int8, interval) FROM PUBLIC;
+
+-- Creates a table's tail: three segments (heap tables of rows not yet in
+-- buckets: the time, the meta values, the other columns encoded as one row,
+-- keyed by column number) and the sequence naming the segment new rows go to.
+-- Runs as the extension owner (from _create_store and the update script).
+CREATE FUNCTION tsbucket._create_tail(relation regclass) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c tsbucket.catalog;
+    base text := format('bucket_tail_%s', relation::oid);
+    meta_defs text := '';
+    att record;
+    i int;
+    segments oid[] := '{}';
+    seg regclass;
+    cur regclass;
+BEGIN
+    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
+    FOR i IN 1 .. coalesce(array_length(c.meta_attnums, 1), 0) LOOP
+        SELECT format_type(a.atttypid, a.atttypmod) AS typ,
+               CASE WHEN a.attcollation <> 0 THEN
+                   ' COLLATE ' || quote_ident(n.nspname) || '.' || quote_ident(co.collname) ELSE '' END AS coll
+          INTO att
+          FROM pg_attribute a
+          LEFT JOIN pg_collation co ON co.oid = a.attcollation
+          LEFT JOIN pg_namespace n ON n.oid = co.collnamespace
+         WHERE a.attrelid = relation AND a.attnum = c.meta_attnums[i];
+        meta_defs := meta_defs || format(', meta_%s %s%s', i, att.typ, att.coll);
+    END LOOP;
+    FOR i IN 0 .. 2 LOOP
+        -- No autovacuum: a segment is emptied whole (TRUNCATE), not row by row.
+        EXECUTE format('CREATE TABLE tsbucket_internal.%I (time %s NOT NULL%s, row bytea NOT NULL) USING heap
+                        WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false)',
+                       base || '_' || i, format_type(c.time_type, NULL), meta_defs);
+        seg := format('tsbucket_internal.%I', base || '_' || i)::regclass;
+        -- Members of the extension, as the store is (an update script's own
+        -- objects are members already).
+        IF NOT EXISTS (SELECT 1 FROM pg_depend WHERE classid = 'pg_class'::regclass AND objid = seg AND deptype = 'e') THEN
+            EXECUTE format('ALTER EXTENSION tsbucket ADD TABLE %s', seg);
+        END IF;
+        segments := segments || seg::oid;
+    END LOOP;
+    EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 0 MAXVALUE 2 START 0', base || '_current');
+    cur := format('tsbucket_internal.%I', base || '_current')::regclass;
+    IF NOT EXISTS (SELECT 1 FROM pg_depend WHERE classid = 'pg_class'::regclass AND objid = cur AND deptype = 'e') THEN
+        EXECUTE format('ALTER EXTENSION tsbucket ADD SEQUENCE %s', cur);
+    END IF;
+    UPDATE tsbucket.catalog SET tail_segments = segments, tail_current = cur WHERE relid = relation;
+END $$;
+REVOKE EXECUTE ON FUNCTION tsbucket._create_tail(regclass) FROM PUBLIC;
 
 -- What a bucket span may be (create_timeseries and alter_timeseries): positive,
 -- a whole number of seconds, no months (their length varies), at most MongoDB's 365 days.
@@ -303,13 +355,16 @@ SELECT c.relid::regclass AS table_name,
 GRANT SELECT ON tsbucket.timeseries TO PUBLIC;
 
 
--- Runs as the caller: tsbucket._store_totals checks the caller's SELECT right.
+-- Runs as the caller: tsbucket._store_totals and tsbucket._tail_rows check
+-- the caller's SELECT right. `rows` counts the rows in buckets; `tail_rows`
+-- those not yet in buckets, whose segments take `tail_bytes` (in `total_bytes`,
+-- as everything that holds the table's rows is).
 CREATE FUNCTION tsbucket.stats(relation regclass)
 RETURNS TABLE (buckets bigint, rows bigint, avg_rows_per_bucket numeric, compressed_bytes bigint,
                uncompressed_bytes bigint, compression_ratio numeric, total_bytes bigint,
                closed_by_count bigint, closed_by_size bigint, closed_by_time_window bigint,
                closed_by_memory_limit bigint, closed_by_end_of_statement bigint, rewritten bigint,
-               compacted bigint)
+               compacted bigint, tail_rows bigint, tail_bytes bigint)
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
@@ -318,8 +373,11 @@ BEGIN
            round(CASE WHEN t.buckets = 0 THEN 0 ELSE t.rows::numeric / t.buckets END, 1),
            t.compressed_bytes, t.uncompressed_bytes,
            round(coalesce(t.uncompressed_bytes::numeric / nullif(t.compressed_bytes, 0), 0), 2),
-           pg_total_relation_size((SELECT c.store_relid FROM tsbucket.catalog c WHERE c.relid = relation)),
-           t.by_reason[1], t.by_reason[2], t.by_reason[3], t.by_reason[4], t.by_reason[5], t.by_reason[6], t.by_reason[7]
+           tsbucket.table_size(relation),
+           t.by_reason[1], t.by_reason[2], t.by_reason[3], t.by_reason[4], t.by_reason[5], t.by_reason[6], t.by_reason[7],
+           tsbucket._tail_rows(relation),
+           (SELECT coalesce(sum(pg_total_relation_size(s)), 0)::bigint
+              FROM tsbucket.catalog c, unnest(c.tail_segments) s WHERE c.relid = relation)
       FROM tsbucket._store_totals(relation) t;
 END $$;
 
@@ -356,13 +414,16 @@ DECLARE
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
+    -- The store, its moves table and the tail's segments (rows not yet in buckets).
     RETURN QUERY
-    SELECT pg_relation_size(c.store_relid) + coalesce(pg_relation_size(c.moves_relid), 0),
-           coalesce((SELECT pg_total_relation_size(t.reltoastrelid) FROM pg_class t WHERE t.oid = c.store_relid AND t.reltoastrelid <> 0), 0)
-           + coalesce((SELECT pg_total_relation_size(t.reltoastrelid) FROM pg_class t WHERE t.oid = c.moves_relid AND t.reltoastrelid <> 0), 0),
-           pg_indexes_size(c.store_relid) + coalesce(pg_indexes_size(c.moves_relid), 0),
-           pg_total_relation_size(c.store_relid) + coalesce(pg_total_relation_size(c.moves_relid), 0)
-           + pg_total_relation_size(relation);
+    WITH rels AS (
+        SELECT r FROM unnest(ARRAY[c.store_relid, c.moves_relid] || coalesce(c.tail_segments, '{}')) r
+         WHERE r IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = r))
+    SELECT sum(pg_relation_size(r))::bigint,
+           coalesce(sum((SELECT pg_total_relation_size(t.reltoastrelid) FROM pg_class t WHERE t.oid = r AND t.reltoastrelid <> 0)), 0)::bigint,
+           sum(pg_indexes_size(r))::bigint,
+           (sum(pg_total_relation_size(r)) + pg_total_relation_size(relation))::bigint
+      FROM rels;
 END $$;
 
 CREATE FUNCTION tsbucket.table_size(relation regclass) RETURNS bigint
@@ -403,6 +464,19 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
                 MESSAGE = format('time-series table %s cannot be published for logical replication', published),
                 HINT = 'Its rows live in an internal bucket store, so a subscriber would receive no changes. '
+                       'Use streaming replication, or copy the data with pg_dump.';
+        END IF;
+        -- Nor the internal relations themselves (stores, tails): a subscriber
+        -- would get rows of tables it cannot read, without the catalog naming them.
+        SELECT k.oid::regclass INTO published FROM pg_class k
+         WHERE k.relnamespace = 'tsbucket_internal'::regnamespace AND k.relkind = 'r'
+           AND (EXISTS (SELECT 1 FROM pg_publication_rel pr WHERE pr.prrelid = k.oid)
+                OR EXISTS (SELECT 1 FROM pg_publication_namespace pn WHERE pn.pnnspid = k.relnamespace))
+         ORDER BY k.oid LIMIT 1;
+        IF published IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('internal relation %s of tsbucket cannot be published for logical replication', published),
+                HINT = 'It holds the rows of a time-series table, which logical replication does not replicate. '
                        'Use streaming replication, or copy the data with pg_dump.';
         END IF;
         IF TG_TAG <> 'ALTER TABLE' THEN
@@ -465,6 +539,7 @@ CREATE FUNCTION tsbucket._forget_dropped(relids oid[]) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     c record;
+    seg oid;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'tsbucket') THEN
         RETURN;
@@ -485,6 +560,15 @@ BEGIN
         IF EXISTS (SELECT 1 FROM pg_class WHERE oid = c.id_sequence) THEN
             EXECUTE format('ALTER EXTENSION tsbucket DROP SEQUENCE %s', c.id_sequence::regclass);
             EXECUTE format('DROP SEQUENCE %s', c.id_sequence::regclass);
+        END IF;
+        DELETE FROM tsbucket.tail_drained WHERE relid = c.relid;
+        FOR seg IN SELECT s FROM unnest(coalesce(c.tail_segments, '{}')) s WHERE EXISTS (SELECT 1 FROM pg_class WHERE oid = s) LOOP
+            EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', seg::regclass);
+            EXECUTE format('DROP TABLE %s', seg::regclass);
+        END LOOP;
+        IF c.tail_current IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = c.tail_current) THEN
+            EXECUTE format('ALTER EXTENSION tsbucket DROP SEQUENCE %s', c.tail_current::regclass);
+            EXECUTE format('DROP SEQUENCE %s', c.tail_current::regclass);
         END IF;
     END LOOP;
 END $$;
@@ -718,7 +802,10 @@ BEGIN
         -- bucket with an older id can still be on its way.
         ids_now := pg_sequence_last_value((SELECT id_sequence FROM tsbucket.catalog WHERE relid = relation));
         quiet := NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(pg_current_snapshot()));
-        IF ids_now IS DISTINCT FROM (SELECT compacted_through FROM tsbucket.job_state WHERE relid = relation) THEN
+        -- Or rows wait in the tail (or a drained segment waits to be emptied).
+        IF ids_now IS DISTINCT FROM (SELECT compacted_through FROM tsbucket.job_state WHERE relid = relation)
+           OR EXISTS (SELECT 1 FROM tsbucket.catalog cat, unnest(cat.tail_segments) s
+                       WHERE cat.relid = relation AND pg_relation_size(s) > 0) THEN
             SELECT * INTO c FROM tsbucket._compact(relation, max_groups);
             UPDATE tsbucket.job_state SET last_compaction = now(), buckets_merged = c.buckets_before,
                    buckets_written = c.buckets_after,

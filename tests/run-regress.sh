@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/pg-env.sh
 ver=$1; shift || true
-pg_config=$(pg_config_for "$ver")
+pg_config=${TSBUCKET_PG_CONFIG:-$(pg_config_for "$ver")}
 bindir=$("$pg_config" --bindir)
 regress=$("$pg_config" --pkglibdir)/pgxs/src/test/regress/pg_regress
 work=$(mktemp -d /tmp/tsbucket-regress-XXXX)

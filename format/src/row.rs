@@ -11,7 +11,7 @@
 //! booleans one byte, bytes a varint length and the bytes.
 
 use crate::bits::{put_varint, unzigzag, zigzag, Cursor};
-use crate::column::{Column, ColumnKind};
+use crate::column::{Column, ColumnKind, Values};
 use crate::error::{DecodeError, Result};
 
 pub const ROW_VERSION: u8 = 1;
@@ -113,6 +113,25 @@ pub fn push_value(col: &mut Column, kind: ColumnKind, value: Value) -> Result<()
     Ok(())
 }
 
+/// The value of `col` at `row`, as a row holds it (the inverse of `push_value`).
+pub fn value_at(col: &Column, row: usize) -> Value<'_> {
+    if col.is_null(row) {
+        return Value::Null;
+    }
+    match &col.values {
+        Values::Int(v) => Value::Int(v[row]),
+        Values::Float(v) => Value::Float(v[row]),
+        Values::Bool(v) => Value::Bool(v[row]),
+        Values::Bytes(v) => Value::Bytes(v.get(row).unwrap_or(&[])),
+    }
+}
+
+/// Encodes row `row` of `columns` (each knows its attnum and kind).
+pub fn encode_columns_row(columns: &[&Column], row: usize, out: &mut Vec<u8>) {
+    let values: Vec<(u16, ColumnKind, Value)> = columns.iter().map(|c| (c.attnum, c.kind, value_at(c, row))).collect();
+    encode_row(&values, out);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +171,28 @@ mod tests {
                 (x, y) => assert_eq!(x, y),
             }
         }
+    }
+
+    #[test]
+    fn columns_round_trip_row_by_row() {
+        let mut a = Column::new(2, ColumnKind::Float64);
+        let mut b = Column::new(5, ColumnKind::Bytes);
+        for i in 0..4 {
+            if i == 2 { a.push_null() } else { a.push_float(i as f64 * 0.5) }
+            if i == 1 { b.push_null() } else { b.push_bytes(format!("v{i}").as_bytes()) }
+        }
+        let mut back = [Column::new(2, ColumnKind::Float64), Column::new(5, ColumnKind::Bytes)];
+        for row in 0..4 {
+            let mut out = Vec::new();
+            encode_columns_row(&[&a, &b], row, &mut out);
+            let mut r = RowReader::parse(&out).unwrap();
+            while let Some((attnum, kind, value)) = r.next_value().unwrap() {
+                let col = back.iter_mut().find(|c| c.attnum == attnum).unwrap();
+                push_value(col, kind, value).unwrap();
+            }
+        }
+        assert_eq!(back[0], a);
+        assert_eq!(back[1], b);
     }
 
     #[test]

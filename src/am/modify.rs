@@ -100,12 +100,17 @@ pub(super) unsafe extern "C-unwind" fn tuple_delete(
     rel: pg_sys::Relation,
     tid: pg_sys::ItemPointer,
     cid: pg_sys::CommandId,
-    _snapshot: pg_sys::Snapshot,
-    _crosscheck: pg_sys::Snapshot,
-    _wait: bool,
+    snapshot: pg_sys::Snapshot,
+    crosscheck: pg_sys::Snapshot,
+    wait: bool,
     tmfd: *mut pg_sys::TM_FailureData,
     _changing_part: bool,
 ) -> pg_sys::TM_Result::Type {
+    // SAFETY: `tid` is the executor's TID of the row to delete, readable during this call.
+    if crate::store::tail_rows::is_tail_row(unsafe { &*tid }) {
+        // SAFETY: the executor's arguments of this call: `rel` open, `tid` readable, `tmfd` writable.
+        return unsafe { crate::dml::record::delete_tail(rel, &*tid, cid, snapshot, crosscheck, wait, &mut *tmfd) };
+    }
     // SAFETY: `rel` is the open tsbucket table of this DELETE (record_delete's contract), `tid` the executor's TID of the row
     // to delete and `tmfd` its failure record, both valid for this call (report's contract).
     unsafe { report(crate::dml::record::record_delete(rel, &*tid, cid), tid, cid, tmfd) }
@@ -123,15 +128,30 @@ pub(super) unsafe extern "C-unwind" fn tuple_update(
     otid: pg_sys::ItemPointer,
     slot: *mut pg_sys::TupleTableSlot,
     cid: pg_sys::CommandId,
-    _snapshot: pg_sys::Snapshot,
-    _crosscheck: pg_sys::Snapshot,
-    _wait: bool,
+    snapshot: pg_sys::Snapshot,
+    crosscheck: pg_sys::Snapshot,
+    wait: bool,
     tmfd: *mut pg_sys::TM_FailureData,
     lockmode: *mut pg_sys::LockTupleMode::Type,
     update_indexes: *mut UpdateIndexes,
 ) -> pg_sys::TM_Result::Type {
     // SAFETY: `lockmode` is ExecUpdate's out-parameter for the lock mode taken, writable during this call.
     unsafe { *lockmode = pg_sys::LockTupleMode::LockTupleExclusive };
+    // SAFETY: `otid` is the executor's TID of the row to update, readable during this call.
+    if crate::store::tail_rows::is_tail_row(unsafe { &*otid }) {
+        // SAFETY: ExecUpdate's arguments of this call, valid until it returns; a tail row has no index entries.
+        return unsafe {
+            #[cfg(feature = "pg15")]
+            {
+                *update_indexes = false;
+            }
+            #[cfg(not(feature = "pg15"))]
+            {
+                *update_indexes = pg_sys::TU_UpdateIndexes::TU_None;
+            }
+            crate::dml::record::update_tail(rel, &*otid, slot, cid, snapshot, crosscheck, wait, &mut *tmfd, &mut *lockmode)
+        };
+    }
     // SAFETY: `slot` holds the new version of the row at `otid` of `rel`, the open table of this UPDATE (record_update's
     // contract); `otid` and `tmfd` are the executor's TID and failure record for this call (report's contract).
     let result = unsafe { report(crate::dml::record::record_update(rel, &*otid, slot, cid), otid, cid, tmfd) };
@@ -165,18 +185,18 @@ pub(super) unsafe extern "C-unwind" fn tuple_update(
 pub(super) unsafe extern "C-unwind" fn tuple_lock(
     rel: pg_sys::Relation,
     tid: pg_sys::ItemPointer,
-    _snapshot: pg_sys::Snapshot,
+    snapshot: pg_sys::Snapshot,
     slot: *mut pg_sys::TupleTableSlot,
     cid: pg_sys::CommandId,
-    _mode: pg_sys::LockTupleMode::Type,
-    _wait_policy: pg_sys::LockWaitPolicy::Type,
+    mode: pg_sys::LockTupleMode::Type,
+    wait_policy: pg_sys::LockWaitPolicy::Type,
     flags: u8,
     tmfd: *mut pg_sys::TM_FailureData,
 ) -> pg_sys::TM_Result::Type {
-    let follow = flags & pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8 != 0;
     // SAFETY: `rel` is the open tsbucket table EvalPlanQual re-fetches from and `slot` a slot of it (lock_row's contract);
-    // `tid` is the executor's ItemPointer, writable during this call, which lock_row moves to the row's latest place.
-    let (result, traversed) = unsafe { crate::dml::record::lock_row(rel, &mut *tid, cid, follow, slot) };
+    // `tid` is the executor's ItemPointer, writable during this call, which lock_row moves to the row's latest place;
+    // `tmfd` its failure record, writable too.
+    let (result, traversed) = unsafe { crate::dml::record::lock_row(rel, &mut *tid, snapshot, cid, mode, wait_policy, flags, &mut *tmfd, slot) };
     // TM_SelfModified here means a later command of ours (a trigger) changed the
     // bucket: the executor then refuses, as for heap.
     let cmax = if result == pg_sys::TM_Result::TM_SelfModified { pg_sys::InvalidCommandId } else { cid };
@@ -195,5 +215,6 @@ pub(super) unsafe extern "C-unwind" fn tuple_lock(
 pub(super) unsafe extern "C-unwind" fn finish_bulk_insert(rel: pg_sys::Relation, _options: i32) {
     // SAFETY: `rel` is the table COPY FROM wrote into, still open (and locked) when it calls finish_bulk_insert.
     let relid = unsafe { (*rel).rd_id };
-    crate::write::flush::flush(Some(relid), crate::store::bucket::CloseReason::EndOfStatement, None);
+    // Its buckets stay open for later statements of the transaction, as an INSERT's do.
+    crate::write::buffer::carry(Some(relid), None);
 }

@@ -58,6 +58,13 @@ unsafe fn truncate_store(rel: pg_sys::Relation) {
             if let Some((moves, _)) = config.moves {
                 relations = format!("{relations}, {}", crate::pg::relation::qualified_name(moves));
             }
+            // The tail's segments too, and their drained marks with them.
+            if let Some(tail) = &config.tail {
+                for &segment in &tail.segments {
+                    relations = format!("{relations}, {}", crate::pg::relation::qualified_name(segment));
+                }
+                Spi::run_with_args("DELETE FROM tsbucket.tail_drained WHERE relid = $1", &[relid.into()]).expect("forget drained marks");
+            }
             Spi::run(&format!("TRUNCATE {relations}")).expect("truncate bucket store");
         });
     }
@@ -190,6 +197,9 @@ pub(super) unsafe extern "C-unwind" fn relation_needs_toast_table(_rel: pg_sys::
     false
 }
 
+/// A tail row takes about 70 bytes of an 8 kB page (tuple header, time, meta, encoded values).
+const TAIL_ROWS_PER_PAGE: f64 = 110.0;
+
 /// Pages and rows for the planner: the store's pages, and its bucket count
 /// times the average bucket fill (exact for small stores, sampled otherwise).
 #[pg_guard]
@@ -224,11 +234,26 @@ pub(super) unsafe extern "C-unwind" fn relation_estimate_size(
         let (buckets, sampled_buckets, sampled_rows, nblocks) = unsafe { crate::store::reader::estimate(store) };
         (nblocks, if sampled_buckets == 0 { 0.0 } else { buckets * sampled_rows / sampled_buckets as f64 })
     };
+    // Rows not yet in buckets: the tail's pages, at a typical row's width (its segments are never analyzed).
+    let tail_blocks: u32 = config
+        .tail
+        .iter()
+        .flat_map(|t| t.segments.iter())
+        .map(|&segment| {
+            // SAFETY: a tail segment of the configured table, opened AccessShare to read its length, then closed (lock kept).
+            unsafe {
+                let seg = pg_sys::table_open(segment, pg_sys::AccessShareLock as i32);
+                let n = pg_sys::RelationGetNumberOfBlocksInFork(seg, pg_sys::ForkNumber::MAIN_FORKNUM);
+                pg_sys::table_close(seg, pg_sys::NoLock as i32);
+                n
+            }
+        })
+        .sum();
     // SAFETY: `pages` and `tuples` are the same writable out-parameters as above; `store` is the relation opened above,
     // closed once here (its lock is kept until the transaction ends).
     unsafe {
-        *pages = nblocks;
-        *tuples = estimated_tuples;
+        *pages = nblocks + tail_blocks;
+        *tuples = estimated_tuples + f64::from(tail_blocks) * TAIL_ROWS_PER_PAGE;
         pg_sys::table_close(store, pg_sys::NoLock as i32);
     }
 }

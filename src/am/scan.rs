@@ -108,7 +108,15 @@ pub(super) unsafe extern "C-unwind" fn tuple_fetch_row_version(
     // SAFETY: `rel` is open, so its tuple descriptor `rd_att` is valid for as long as `shape` is built (TableShape::new's contract).
     let shape = unsafe { TableShape::new((*rel).rd_att, &config) };
     // SAFETY: `tid` is the executor's ItemPointer of the row version to fetch, readable during this call.
-    let (bucket_id, row) = crate::store::tid::get(unsafe { &*tid });
+    let tid = unsafe { &*tid };
+    if crate::store::tail_rows::is_tail_row(tid) {
+        // SAFETY: in the caller's transaction with its snapshot.
+        let Some(b) = (unsafe { crate::store::tail_rows::fetch(&config, &shape, tid, snapshot) }) else { return false };
+        // SAFETY: `slot` is the caller's slot of `rel`, made with this AM's slot_callbacks; the bucket holds one row.
+        unsafe { rows::fill_slot(rel, &shape, &b, None, 0, slot) };
+        return true;
+    }
+    let (bucket_id, row) = crate::store::tid::get(tid);
     // SAFETY: `store` is `config`'s store, open and AccessShare-locked from table_open to table_close (fetch_bucket's
     // contract); `snapshot` is the caller's, registered for this fetch.
     let bucket = unsafe {
@@ -148,7 +156,14 @@ pub(super) unsafe extern "C-unwind" fn tuple_satisfies_snapshot(
     let relid = unsafe { (*rel).rd_id };
     let Some(config) = config::lookup(relid) else { return false };
     // SAFETY: `slot` holds a row of `rel` fetched earlier; its tts_tid is read in place while the caller keeps the slot.
-    let (bucket_id, _) = crate::store::tid::get(unsafe { &(*slot).tts_tid });
+    let tid = unsafe { &(*slot).tts_tid };
+    if crate::store::tail_rows::is_tail_row(tid) {
+        // SAFETY: `rel` is open, so its descriptor is valid for the shape.
+        let shape = unsafe { TableShape::new((*rel).rd_att, &config) };
+        // SAFETY: in the caller's transaction with its snapshot.
+        return unsafe { crate::store::tail_rows::fetch(&config, &shape, tid, snapshot) }.is_some();
+    }
+    let (bucket_id, _) = crate::store::tid::get(tid);
     // SAFETY: the store is open and AccessShare-locked from table_open to table_close, and `config.id_index` is its
     // bucket_id index (find_bucket_tuple's contract); `snapshot` is the caller's.
     let found = unsafe {

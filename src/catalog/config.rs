@@ -25,6 +25,20 @@ pub struct Config {
     pub time_attnum: i16,
     pub meta_attnums: Vec<i16>,
     pub span_micros: i64,
+    /// Where rows wait that transactions left in under-filled buckets (None:
+    /// a catalog row from before tails, as during an update).
+    pub tail: Option<TailConfig>,
+}
+
+/// A table's tail (src/store/tail.rs): its three segments, the sequence whose
+/// value names the segment new rows go to, and the table of drained segments
+/// with its primary key (shared by every table).
+#[derive(Clone, Debug)]
+pub struct TailConfig {
+    pub segments: [pg_sys::Oid; 3],
+    pub current: pg_sys::Oid,
+    pub drained: pg_sys::Oid,
+    pub drained_index: pg_sys::Oid,
 }
 
 thread_local! {
@@ -101,6 +115,25 @@ fn check_sql_version() {
     SQL_VERSION_CHECKED.with(|c| c.set(true));
 }
 
+const LOAD: &str = "SELECT c.store_relid, c.time_attnum, c.meta_attnums, c.span_micros, c.id_index, c.id_sequence, s.relowner, c.moves_relid, c.moves_index,
+        c.tail_segments, c.tail_current, 'tsbucket.tail_drained'::regclass::oid, 'tsbucket.tail_drained_pkey'::regclass::oid
+   FROM tsbucket.catalog c JOIN pg_catalog.pg_class s ON s.oid = c.id_sequence WHERE c.relid = $1";
+const LOAD_WITHOUT_TAIL: &str = "SELECT c.store_relid, c.time_attnum, c.meta_attnums, c.span_micros, c.id_index, c.id_sequence, s.relowner, c.moves_relid, c.moves_index,
+        NULL::oid[], NULL::oid, 0::oid, 0::oid
+   FROM tsbucket.catalog c JOIN pg_catalog.pg_class s ON s.oid = c.id_sequence WHERE c.relid = $1";
+
+/// Whether the catalog has the tail columns and the drained marks (0.6.0 on).
+fn catalog_has_tails() -> bool {
+    Spi::get_one::<bool>(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
+                         WHERE attrelid = pg_catalog.to_regclass('tsbucket.catalog') AND attname = 'tail_segments')
+            AND pg_catalog.to_regclass('tsbucket.tail_drained_pkey') IS NOT NULL",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}
+
 fn load(relid: pg_sys::Oid) -> Option<Config> {
     // pg_upgrade re-creates the schema before it carries the catalog's and the
     // stores' files over: no table is configured (nor needs to be) until then.
@@ -109,16 +142,12 @@ fn load(relid: pg_sys::Oid) -> Option<Config> {
         return None;
     }
     check_sql_version();
-    // The catalog may not exist yet while the extension script itself runs.
+    // The catalog may not exist yet while the extension script itself runs,
+    // and the scripts of a chained update before 0.6.0 (their DDL reaches this
+    // library) see a catalog without tails: those tables have none yet.
+    let query = if running_own_script() && !catalog_has_tails() { LOAD_WITHOUT_TAIL } else { LOAD };
     let row = Spi::connect(|client| {
-        let table = client
-            .select(
-                "SELECT c.store_relid, c.time_attnum, c.meta_attnums, c.span_micros, c.id_index, c.id_sequence, s.relowner, c.moves_relid, c.moves_index
-                   FROM tsbucket.catalog c JOIN pg_catalog.pg_class s ON s.oid = c.id_sequence WHERE c.relid = $1",
-                Some(1),
-                &[relid.into()],
-            )
-            .ok()?;
+        let table = client.select(query, Some(1), &[relid.into()]).ok()?;
         let row = table.first();
         let store: pg_sys::Oid = row.get(1).ok()??;
         let time: i16 = row.get(2).ok()??;
@@ -128,6 +157,14 @@ fn load(relid: pg_sys::Oid) -> Option<Config> {
         let id_sequence: pg_sys::Oid = row.get(6).ok()??;
         let id_owner: pg_sys::Oid = row.get(7).ok()??;
         let moves = row.get::<pg_sys::Oid>(8).ok()?.zip(row.get::<pg_sys::Oid>(9).ok()?);
+        let segments: Option<Vec<pg_sys::Oid>> = row.get(10).ok()?;
+        let current: Option<pg_sys::Oid> = row.get(11).ok()?;
+        let drained: pg_sys::Oid = row.get(12).ok()??;
+        let drained_index: pg_sys::Oid = row.get(13).ok()??;
+        let tail = match (segments, current) {
+            (Some(s), Some(current)) if s.len() == 3 => Some(TailConfig { segments: [s[0], s[1], s[2]], current, drained, drained_index }),
+            _ => None,
+        };
         Some(Config {
             relid,
             store_relid: store,
@@ -138,6 +175,7 @@ fn load(relid: pg_sys::Oid) -> Option<Config> {
             time_attnum: time,
             meta_attnums: metas,
             span_micros: span,
+            tail,
         })
     })?;
     Some(row)

@@ -10,6 +10,12 @@ pub(super) static BUCKET_MAX_SIZE: GucSetting<i32> = GucSetting::<i32>::new(125 
 /// kB of buffered, not yet written rows per backend.
 pub(super) static CATALOG_MEMORY_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(256 * 1024);
 
+/// Buckets a transaction leaves with fewer rows go to the table's tail, row by row.
+pub(super) static TAIL_BUCKET_ROWS: GucSetting<i32> = GucSetting::<i32>::new(16);
+/// Tail rows written in a database since the worker's last drain that make
+/// the launcher start a worker at once.
+pub static TAIL_DRAIN_ROWS: GucSetting<i32> = GucSetting::<i32>::new(20_000);
+
 /// Seconds between background runs of expiry and compaction.
 pub static WORKER_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(60);
 pub static WORKER_ENABLED: GucSetting<bool> = GucSetting::<bool>::new(true);
@@ -107,6 +113,26 @@ pub fn init() {
         GucFlags::UNIT_BYTE,
     );
     GucRegistry::define_int_guc(
+        c"tsbucket.tail_bucket_rows",
+        c"Buckets a transaction leaves with fewer rows than this go to the table's tail, row by row.",
+        c"The worker drains the tail into full buckets; 0 writes every bucket as it is (one-row buckets from single-row INSERTs).",
+        &TAIL_BUCKET_ROWS,
+        0,
+        BUCKET_MAX_COUNT_CAP,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"tsbucket.tail_drain_rows",
+        c"Rows written to tails in a database that start a drain at once, before the worker's next interval.",
+        c"Needs shared_preload_libraries = 'tsbucket'. Bounds how many rows wait in tails (and their bytes) at a steady ingest rate.",
+        &TAIL_DRAIN_ROWS,
+        100,
+        100_000_000,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
         c"tsbucket.catalog_memory_limit",
         c"Memory one backend may use for buffered rows of open buckets.",
         c"When reached, the fullest open buckets are written out early (close reason memory_limit).",
@@ -124,6 +150,10 @@ pub fn bucket_max_count() -> usize {
 
 pub fn bucket_max_size() -> usize {
     BUCKET_MAX_SIZE.get() as usize
+}
+
+pub fn tail_bucket_rows() -> usize {
+    TAIL_BUCKET_ROWS.get().max(0) as usize
 }
 
 pub fn catalog_memory_limit_bytes() -> usize {

@@ -4,7 +4,7 @@
 //! store.
 
 use crate::catalog::config;
-use crate::hooks::executor::end_of_statement;
+use crate::hooks::executor::{end_of_insert, end_of_statement};
 use crate::pg::error::{FEATURE_NOT_SUPPORTED, ts_error};
 use crate::pg::nodes::list_ptrs;
 use pgrx::pg_sys;
@@ -53,6 +53,31 @@ unsafe extern "C-unwind" fn process_utility(
     let stmt = unsafe { (*pstmt).utilityStmt };
     // SAFETY: `stmt` is non-null here, and every parse node starts with its NodeTag.
     let tag = (!stmt.is_null()).then(|| unsafe { (*stmt).type_ });
+    // Buckets earlier INSERTs left open are written before other commands
+    // (DDL may change the table's columns under them), as before a query;
+    // not before those that only run statements (each of which does this as
+    // it starts), nor before COPY FROM, transaction control and settings.
+    use pg_sys::NodeTag::*;
+    let leaves_buffers = matches!(
+        tag,
+        Some(
+            T_CopyStmt
+                | T_TransactionStmt
+                | T_DoStmt
+                | T_CallStmt
+                | T_ExecuteStmt
+                | T_PrepareStmt
+                | T_DeallocateStmt
+                | T_DeclareCursorStmt
+                | T_FetchStmt
+                | T_ClosePortalStmt
+                | T_VariableSetStmt
+                | T_VariableShowStmt
+        )
+    );
+    if !leaves_buffers {
+        crate::write::flush::flush_carried();
+    }
     if tag == Some(pg_sys::NodeTag::T_AlterTableStmt) {
         // SAFETY: `stmt` is tagged T_AlterTableStmt, the parse node check_alter_table's contract asks for.
         unsafe { check_alter_table(stmt as *mut pg_sys::AlterTableStmt) };
@@ -76,7 +101,8 @@ unsafe extern "C-unwind" fn process_utility(
             }
         }
     }
-    let is_copy = tag == Some(pg_sys::NodeTag::T_CopyStmt);
+    // SAFETY: `stmt` is tagged T_CopyStmt when read, a CopyStmt parse node alive for the command.
+    let copy_from = (tag == Some(pg_sys::NodeTag::T_CopyStmt)).then(|| unsafe { (*(stmt as *mut pg_sys::CopyStmt)).is_from });
     // SAFETY: PREV_PROCESS_UTILITY is set only by install() in _PG_init, before any utility command; this copies it.
     let prev = unsafe { PREV_PROCESS_UTILITY };
     match prev {
@@ -87,10 +113,13 @@ unsafe extern "C-unwind" fn process_utility(
         None => unsafe { standard_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc) },
     }
     // COPY's row-by-row path (BEFORE ROW triggers, volatile defaults, WHERE)
-    // never calls finish_bulk_insert: its rows are written here, at the end
-    // of the statement, like every other statement's.
-    if is_copy {
-        end_of_statement(None);
+    // never calls finish_bulk_insert: its buckets are left open here, at the
+    // end of the statement, as an INSERT's are. (COPY TO wrote them before
+    // reading.)
+    match copy_from {
+        Some(true) => end_of_insert(None, None),
+        Some(false) => end_of_statement(None),
+        None => {}
     }
     // ANALYZE found no rows in the (empty) user relation: gather the statistics
     // from the store. (Its tables are listed only now: a list made before the

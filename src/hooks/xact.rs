@@ -9,13 +9,18 @@ use pgrx::prelude::*;
 unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
     use pg_sys::XactEvent::*;
     match event {
-        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => end_of_statement(None),
+        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => {
+            crate::write::flush::flush_at_commit();
+            crate::dml::apply::apply(None);
+        }
         XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT | XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {
             crate::write::buffer::discard_all();
             crate::dml::pending::discard_all();
+            crate::store::tail::forget_checked_segments();
             crate::maintenance::schedule::at_transaction_end(
                 matches!(event, XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE),
                 crate::store::insert::take_buckets_written(),
+                crate::store::tail::take_rows_written(),
             );
         }
         _ => {}
@@ -37,6 +42,7 @@ unsafe extern "C-unwind" fn subxact_callback(
             crate::dml::pending::reassign_subxact(my_subid, parent_subid);
         }
         SUBXACT_EVENT_ABORT_SUB => {
+            crate::store::tail::forget_checked_segments();
             crate::write::buffer::discard_subxact(my_subid);
             crate::dml::pending::discard_subxact(my_subid);
         }

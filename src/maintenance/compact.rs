@@ -1,6 +1,7 @@
 //! Compaction: merges the under-filled buckets of each series and window into
 //! full ones, rows in time order, so that a table fed one row per statement
-//! ends up like one loaded by COPY. Runs in the caller's transaction; holds
+//! ends up like one loaded by COPY; and drains the table's tail, its rows
+//! merged with the buckets of their series and window (`drain` prepares it). Runs in the caller's transaction; holds
 //! ShareUpdateExclusiveLock on the table (one compaction at a time; INSERT,
 //! SELECT, UPDATE and DELETE go on). Buckets that user DML holds are skipped;
 //! every merged bucket records where its rows went, so DML that waited for
@@ -26,6 +27,9 @@ pub(super) struct Candidate {
     rows: i32,
 }
 
+/// A group's tail rows (of the segments being drained).
+type TailRows = Vec<std::rc::Rc<crate::store::tail::TailGroup>>;
+
 type GroupKey = (Vec<Option<Vec<u8>>>, i64);
 
 /// Merges the under-filled buckets of up to `max_groups` series-windows of
@@ -46,8 +50,11 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
     // transaction ends, and `store_rel` is closed at the end of this function.
     let store_rel = unsafe { pg_sys::table_open(config.store_relid, pg_sys::RowExclusiveLock as i32) };
     let max_count = gucs::bucket_max_count();
+    // SAFETY: in a transaction under the table's ShareUpdateExclusiveLock, before the snapshot below.
+    let draining = unsafe { super::drain::prepare(&config) };
     // What committed before our lock, not before our statement began (a
-    // compaction we waited for has rewritten buckets and moves since).
+    // compaction we waited for has rewritten buckets and moves since; the
+    // segments to drain have no writer left).
     // SAFETY: called after the table's lock above, as snapshot_after_lock requires; prune_moves gets `config`'s open
     // store `store_rel` and the snapshot just registered, which stays registered until UnregisterSnapshot below.
     let snapshot = unsafe {
@@ -55,9 +62,15 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
         moves::prune_moves(store_rel, &config, snapshot);
         snapshot
     };
+    // SAFETY: the segments are locked Exclusive and `snapshot` was taken after that, so it sees every row they hold.
+    let tail_groups = unsafe { crate::store::tail::read_segments(&config, &shape, snapshot, &draining) };
 
     // 1. Find the under-filled buckets, grouped by series and window.
     let mut groups: BTreeMap<GroupKey, Vec<Candidate>> = BTreeMap::new();
+    let mut tails: BTreeMap<GroupKey, TailRows> = BTreeMap::new();
+    for g in tail_groups {
+        tails.entry((g.meta.clone(), g.window_start)).or_default().push(g);
+    }
     // SAFETY: `store_rel` is open RowExclusive since table_open above, and `snapshot` registered until after scan.end().
     let mut scan = unsafe { reader::StoreScan::begin(store_rel, snapshot) };
     while let Some(tuple) = scan.next(true) {
@@ -85,10 +98,17 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
     // SAFETY: `snapshot` was registered by snapshot_after_lock above, and the scan that used it has just ended.
     unsafe { pg_sys::UnregisterSnapshot(snapshot) };
 
-    // 2. Merge each group that merging makes smaller, longest-waiting first
-    // (lowest bucket id), so no group starves behind the per-round cap.
+    // 2. Merge each group with tail rows (all of them: the drain is one
+    // transaction), then each group that merging makes smaller, longest-waiting
+    // first (lowest bucket id), so no group starves behind the per-round cap.
+    let mut with_tail: Vec<(GroupKey, Vec<Candidate>, TailRows)> =
+        tails.into_iter().map(|(k, t)| (k.clone(), groups.remove(&k).unwrap_or_default(), t)).collect();
     let mut groups: Vec<(GroupKey, Vec<Candidate>)> = groups.into_iter().filter(|(_, m)| worth_merging(m, max_count)).collect();
     groups.sort_by_key(|(_, m)| m.iter().map(|c| c.bucket_id).min());
+    let capped = groups.into_iter().take(max_groups).map(|(k, m)| (k, m, Vec::new()));
+    with_tail.extend(capped);
+    // Where the tail's rows went, by segment block (their moves entries).
+    let mut tail_moves: BTreeMap<i64, (Vec<i64>, moves::RowMoves)> = BTreeMap::new();
     // SAFETY: CurrentMemoryContext is the calling function's context, alive for this call; "tsbucket compaction" is its
     // child, deleted after the merge loop. GetCurrentCommandId(true) runs in this function's required transaction.
     let (cxt, cid) = unsafe {
@@ -98,7 +118,7 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
         )
     };
     let (mut before, mut after, mut moved) = (0i64, 0i64, 0i64);
-    for ((meta, window_start), mut members) in groups.into_iter().take(max_groups) {
+    for ((meta, window_start), mut members, tail_rows) in with_tail {
         // User DML holds some buckets: leave those to it, merge the rest.
         members.sort_by_key(|m| m.bucket_id);
         members.retain(|m| {
@@ -107,7 +127,7 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
             let lock = unsafe { locks::lock_bucket(store_rel, &config, m.bucket_id, cid, false) };
             lock == locks::Lock::Held
         });
-        if members.len() < 2 {
+        if members.len() < 2 && tail_rows.is_empty() {
             continue;
         }
         // SAFETY: `cxt` is the compaction context created before the loop, alive until its MemoryContextDelete after it.
@@ -134,6 +154,16 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
             // SAFETY: `store_rel` is open and locked RowExclusive, as delete_bucket requires; `stored.tid` is the version
             // of bucket m.bucket_id that this transaction locked through lock_bucket above.
             unsafe { locks::delete_bucket(store_rel, stored.tid) };
+        }
+        let tail_start = merged.first().map_or(0, Column::len);
+        for group in &tail_rows {
+            let loaded = group.loaded(&shape, None);
+            for (col, attr) in merged.iter_mut().zip(shape.payload_attrs()) {
+                // SAFETY: as for the buckets above: `rel`'s descriptor and one of its payload attributes.
+                let src = unsafe { rows::column_or_default((*rel).rd_att, attr, &loaded) };
+                (0..loaded.rows).for_each(|r| col.push_row_of(&src, r));
+            }
+            uncompressed += loaded.columns.iter().flatten().map(|c| c.approx_bytes() as i64).sum::<i64>();
         }
         let rows = merged.first().map_or(0, Column::len);
         let time_col = shape.payload_attrs().position(|a| a.role == Role::Time).expect("the time column is stored");
@@ -170,6 +200,27 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
             // (delete_bucket above), as record_moves requires.
             unsafe { moves::record_moves(&config, m.bucket_id, &new_ids, &moves) };
         }
+        let mut r = tail_start;
+        for group in &tail_rows {
+            for tid in &group.ids.tids {
+                let (block_id, row) = crate::store::tid::get(tid);
+                let (ids, map) = tail_moves.entry(block_id).or_default();
+                let base = match ids.iter().position(|id| *id == new_ids[0]) {
+                    Some(i) => i,
+                    None => {
+                        ids.extend_from_slice(&new_ids);
+                        ids.len() - new_ids.len()
+                    }
+                };
+                if map.len() <= row {
+                    map.resize(row + 1, None);
+                }
+                let (bucket, new_row) = placed[r];
+                map[row] = Some((base as u16 + bucket, new_row));
+                r += 1;
+            }
+            moved += group.rows() as i64;
+        }
         before += members.len() as i64;
         moved += members.iter().map(|m| m.rows as i64).sum::<i64>();
         // SAFETY: `old` was current before this group switched to `cxt`; resetting `cxt` frees only this group's
@@ -178,6 +229,13 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
             pg_sys::MemoryContextSwitchTo(old);
             pg_sys::MemoryContextReset(cxt);
         }
+    }
+    for (block_id, (ids, map)) in &tail_moves {
+        // SAFETY: `config`'s relations exist; this transaction drains the segment whose block `block_id` names.
+        unsafe { moves::record_moves(&config, *block_id, ids, map) };
+    }
+    if !draining.is_empty() {
+        super::drain::mark_drained(&config, &draining);
     }
     // SAFETY: `cxt` is deleted once, after its last use; `store_rel` and `rel` were opened at the top of this function
     // and are closed once each; NoLock keeps their locks until the transaction ends.

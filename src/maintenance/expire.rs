@@ -21,6 +21,14 @@ pub fn expire(relid: pg_sys::Oid) -> (i64, i64) {
     // SAFETY: LockRelationOid takes a heavyweight lock on oid `relid` (configured, so it exists: config::require above),
     // in the transaction the caller runs; it is released when that transaction ends.
     unsafe { pg_sys::LockRelationOid(relid, pg_sys::ShareUpdateExclusiveLock as i32) };
+    // Rows still in the tail expire with their buckets: drain it first (no
+    // other merging; under REPEATABLE READ the tail waits for the worker).
+    // SAFETY: in the caller's transaction, whose owner check (_expire) covers compaction too; the command counter
+    // then moves on, so that expiry's scan sees the buckets the drain wrote.
+    unsafe {
+        super::compact::compact(relid, 0);
+        pg_sys::CommandCounterIncrement();
+    }
     // Cutoffs (now() minus each interval, as the time column's type) with built-in operators only.
     let cutoffs: Vec<(Option<String>, Option<i64>)> = config::as_extension_owner(|| {
         Spi::connect(|c| {
@@ -55,10 +63,13 @@ pub fn expire(relid: pg_sys::Oid) -> (i64, i64) {
     let (mut buckets, mut rows) = (0i64, 0i64);
     // Nothing old enough for any retention in force: an index look-up, no scan.
     // SAFETY: `config.store_relid` is the store of `relid`, locked above; it is opened here under AccessShareLock, and
-    // any_bucket_older_than reads it before the table_close that follows.
+    // any_bucket_older_than reads it, with the latest snapshot registered around the look-up, before the table_close.
+    // (With a snapshot taken now, which sees what the drain above wrote.)
     let due = unsafe {
         let store_rel = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
-        let due = reader::any_bucket_older_than(store_rel, latest);
+        let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+        let due = reader::any_bucket_older_than(store_rel, latest, snapshot);
+        pg_sys::UnregisterSnapshot(snapshot);
         pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
         due
     };

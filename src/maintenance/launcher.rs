@@ -67,6 +67,8 @@ pub extern "C-unwind" fn tsbucket_launcher_main(_arg: pg_sys::Datum) {
     // The launcher's own clock: 1 + ms, so that 0 means "never visited".
     let now_ms = || clock.elapsed().as_millis() as u64 + 1;
     let mut running: Vec<(u32, DynamicBackgroundWorker)> = Vec::new();
+    // SAFETY: MyProcPid is set once when this process starts and only read afterwards.
+    DATABASES.exclusive().launcher_pid = unsafe { pg_sys::MyProcPid };
     loop {
         if BackgroundWorker::sighup_received() {
             // SAFETY: ProcessConfigFile(PGC_SIGHUP) rereads the configuration files in this launcher process, outside any
@@ -92,7 +94,7 @@ pub extern "C-unwind" fn tsbucket_launcher_main(_arg: pg_sys::Datum) {
                     if e.absent || running.iter().any(|(r, _)| *r == oid) {
                         continue;
                     }
-                    if e.last_visit_ms == 0 {
+                    if e.last_visit_ms == 0 || e.drain_now {
                         due.push((0, oid));
                     } else if e.dirty || e.has_expiry {
                         let due_at = e.last_visit_ms + interval_ms;

@@ -15,7 +15,10 @@
 //! expiry. The launcher starts at most `tsbucket.max_workers` workers at once,
 //! least recently visited first (so every due database is served in turn),
 //! and stamps the visit when it starts the worker, so no database is visited
-//! twice within an interval however workers start, exit or fail. Databases
+//! twice within an interval however workers start, exit or fail; except that
+//! a database whose transactions wrote `tsbucket.tail_drain_rows` rows to
+//! tails since its last visit is due at once (the committing backend wakes
+//! the launcher), which bounds how much waits in tails. Databases
 //! with nothing due are not visited at all; a visit that finds nothing to do
 //! costs a catalog look-up.
 //!
@@ -25,6 +28,7 @@
 
 pub mod analyze;
 pub mod compact;
+pub mod drain;
 pub mod expire;
 pub mod launcher;
 pub mod schedule;

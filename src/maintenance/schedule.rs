@@ -25,17 +25,23 @@ pub(super) struct DbEntry {
     /// Bumped when a CREATE EXTENSION tsbucket commits here: a worker that
     /// began before that must not mark the database absent.
     pub(super) generation: u64,
+    /// Rows committed to tails since the last visit began.
+    pub(super) tail_rows: u64,
+    /// Enough of them to drain now (`tsbucket.tail_drain_rows`).
+    pub(super) drain_now: bool,
 }
 
 #[derive(Copy, Clone)]
 pub(super) struct Databases {
     pub(super) n: usize,
     pub(super) entries: [DbEntry; MAX_DATABASES],
+    /// The launcher's process id (0: none running), for waking it.
+    pub(super) launcher_pid: i32,
 }
 
 impl Default for Databases {
     fn default() -> Self {
-        Databases { n: 0, entries: [DbEntry::default(); MAX_DATABASES] }
+        Databases { n: 0, entries: [DbEntry::default(); MAX_DATABASES], launcher_pid: 0 }
     }
 }
 
@@ -95,7 +101,11 @@ pub(super) fn update_my_database(f: impl FnOnce(&mut DbEntry)) {
     }
 }
 
+/// Tail rows a backend counts before it passes them on to shared memory.
+const TAIL_ROWS_BATCH: u64 = 100;
+
 thread_local! {
+    static PENDING_TAIL_ROWS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// This transaction created the extension: tell the launcher when (and
     /// only if) it commits, so that a worker visiting meanwhile cannot take
     /// the news as handled before it is visible.
@@ -103,11 +113,49 @@ thread_local! {
 }
 
 /// Transaction end: pass on what committed work means for the launcher
-/// (`wrote`: buckets were written, so compaction may have work).
-pub fn at_transaction_end(committed: bool, wrote: bool) {
+/// (`wrote`: buckets were written, so compaction may have work; `tail_rows`:
+/// rows written to tails, which wake the launcher once there are enough).
+pub fn at_transaction_end(committed: bool, wrote: bool, tail_rows: u64) {
     let created = CREATED_EXTENSION.with(|c| c.replace(false));
-    if !committed || !shmem_ready() || !(wrote || created) {
+    if !committed || !shmem_ready() || !(wrote || created || tail_rows > 0) {
         return;
+    }
+    if tail_rows > 0 {
+        let threshold = crate::catalog::gucs::TAIL_DRAIN_ROWS.get().max(1) as u64;
+        // Counted here first and passed on in batches: every commit of a
+        // single row taking the shared lock exclusively would serialize them.
+        let pending = PENDING_TAIL_ROWS.with(|p| p.get()) + tail_rows;
+        let known_dirty = {
+            let set = DATABASES.share();
+            set.find(my_database()).is_some_and(|i| set.entries[i].dirty)
+        };
+        if known_dirty && pending < TAIL_ROWS_BATCH.min(threshold) && !created {
+            PENDING_TAIL_ROWS.with(|p| p.set(pending));
+            return;
+        }
+        PENDING_TAIL_ROWS.with(|p| p.set(0));
+        let tail_rows = pending;
+        let mut wake = 0;
+        {
+            let mut set = DATABASES.exclusive();
+            let launcher = set.launcher_pid;
+            if let Some(e) = set.entry(my_database()) {
+                e.dirty = true;
+                e.tail_rows += tail_rows;
+                if e.tail_rows >= threshold && !e.drain_now {
+                    e.drain_now = true;
+                    wake = launcher;
+                }
+            }
+        }
+        if wake > 0 {
+            // SIGUSR1 sets the launcher's latch (procsignal's handler), which wakes it to start a worker here.
+            // SAFETY: kill(2) to the launcher's pid, recorded by the launcher itself; a stale pid gets a harmless signal or ESRCH.
+            unsafe { libc::kill(wake, libc::SIGUSR1) };
+        }
+        if !created {
+            return;
+        }
     }
     let me = my_database();
     let already = {

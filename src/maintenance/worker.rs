@@ -47,6 +47,8 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
         let mut g = 0;
         update_my_database(|e| {
             e.dirty = false;
+            e.tail_rows = 0;
+            e.drain_now = false;
             g = e.generation;
         });
         g
@@ -89,6 +91,12 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
         BackgroundWorker::transaction(|| {
             let _ = Spi::run_with_args("SELECT tsbucket._run_jobs($1)", &[relid.into()]);
         });
+    }
+    // A drained tail segment is emptied on a later visit, once no snapshot can
+    // still read it: come back.
+    let segments_waiting = BackgroundWorker::transaction(|| Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM tsbucket.tail_drained)").ok().flatten());
+    if segments_waiting == Some(true) {
+        update_my_database(|e| e.dirty = true);
     }
 }
 

@@ -306,7 +306,9 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
     if let Some(pa) = &st.partial_agg {
         // SAFETY: `st.shared` is the parallel scan's DSM segment (initialize_dsm / initialize_worker), mapped while the scan runs.
         let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
-        let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel, vector_filter };
+        // SAFETY: `shared` points into the Gather's DSM chunk, mapped while this participant scans.
+    let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
+    let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel, vector_filter, tail_claim };
         // SAFETY: `rel` is open, `es_snapshot` the query's snapshot and `ps_ExprContext` the node's; AggregatingScan::begin
         // allocates in `scan_cxt`, the context start_scan made current.
         let aggregating = unsafe {
@@ -343,7 +345,9 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
     }
     // SAFETY: `st.shared`, when set, points into the Gather's DSM segment, mapped until the parallel scan shuts down.
     let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
-    let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel, vector_filter };
+    // SAFETY: `shared` points into the Gather's DSM chunk, mapped while this participant scans.
+    let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
+    let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel, vector_filter, tail_claim };
     // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the plain scan's descriptor goes in `scan_cxt`.
     st.scan = unsafe { crate::scan::plain::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options) };
 }

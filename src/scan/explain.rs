@@ -138,6 +138,11 @@ pub(super) unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanStat
             pg_sys::ExplainPropertyInteger(c"Payload Bytes Read".as_ptr(), c"bytes".as_ptr(), st.totals.payload_bytes as i64, es);
             pg_sys::ExplainPropertyInteger(c"Bytes Decompressed".as_ptr(), c"bytes".as_ptr(), st.totals.decoded_bytes as i64, es);
         }
+        if st.totals.tail_rows > 0 {
+            // SAFETY: as for the scan counters: this EXPLAIN ANALYZE's `es` and a static label; the rows read from the
+            // table's tail (not yet in buckets) are shown when there were any.
+            unsafe { pg_sys::ExplainPropertyInteger(c"Tail Rows Read".as_ptr(), std::ptr::null(), st.totals.tail_rows as i64, es) };
+        }
         if st.partial_agg.is_some() {
             // SAFETY: as for the scan counters, `es` is this EXPLAIN ANALYZE's state and the labels static C strings; the
             // values are the aggregation counters.

@@ -18,7 +18,8 @@ use crate::scan::plain::ScanCounters;
 use crate::scan::prune::Prune;
 use crate::scan::quals::qual_passes;
 use crate::store::bucket;
-use crate::store::rows::{self, LoadedBucket};
+use crate::store::bucket::LoadedBucket;
+use crate::store::rows;
 use crate::store::tuple;
 use pgrx::pg_sys;
 use std::rc::Rc;
@@ -45,6 +46,13 @@ pub(super) struct LastPointScan {
     bucket_cxt: pg_sys::MemoryContext,
     /// Holds the best row so far while later buckets of the series are read.
     best_slot: *mut pg_sys::TupleTableSlot,
+    /// The tail's groups by series (meta values in `tail_cxt`), in index order,
+    /// not yet returned.
+    tail: std::collections::VecDeque<(Vec<Option<pg_sys::Datum>>, Vec<Rc<crate::store::tail::TailGroup>>)>,
+    tail_cxt: pg_sys::MemoryContext,
+    /// The store's next series, found ahead to merge the tail's series in order
+    /// (Some(None): the store has no more).
+    lookahead: Option<Option<Vec<Option<pg_sys::Datum>>>>,
     pub counters: ScanCounters,
 }
 
@@ -110,7 +118,9 @@ impl LastPointScan {
             let best_slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, crate::store::slot::ops());
             (series_cxt, bucket_cxt, best_slot)
         };
-        LastPointScan {
+        // SAFETY: a child of CurrentMemoryContext, the context the scan begins in, deleted by `end`.
+        let tail_cxt = unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket last point tail".as_ptr(), 0, 1024, 8 * 1024) };
+        let mut scan = LastPointScan {
             config,
             shape,
             rel,
@@ -129,8 +139,72 @@ impl LastPointScan {
             series_cxt,
             bucket_cxt,
             best_slot,
+            tail: Default::default(),
+            tail_cxt,
+            lookahead: None,
             counters: ScanCounters::default(),
+        };
+        // SAFETY: the scan's MVCC snapshot and open table; the groups' meta values go to `tail_cxt`.
+        unsafe { scan.read_tail() };
+        scan
+    }
+
+    /// The tail's groups that may match, by series in the series index's order.
+    unsafe fn read_tail(&mut self) {
+        // SAFETY: in a transaction with the scan's snapshot, as read_groups requires.
+        let groups = unsafe { crate::store::tail::read_groups(&self.config, &self.shape, self.snapshot) };
+        let n = self.meta_types.len();
+        let mut series: Vec<(Vec<Option<pg_sys::Datum>>, Vec<Rc<crate::store::tail::TailGroup>>)> = Vec::new();
+        for group in groups {
+            // SAFETY: the header's meta datums go to `tail_cxt`, alive until `end`.
+            let stored = unsafe {
+                let old = pg_sys::MemoryContextSwitchTo(self.tail_cxt);
+                let stored = group.header(&self.shape);
+                pg_sys::MemoryContextSwitchTo(old);
+                stored
+            };
+            // SAFETY: `self.meta_fns` were built by meta_functions from `self.prune` in `begin`, one per condition.
+            if !unsafe { crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) } {
+                continue;
+            }
+            let meta: Vec<Option<pg_sys::Datum>> = (0..n).map(|i| stored.meta_datum(i)).collect();
+            // SAFETY: both are meta values of this table's series, compared with the series index's operators.
+            match series.iter_mut().find(|(m, _)| unsafe { self.compare(m, &meta) } == std::cmp::Ordering::Equal) {
+                Some((_, gs)) => gs.push(group),
+                None => series.push((meta, vec![group])),
+            }
         }
+        // SAFETY: as above: meta values compared with the index's operators.
+        series.sort_by(|a, b| unsafe { self.compare(&a.0, &b.0) });
+        self.tail = series.into();
+    }
+
+    /// Two series in the series index's order (NULLs last).
+    unsafe fn compare(&self, a: &[Option<pg_sys::Datum>], b: &[Option<pg_sys::Datum>]) -> std::cmp::Ordering {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            let o = match (x, y) {
+                (None, None) => Equal,
+                (None, Some(_)) => Greater,
+                (Some(_), None) => Less,
+                (Some(x), Some(y)) => {
+                    let (eq, collation) = self.equal[i];
+                    let (gt, _) = self.greater[i];
+                    // SAFETY: the series index's own `=` and `>` support of meta column `i`, on two values of its type.
+                    let (equal, greater) = unsafe {
+                        (
+                            pg_sys::OidFunctionCall2Coll(eq, collation, *x, *y).value() != 0,
+                            pg_sys::OidFunctionCall2Coll(gt, collation, *x, *y).value() != 0,
+                        )
+                    };
+                    if equal { Equal } else if greater { Greater } else { Less }
+                }
+            };
+            if o != Equal {
+                return o;
+            }
+        }
+        Equal
     }
 
     /// # Safety
@@ -144,6 +218,7 @@ impl LastPointScan {
             pg_sys::table_close(self.store, pg_sys::NoLock as i32);
             pg_sys::MemoryContextDelete(self.series_cxt);
             pg_sys::MemoryContextDelete(self.bucket_cxt);
+            pg_sys::MemoryContextDelete(self.tail_cxt);
         }
     }
 
@@ -156,14 +231,25 @@ impl LastPointScan {
         // SAFETY: `econtext` is the node's expression context (next's contract); the quals read the candidate row from `slot`.
         unsafe { (*econtext).ecxt_scantuple = slot };
         while !self.done {
-            // SAFETY: the scan's store and series index stay open, and `series_cxt` alive, until `end`.
-            let next = unsafe { self.next_series() };
-            let Some(series) = next else {
-                self.done = true;
-                break;
+            if self.lookahead.is_none() {
+                // SAFETY: the scan's store and series index stay open, and `series_cxt` alive, until `end`.
+                self.lookahead = Some(unsafe { self.next_series() });
+            }
+            let store_next = self.lookahead.as_ref().expect("set above");
+            let order = match (self.tail.front(), store_next) {
+                (None, None) => {
+                    self.done = true;
+                    break;
+                }
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                // SAFETY: both are meta values of the table's series.
+                (Some((t, _)), Some(s)) => unsafe { self.compare(t, s) },
             };
+            let tail_groups = if order != std::cmp::Ordering::Greater { self.tail.pop_front().map(|(_, g)| g) } else { None };
+            let series = if order != std::cmp::Ordering::Less { self.lookahead.take().flatten() } else { None };
             // SAFETY: `qual` and `econtext` are the node's (next's contract), `econtext` scanning `slot`; `series` was just probed.
-            if unsafe { self.last_row(&series, qual, econtext) } {
+            if unsafe { self.last_row(series.as_deref(), tail_groups.as_deref().unwrap_or(&[]), qual, econtext) } {
                 // SAFETY: `best_slot` holds the series' materialized last row; `slot` is a virtual slot of the same table.
                 unsafe { pg_sys::ExecCopySlot(slot, self.best_slot) };
                 return true;
@@ -280,15 +366,37 @@ impl LastPointScan {
 
     /// Reads `series`' buckets newest window first; leaves its last row
     /// passing `qual` in `best_slot` and returns whether there was one.
-    unsafe fn last_row(&mut self, series: &[Option<pg_sys::Datum>], qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext) -> bool {
+    unsafe fn last_row(
+        &mut self,
+        series: Option<&[Option<pg_sys::Datum>]>,
+        tail: &[Rc<crate::store::tail::TailGroup>],
+        qual: *mut pg_sys::ExprState,
+        econtext: *mut pg_sys::ExprContext,
+    ) -> bool {
+        let mut best: Option<i64> = None;
+        // SAFETY: `best_slot` was made by `begin` and is dropped only by `end`.
+        unsafe { pg_sys::ExecClearTuple(self.best_slot) };
+        // The tail's rows first: usually the newest, they stop the store's walk early.
+        for group in tail {
+            let bucket = group.loaded(&self.shape, self.needed.as_deref());
+            self.counters.tail_rows += bucket.rows as u64;
+            // SAFETY: bucket_cxt holds what the previous bucket's rows needed (best_slot is materialized); `qual` and
+            // `econtext` are the node's (next's contract).
+            unsafe {
+                pg_sys::MemoryContextReset(self.bucket_cxt);
+                let old = pg_sys::MemoryContextSwitchTo(self.bucket_cxt);
+                if let Some(t) = self.best_in_bucket(&bucket, best, qual, econtext) {
+                    best = Some(t);
+                }
+                pg_sys::MemoryContextSwitchTo(old);
+            }
+        }
+        let Some(series) = series else { return best.is_some() };
         // SAFETY: key fills local keys with the index's `=` support; `series` holds meta values copied into series_cxt.
         let mut keys: Vec<_> = series.iter().enumerate().map(|(i, v)| unsafe { self.key(i, *v, pg_sys::BTEqualStrategyNumber) }).collect();
         // SAFETY: `self.store` and its series index are open until `end`; `keys` pin every meta column; the scan is ended
         // below before last_row returns.
         let scan = unsafe { pg_sys::systable_beginscan_ordered(self.store, self.index, self.snapshot, keys.len() as i32, keys.as_mut_ptr()) };
-        let mut best: Option<i64> = None;
-        // SAFETY: `best_slot` was made by `begin` and is dropped only by `end`.
-        unsafe { pg_sys::ExecClearTuple(self.best_slot) };
         loop {
             // SAFETY: `scan` is the ordered scan begun above and not yet ended.
             let tuple = unsafe { pg_sys::systable_getnext_ordered(scan, pg_sys::ScanDirection::BackwardScanDirection) };

@@ -25,6 +25,7 @@ pub mod plain;
 pub mod plan;
 pub mod prune;
 pub mod quals;
+pub mod series;
 pub mod state;
 pub mod time_bucket;
 pub mod vector_filter;

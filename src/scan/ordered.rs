@@ -20,9 +20,11 @@ use crate::catalog::config::{self, Config};
 use crate::catalog::shape::TableShape;
 use crate::scan::plain::ScanCounters;
 use crate::scan::prune::Prune;
+use crate::scan::series::{SeriesRanks, SeriesTracker};
 use crate::store::bucket::{self, StoredBucket};
 use crate::store::reader::{self, IndexRanges};
-use crate::store::rows::{self, LoadedBucket};
+use crate::store::bucket::LoadedBucket;
+use crate::store::rows;
 use crate::store::tuple;
 use pgrx::pg_sys;
 use std::cell::Cell;
@@ -86,126 +88,9 @@ impl PartialEq for Key {
 
 impl Eq for Key {}
 
-/// Positions of the series met so far in meta order (the series index's:
-/// each type's default btree order, NULLs last), for ordering rows of equal
-/// time by meta. Inserting a series shifts the positions after it, which
-/// keeps every existing pair in order: keys already in a heap stay valid.
-struct SeriesRanks {
-    cmp: Vec<(pg_sys::FmgrInfo, pg_sys::Oid)>,
-    byval_len: Vec<(bool, i16)>,
-    descending: bool,
-    sorted: Vec<(Vec<Option<pg_sys::Datum>>, Rc<Cell<u32>>)>,
-}
-
-impl SeriesRanks {
-    unsafe fn new(rel: pg_sys::Relation, config: &Config, descending: bool) -> SeriesRanks {
-        let mut cmp = Vec::new();
-        let mut byval_len = Vec::new();
-        for &attnum in &config.meta_attnums {
-            // SAFETY: `rel` is the open table the ordered scan begins on and `attnum` one of its meta columns, so
-            // `attnum - 1` is below the natts of its descriptor.
-            let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1) };
-            // SAFETY: in the scan's transaction; CurrentMemoryContext is the scan's, which outlives the ranks.
-            let finfo = unsafe { crate::pg::fmgr::type_support(att.atttypid, crate::pg::fmgr::Support::Compare, pg_sys::CurrentMemoryContext) };
-            cmp.push((finfo, att.attcollation));
-            byval_len.push((att.attbyval, att.attlen));
-        }
-        SeriesRanks { cmp, byval_len, descending, sorted: Vec::new() }
-    }
-
-    unsafe fn compare(cmp: &mut [(pg_sys::FmgrInfo, pg_sys::Oid)], a: &[Option<pg_sys::Datum>], b: &[Option<pg_sys::Datum>]) -> std::cmp::Ordering {
-        use std::cmp::Ordering::{Equal, Greater, Less};
-        for ((x, y), (finfo, collation)) in a.iter().zip(b).zip(cmp.iter_mut()) {
-            let o = match (x, y) {
-                (None, None) => Equal,
-                (None, Some(_)) => Greater,
-                (Some(_), None) => Less,
-                // SAFETY: the type's btree comparison function on values of the type.
-                (Some(x), Some(y)) => unsafe { (pg_sys::FunctionCall2Coll(finfo, *collation, *x, *y).value() as i32).cmp(&0) },
-            };
-            if o != Equal {
-                return o;
-            }
-        }
-        Equal
-    }
-
-    /// The tie-break of `stored`'s series, inserting the series if new
-    /// (its values copied into `cxt`).
-    unsafe fn tie_of(&mut self, stored: &StoredBucket, cxt: pg_sys::MemoryContext) -> Tie {
-        let metas: Vec<Option<pg_sys::Datum>> = (0..self.cmp.len()).map(|i| stored.meta_datum(i)).collect();
-        let cmp = &mut self.cmp;
-        // SAFETY: `cmp` holds each meta column's btree comparison (SeriesRanks::new); `sorted`'s values and `metas` are
-        // values of those columns.
-        let found = self.sorted.binary_search_by(|(v, _)| unsafe { Self::compare(cmp, v, &metas) });
-        let cell = match found {
-            Ok(i) => self.sorted[i].1.clone(),
-            Err(i) => {
-                for (_, c) in &self.sorted[i..] {
-                    c.set(c.get() + 1);
-                }
-                // SAFETY: `cxt` is the scan's context, alive as long as the ranks that keep these copies; `metas` are the
-                // bucket's meta values, of the types `byval_len` describes.
-                let copies: Vec<Option<pg_sys::Datum>> = unsafe {
-                    let old = pg_sys::MemoryContextSwitchTo(cxt);
-                    let copies =
-                        metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pg::datum::copy_datum(d, byval, len))).collect();
-                    pg_sys::MemoryContextSwitchTo(old);
-                    copies
-                };
-                let cell = Rc::new(Cell::new(i as u32));
-                self.sorted.insert(i, (copies, cell.clone()));
-                cell
-            }
-        };
-        Tie::Rank(cell, self.descending)
-    }
-}
-
-/// Numbers the series of a series-index walk as they come: headers of one
-/// series (equal meta values by the index's equality) are adjacent.
-struct SeriesTracker {
-    eq: Vec<(pg_sys::FmgrInfo, pg_sys::Oid)>,
-    /// The current series' meta values (copied into the scan's context).
-    current: Option<Vec<Option<pg_sys::Datum>>>,
-    byval_len: Vec<(bool, i16)>,
-    rank: i64,
-    /// Holds `current`'s copies; reset for each new series.
-    values_cxt: pg_sys::MemoryContext,
-}
-
-impl SeriesTracker {
-    /// The rank of the series `stored` belongs to (a new one when its meta
-    /// differs); `cxt` holds only the current series' values.
-    unsafe fn rank_of(&mut self, stored: &StoredBucket, cxt: pg_sys::MemoryContext) -> i64 {
-        let metas: Vec<Option<pg_sys::Datum>> = (0..self.eq.len()).map(|i| stored.meta_datum(i)).collect();
-        let same = self.current.as_ref().is_some_and(|cur| {
-            cur.iter().zip(&metas).zip(self.eq.iter_mut()).all(|((a, b), (finfo, collation))| match (a, b) {
-                (None, None) => true,
-                // SAFETY: `finfo` is the meta column type's equality copied from the type cache (begin_series_order); `a`
-                // and `b` are values of that column.
-                (Some(a), Some(b)) => unsafe { pg_sys::FunctionCall2Coll(finfo, *collation, *a, *b) }.value() != 0,
-                _ => false,
-            })
-        });
-        if !same {
-            self.rank += 1;
-            // Only the current series' values are kept.
-            // SAFETY: `cxt` is `values_cxt`, which holds only `self.current`'s copies, replaced just below; `metas` are the
-            // bucket's meta values, of the types `byval_len` describes.
-            let copies: Vec<Option<pg_sys::Datum>> = unsafe {
-                pg_sys::MemoryContextReset(cxt);
-                let old = pg_sys::MemoryContextSwitchTo(cxt);
-                let copies =
-                    metas.iter().zip(&self.byval_len).map(|(m, &(byval, len))| m.map(|d| crate::pg::datum::copy_datum(d, byval, len))).collect();
-                pg_sys::MemoryContextSwitchTo(old);
-                copies
-            };
-            self.current = Some(copies);
-        }
-        self.rank
-    }
-}
+/// Ranks in series order leave room between two series of the walk for the
+/// tail's series that fall between them.
+const RANK_SHIFT: u32 = 24;
 
 /// One index walk and how far it got.
 struct Walk {
@@ -323,10 +208,9 @@ impl OrderedScan {
         };
         // SAFETY: `rel` is the open table (begin's contract); SeriesRanks::new reads its meta attributes and the type cache.
         let ranks = meta_ties.map(|d| unsafe { SeriesRanks::new(rel, &config, d) });
+        // The ranks go in with the rest: the tail's groups, added as the scan is assembled, take their tie-breaks from them.
         // SAFETY: `rel` is open and `store` is its bucket store, opened by `open`; every range of `ranges` is on one of its indexes.
-        let mut scan = unsafe { Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, None) };
-        scan.ranks = ranks;
-        scan
+        unsafe { Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, None, ranks) }
     }
 
     /// Rows in (meta..., time) order: ascending, or (`descending`) both descending,
@@ -357,13 +241,15 @@ impl OrderedScan {
             eq.push((finfo, att.attcollation));
             byval_len.push((att.attbyval, att.attlen));
         }
+        // SAFETY: `rel` is the open table; SeriesRanks::new copies each meta column's btree comparison.
+        let cmp = unsafe { SeriesRanks::new(rel, &config, descending) }.cmp;
         // SAFETY: `values_cxt` is a child of CurrentMemoryContext, the context the scan begins in; OrderedScan::end deletes it.
         let values_cxt =
             unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket series values".as_ptr(), 0, 1024, 8 * 1024) };
-        let series = SeriesTracker { eq, current: None, byval_len, rank: 0, values_cxt };
+        let series = SeriesTracker { eq, cmp, current: None, byval_len, rank: 0, values_cxt, tail: Default::default(), placed_between: 0 };
         let ranges = vec![IndexRanges { index, key_sets: vec![Vec::new()] }];
         // SAFETY: `rel` is open and `store` its bucket store, opened by `open`; `index` is the store's series index.
-        unsafe { Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, Some(series)) }
+        unsafe { Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, Some(series), None) }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -378,6 +264,7 @@ impl OrderedScan {
         needed: Option<Vec<bool>>,
         prune: Vec<Prune>,
         series: Option<SeriesTracker>,
+        ranks: Option<SeriesRanks>,
     ) -> OrderedScan {
         let walks = ranges
             .into_iter()
@@ -393,7 +280,7 @@ impl OrderedScan {
         // SAFETY: `scan_cxt` is a child of CurrentMemoryContext, the context the ordered scan begins in; `end` deletes it.
         let scan_cxt =
             unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket ordered scan".as_ptr(), 0, 1024, 8 * 1024) };
-        OrderedScan {
+        let mut scan = OrderedScan {
             config,
             shape,
             rel,
@@ -410,10 +297,136 @@ impl OrderedScan {
             heads: BinaryHeap::new(),
             retiring: None,
             series,
-            ranks: None,
+            ranks,
             scan_cxt,
             counters: ScanCounters::default(),
+        };
+        // SAFETY: `snapshot` is the scan's MVCC snapshot; the tail's groups go to contexts under scan_cxt.
+        unsafe { scan.add_tail(snapshot) };
+        scan
+    }
+
+    /// The tail's groups, as buckets whose headers are read: in time order
+    /// all at once; in series order placed among the walk's series as it
+    /// meets them (`place_tail`).
+    unsafe fn add_tail(&mut self, snapshot: pg_sys::Snapshot) {
+        // SAFETY: in a transaction with the scan's snapshot (read_groups' contract); `self.rel` is open.
+        let groups = unsafe { crate::store::tail::read_groups(&self.config, &self.shape, snapshot) };
+        let mut headers = Vec::new();
+        for group in groups {
+            // SAFETY: each group's header goes to a new child of scan_cxt (alive until `end`), deleted with the bucket.
+            let (cxt, stored) = unsafe {
+                let cxt = pg_sys::AllocSetContextCreateInternal(self.scan_cxt, c"tsbucket ordered bucket".as_ptr(), 0, 8 * 1024, 8 * 1024 * 1024);
+                let old = pg_sys::MemoryContextSwitchTo(cxt);
+                let stored = group.header(&self.shape);
+                pg_sys::MemoryContextSwitchTo(old);
+                (cxt, stored)
+            };
+            // SAFETY: `self.meta_fns` were built by meta_functions from `self.prune` (assemble), one per condition.
+            if !unsafe { crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) } {
+                self.counters.buckets_skipped += 1;
+                // SAFETY: the group's own context, created above; `stored` is dropped unused.
+                unsafe { pg_sys::MemoryContextDelete(cxt) };
+                continue;
+            }
+            headers.push((stored, cxt));
         }
+        let descending = self.descending;
+        match self.series.as_mut() {
+            Some(tracker) => {
+                let n = tracker.cmp.len();
+                let cmp = &mut tracker.cmp;
+                headers.sort_by(|(a, _), (b, _)| {
+                    let ma: Vec<_> = (0..n).map(|i| a.meta_datum(i)).collect();
+                    let mb: Vec<_> = (0..n).map(|i| b.meta_datum(i)).collect();
+                    // SAFETY: `cmp` holds each meta column's btree comparison; the values are the groups' meta values.
+                    let o = unsafe { SeriesRanks::compare(cmp, &ma, &mb) };
+                    if descending { o.reverse() } else { o }
+                });
+                tracker.tail = headers.into();
+            }
+            None => {
+                for (stored, cxt) in headers {
+                    // SAFETY: `cxt` holds the group's header and the scan's contexts are alive.
+                    unsafe { self.push_unloaded(stored, cxt, 0) };
+                }
+            }
+        }
+    }
+
+    /// In series order, the walk met a new series (`next`, None when done):
+    /// the tail's series before it come first, between the previous series'
+    /// rank and its own, and the tail's groups of the same series take its rank.
+    unsafe fn place_tail(&mut self, next: Option<&StoredBucket>) {
+        let descending = self.descending;
+        let Some(tracker) = self.series.as_mut() else { return };
+        let n = tracker.cmp.len();
+        let next_meta: Option<Vec<Option<pg_sys::Datum>>> = next.map(|b| (0..n).map(|i| b.meta_datum(i)).collect());
+        // The new series' rank, already counted by rank_of (or the last, when done).
+        let rank = tracker.rank << RANK_SHIFT;
+        let before = if next.is_some() { (tracker.rank - 1) << RANK_SHIFT } else { rank };
+        let mut placed = Vec::new();
+        let mut to_push = Vec::new();
+        while let Some((front, _)) = tracker.tail.front() {
+            let order = match &next_meta {
+                None => std::cmp::Ordering::Less,
+                Some(m) => {
+                    let f: Vec<_> = (0..n).map(|i| front.meta_datum(i)).collect();
+                    // SAFETY: the meta columns' btree comparisons, on the groups' and the walk's meta values.
+                    let o = unsafe { SeriesRanks::compare(&mut tracker.cmp, &f, m) };
+                    if descending { o.reverse() } else { o }
+                }
+            };
+            let (stored, cxt) = match order {
+                std::cmp::Ordering::Greater => break,
+                _ => tracker.tail.pop_front().expect("peeked"),
+            };
+            let r = if order == std::cmp::Ordering::Equal {
+                rank
+            } else {
+                // A tail-only series: after the ones placed in this gap before it (equal metas share a rank).
+                let same_as_last = placed.last().is_some_and(|(_, last): &(i64, Vec<Option<pg_sys::Datum>>)| {
+                    let f: Vec<_> = (0..n).map(|i| stored.meta_datum(i)).collect();
+                    // SAFETY: as above.
+                    (unsafe { SeriesRanks::compare(&mut tracker.cmp, &f, last) }) == std::cmp::Ordering::Equal
+                });
+                if !same_as_last {
+                    tracker.placed_between += 1;
+                }
+                before + tracker.placed_between
+            };
+            placed.push((r, (0..n).map(|i| stored.meta_datum(i)).collect()));
+            to_push.push((stored, cxt, r));
+        }
+        if next.is_some() {
+            tracker.placed_between = 0;
+        }
+        for (stored, cxt, r) in to_push {
+            // SAFETY: `cxt` holds the group's header, created by add_tail under scan_cxt.
+            unsafe { self.push_unloaded(stored, cxt, r) };
+        }
+    }
+
+    /// Adds a bucket whose header is read (in its context `cxt`) to the merge,
+    /// keyed by the best row it may hold.
+    ///
+    /// # Safety
+    /// `cxt` is a live child of scan_cxt holding `stored`'s values.
+    unsafe fn push_unloaded(&mut self, stored: StoredBucket, cxt: pg_sys::MemoryContext, rank: i64) {
+        let scan_cxt = self.scan_cxt;
+        let tie = match self.ranks.as_mut() {
+            Some(r) => {
+                // SAFETY: `scan_cxt` is the scan's context, alive until `end`, as long as the ranks that keep copies in it.
+                let (cell, desc) = unsafe { r.tie_of(&stored, scan_cxt) };
+                Tie::Rank(cell, desc)
+            }
+            None => Tie::None,
+        };
+        let mut key = if self.descending { self.key(rank, stored.max_time) } else { self.key(rank, stored.min_time) };
+        key.tie = tie.clone();
+        let i = free_slot(&mut self.unloaded);
+        self.unloaded[i] = Some((stored, cxt, rank, tie));
+        self.deferred.push((key, i));
     }
 
     /// # Safety
@@ -440,7 +453,7 @@ impl OrderedScan {
     }
 
     fn current_rank(&self) -> i64 {
-        self.series.as_ref().map_or(0, |s| s.rank)
+        self.series.as_ref().map_or(0, |s| s.rank << RANK_SHIFT)
     }
 
     /// The best key an unread bucket of walk `w` may hold: its rows lie in
@@ -473,6 +486,8 @@ impl OrderedScan {
         loop {
             let Some(tuple) = self.walks[w].scan.next(forward) else {
                 self.walks[w].done = true;
+                // SAFETY: the walk is done: the tail's series still waiting come after every series it met.
+                unsafe { self.place_tail(None) };
                 return;
             };
             // SAFETY: `cxt` is a new child of `self.scan_cxt` (alive until `end`), current only while `tuple` is decoded;
@@ -485,15 +500,20 @@ impl OrderedScan {
                 (cxt, stored)
             };
             self.walks[w].last_window = Some(stored.window_start);
-            let scan_cxt = self.scan_cxt;
-            let rank = match self.series.as_mut() {
+            let (rank, new_series) = match self.series.as_mut() {
                 Some(s) => {
                     let cxt = s.values_cxt;
+                    let before = s.rank;
                     // SAFETY: `cxt` is the tracker's `values_cxt`, created by begin_series_order and deleted only by `end`.
-                    unsafe { s.rank_of(&stored, cxt) }
+                    let r = unsafe { s.rank_of(&stored, cxt) };
+                    (r << RANK_SHIFT, r != before)
                 }
-                None => 0,
+                None => (0, false),
             };
+            if new_series {
+                // SAFETY: `stored` is the walk's first header of its series, its meta values valid in `cxt`.
+                unsafe { self.place_tail(Some(&stored)) };
+            }
             // SAFETY: `self.meta_fns` were built by meta_functions from `self.prune` (assemble), one per condition, by position.
             if !unsafe { crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) } {
                 self.counters.buckets_skipped += 1;
@@ -501,13 +521,6 @@ impl OrderedScan {
                 unsafe { pg_sys::MemoryContextDelete(cxt) };
                 continue;
             }
-            let tie = match self.ranks.as_mut() {
-                // SAFETY: `scan_cxt` is the scan's context, alive until `end`, as long as the ranks that keep copies in it.
-                Some(r) => unsafe { r.tie_of(&stored, scan_cxt) },
-                None => Tie::None,
-            };
-            let mut key = if self.descending { self.key(rank, stored.max_time) } else { self.key(rank, stored.min_time) };
-            key.tie = tie.clone();
             // SAFETY: `stored` was read from `tuple` of `self.store`, still valid (walk `w` has not moved on); its copies go to
             // the bucket's own `cxt`, current while detached runs.
             let stored = unsafe {
@@ -516,9 +529,8 @@ impl OrderedScan {
                 pg_sys::MemoryContextSwitchTo(old);
                 stored
             };
-            let i = free_slot(&mut self.unloaded);
-            self.unloaded[i] = Some((stored, cxt, rank, tie));
-            self.deferred.push((key, i));
+            // SAFETY: `cxt` is the bucket's own context, holding its detached values.
+            unsafe { self.push_unloaded(stored, cxt, rank) };
             return;
         }
     }
@@ -535,7 +547,11 @@ impl OrderedScan {
         self.counters.decoded_bytes += rows::decoded_bytes(&bucket);
         // SAFETY: back to `old`, the context load was called in, once the bucket is decoded into `cxt`.
         unsafe { pg_sys::MemoryContextSwitchTo(old) };
-        self.counters.buckets_read += 1;
+        if stored.tail.is_some() {
+            self.counters.tail_rows += bucket.rows as u64;
+        } else {
+            self.counters.buckets_read += 1;
+        }
         let time = rows::time_values(&self.config, &bucket);
         let mut order: Vec<usize> = (0..bucket.rows).filter(|&r| crate::scan::prune::row_passes(&bucket, &self.row_filters, r)).collect();
         self.counters.rows_filtered += (bucket.rows - order.len()) as u64;

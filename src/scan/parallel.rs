@@ -47,6 +47,9 @@ pub(super) unsafe extern "C-unwind" fn reinitialize_dsm(node: *mut pg_sys::Custo
     };
     // SAFETY: ExecParallelReInitializeDSM passes this begun `node`, whose scan relation is open for with_store.
     unsafe { with_store(node, reinitialize) };
+    // A rescan reads the tail again: unclaimed.
+    // SAFETY: `shared` is the chunk initialize_dsm set up, mapped while the Gather is rescanned.
+    unsafe { (*shared).tail_claim.store(0, std::sync::atomic::Ordering::Release) };
     // SAFETY: `node` is still begun, its ExecState in the query context; the reinitialized chunk stays its shared state.
     unsafe { exec_state(node).shared = Some(shared) };
 }

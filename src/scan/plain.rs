@@ -10,7 +10,8 @@ use crate::scan::access::{Access, meta_conditions};
 use crate::scan::prune::{Prune, RowFilter, bucket_may_match, decode_filtered_columns, meta_functions, row_filters, row_passes};
 use crate::store::bucket;
 use crate::store::reader;
-use crate::store::rows::{self, LoadedBucket};
+use crate::store::bucket::LoadedBucket;
+use crate::store::rows;
 use crate::store::tuple;
 use pgrx::pg_sys;
 use std::rc::Rc;
@@ -27,6 +28,9 @@ pub struct ScanOptions {
     /// Conditions evaluated on each bucket's decoded arrays (rows failing them
     /// never become tuples).
     pub vector_filter: Option<std::rc::Rc<super::vector_filter::VectorFilter>>,
+    /// A parallel scan's claim on the tail: the participant that sets it
+    /// first reads the tail's rows (None: this scan reads them).
+    pub tail_claim: Option<*const std::sync::atomic::AtomicU32>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -35,6 +39,8 @@ pub(super) struct ScanCounters {
     pub buckets_skipped: u64,
     /// Rows of read buckets dropped by `row_filters` before a tuple was formed.
     pub rows_filtered: u64,
+    /// Rows read from the table's tail (not yet in buckets).
+    pub tail_rows: u64,
     /// Buckets whose header answered the query (in-scan aggregation), payload unread.
     pub buckets_from_headers: u64,
     /// Compressed payload bytes of the buckets read (decoded, in the columns the query needs).
@@ -48,6 +54,7 @@ impl std::ops::AddAssign for ScanCounters {
         self.buckets_read += other.buckets_read;
         self.buckets_skipped += other.buckets_skipped;
         self.rows_filtered += other.rows_filtered;
+        self.tail_rows += other.tail_rows;
         self.buckets_from_headers += other.buckets_from_headers;
         self.payload_bytes += other.payload_bytes;
         self.decoded_bytes += other.decoded_bytes;
@@ -70,6 +77,14 @@ struct ScanState {
     shape: Option<TableShape>,
     store: pg_sys::Relation,
     store_scan: Option<reader::StoreScan>,
+    snapshot: pg_sys::Snapshot,
+    /// Where the scan is: in the store's buckets, or at tail group `i` (-1:
+    /// before the first; len: past the last). The tail comes after the store.
+    phase: Phase,
+    /// The tail's groups as bucket headers, read when the scan first reaches
+    /// them (in `scan_cxt`); None before.
+    tail: Option<Vec<bucket::StoredBucket>>,
+    scan_cxt: pg_sys::MemoryContext,
     /// Holds the current bucket's by-reference values; reset per bucket.
     bucket_cxt: pg_sys::MemoryContext,
     current: Option<LoadedBucket>,
@@ -92,6 +107,14 @@ struct ScanState {
     /// before a tuple is formed. They come from the plan's quals, ANDed, so a
     /// row failing one fails the quals too; the quals still run on the rest.
     row_filters: Vec<RowFilter>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    /// Not started: a first step forward reads the store, backward the tail.
+    Start,
+    Store,
+    Tail(isize),
 }
 
 /// Rows earlier commands of this transaction buffered for the table (an outer
@@ -190,6 +213,10 @@ pub unsafe fn begin_with(
         shape,
         store,
         store_scan,
+        snapshot,
+        phase: Phase::Start,
+        tail: None,
+        scan_cxt,
         bucket_cxt,
         current: None,
         mask: None,
@@ -252,6 +279,7 @@ pub unsafe fn rescan(scan: pg_sys::TableScanDesc) {
     if let Some(s) = st.store_scan.as_mut() {
         s.rescan();
     }
+    st.phase = Phase::Start;
     st.current = None;
     st.filled_slot = std::ptr::null_mut();
     st.pos = -1;
@@ -273,21 +301,14 @@ enum Advanced {
 
 unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answerable: Option<&mut dyn FnMut(&bucket::StoredBucket) -> bool>) -> Advanced {
     st.header = None;
-    let config = st.config.as_ref().expect("configured");
-    let shape = st.shape.as_ref().expect("configured");
     loop {
-        let Some(tuple) = st.store_scan.as_mut().expect("configured").next(forward) else {
+        // SAFETY: the scan is configured (its caller checked), so its store scan and contexts exist until `end`.
+        let Some((old, mut stored)) = (unsafe { next_header(st, forward) }) else {
             st.current = None;
             return Advanced::End;
         };
-        // SAFETY: `st.bucket_cxt` is the scan's bucket context (a child of scan_cxt, alive until `end`), and nothing of the
-        // previous bucket is used past this reset; `tuple` was just returned by the walk of `st.store` and stays valid
-        // until its next call.
-        let (old, mut stored) = unsafe {
-            pg_sys::MemoryContextReset(st.bucket_cxt);
-            let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
-            (old, tuple::read_header(st.store, tuple))
-        };
+        let config = st.config.as_ref().expect("configured");
+        let shape = st.shape.as_ref().expect("configured");
         // SAFETY: `st.meta_fns` were built by meta_functions from `st.options.prune`, one per condition, by position.
         if !unsafe { bucket_may_match(&st.options.prune, &mut st.meta_fns, &stored) } {
             // SAFETY: back to `old`, the context current before the switch to bucket_cxt, as the bucket is skipped.
@@ -295,7 +316,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
             st.counters.buckets_skipped += 1;
             continue;
         }
-        if stored.rows > 0 && answerable.as_mut().is_some_and(|f| f(&stored)) {
+        if stored.rows > 0 && stored.tail.is_none() && answerable.as_mut().is_some_and(|f| f(&stored)) {
             // SAFETY: back to `old` before the header (allocated in bucket_cxt, kept until the next reset) goes to the caller.
             unsafe { pg_sys::MemoryContextSwitchTo(old) };
             st.counters.buckets_from_headers += 1;
@@ -303,7 +324,11 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
             st.header = Some(stored);
             return Advanced::Header;
         }
-        st.counters.buckets_read += 1;
+        if stored.tail.is_some() {
+            st.counters.tail_rows += stored.rows as u64;
+        } else {
+            st.counters.buckets_read += 1;
+        }
         stored.load_payload();
         st.counters.payload_bytes += stored.payload().len() as u64;
         let loaded = rows::load_columns(config, shape, &stored, st.options.needed.as_deref());
@@ -322,6 +347,94 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
         st.current = Some(loaded);
         return Advanced::Rows;
     }
+}
+
+/// The next bucket header in the scan's direction, from the store, then the
+/// tail; in `bucket_cxt` (reset for it, and current on return, with the
+/// context to return to). None at either end.
+///
+/// # Safety
+/// `st` is the state of a configured scan from begin_with.
+unsafe fn next_header(st: &mut ScanState, forward: bool) -> Option<(pg_sys::MemoryContext, bucket::StoredBucket)> {
+    if st.phase == Phase::Start {
+        st.phase = if forward { Phase::Store } else { Phase::Tail(isize::MAX) };
+    }
+    loop {
+        match st.phase {
+            Phase::Start => unreachable!("set above"),
+            Phase::Store => {
+                let Some(tuple) = st.store_scan.as_mut().expect("configured").next(forward) else {
+                    if !forward {
+                        return None;
+                    }
+                    st.phase = Phase::Tail(-1);
+                    continue;
+                };
+                // SAFETY: `st.bucket_cxt` is the scan's bucket context (a child of scan_cxt, alive until `end`), and nothing
+                // of the previous bucket is used past this reset; `tuple` was just returned by the walk of `st.store` and
+                // stays valid until its next call.
+                return Some(unsafe {
+                    pg_sys::MemoryContextReset(st.bucket_cxt);
+                    let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
+                    (old, tuple::read_header(st.store, tuple))
+                });
+            }
+            Phase::Tail(pos) => {
+                // SAFETY: the scan's state is configured (next_header's contract).
+                let len = unsafe { tail_headers(st) }.len() as isize;
+                let next = if forward { pos.saturating_add(1) } else { pos.min(len) - 1 };
+                if next < 0 {
+                    st.phase = Phase::Store;
+                    continue;
+                }
+                st.phase = Phase::Tail(next.min(len));
+                if next >= len {
+                    return None;
+                }
+                let stored = st.tail.as_ref().expect("read")[next as usize].clone();
+                // SAFETY: as for a store bucket: bucket_cxt is reset for the group, whose header lives in scan_cxt.
+                let old = unsafe {
+                    pg_sys::MemoryContextReset(st.bucket_cxt);
+                    pg_sys::MemoryContextSwitchTo(st.bucket_cxt)
+                };
+                return Some((old, stored));
+            }
+        }
+    }
+}
+
+/// The tail's groups, read on first use with the scan's snapshot (none when
+/// another participant of a parallel scan claimed them).
+///
+/// # Safety
+/// `st` is the state of a configured scan from begin_with.
+unsafe fn tail_headers(st: &mut ScanState) -> &[bucket::StoredBucket] {
+    if st.tail.is_none() {
+        let claimed = st.options.tail_claim.is_none_or(|claim| {
+            // SAFETY: the claim lives in the parallel scan's shared memory, mapped while the scan runs.
+            unsafe { &*claim }.compare_exchange(0, 1, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Acquire).is_ok()
+        });
+        let config = st.config.as_ref().expect("configured");
+        let shape = st.shape.as_ref().expect("configured");
+        let snapshot_is_mvcc =
+            // SAFETY: a non-null snapshot is the scan's, alive while it runs.
+            !st.snapshot.is_null() && unsafe { (*st.snapshot).snapshot_type } == pg_sys::SnapshotType::SNAPSHOT_MVCC;
+        let headers = if claimed && snapshot_is_mvcc {
+            // SAFETY: scan_cxt lives until `end`, so the groups' headers read into it outlast the scan's use of them;
+            // the snapshot is the scan's MVCC snapshot.
+            unsafe {
+                let old = pg_sys::MemoryContextSwitchTo(st.scan_cxt);
+                let groups = crate::store::tail::read_groups(config, shape, st.snapshot);
+                let headers = groups.iter().map(|g| g.header(shape)).collect();
+                pg_sys::MemoryContextSwitchTo(old);
+                headers
+            }
+        } else {
+            Vec::new()
+        };
+        st.tail = Some(headers);
+    }
+    st.tail.as_deref().expect("read")
 }
 
 /// # Safety

@@ -4,7 +4,7 @@
 
 use crate::catalog::config::Config;
 use crate::store::bucket;
-use crate::store::rows::LoadedBucket;
+use crate::store::bucket::LoadedBucket;
 use pgrx::pg_sys;
 
 /// A condition that rules whole buckets out before their payload is read.

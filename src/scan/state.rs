@@ -87,7 +87,9 @@ impl ExecState {
 /// the store's ParallelTableScanDesc.
 #[repr(C)]
 pub(super) struct SharedScan {
-    counters: [std::sync::atomic::AtomicU64; 9],
+    counters: [std::sync::atomic::AtomicU64; 10],
+    /// Set by the participant that reads the table's tail (one of them does).
+    pub tail_claim: std::sync::atomic::AtomicU32,
 }
 
 impl SharedScan {
@@ -111,6 +113,7 @@ impl SharedScan {
             agg.partial_rows,
             agg.rows_removed_by_filter,
             scan.decoded_bytes,
+            scan.tail_rows,
         ];
         for (c, v) in self.counters.iter().zip(values) {
             c.fetch_add(v, Relaxed);
@@ -120,7 +123,7 @@ impl SharedScan {
     pub fn take(&self) -> (crate::scan::plain::ScanCounters, AggCounters) {
         use std::sync::atomic::Ordering::Relaxed;
         let v: Vec<u64> = self.counters.iter().map(|c| c.swap(0, Relaxed)).collect();
-        let scan = crate::scan::plain::ScanCounters { buckets_read: v[0], buckets_skipped: v[1], rows_filtered: v[2], buckets_from_headers: v[3], payload_bytes: v[4], decoded_bytes: v[8] };
+        let scan = crate::scan::plain::ScanCounters { buckets_read: v[0], buckets_skipped: v[1], rows_filtered: v[2], buckets_from_headers: v[3], payload_bytes: v[4], decoded_bytes: v[8], tail_rows: v[9] };
         let agg = AggCounters { rows_aggregated: v[5], partial_rows: v[6], rows_removed_by_filter: v[7] };
         (scan, agg)
     }

@@ -8,7 +8,7 @@
 
 use crate::pg::nodes::{is_pseudo_constant, list_ptrs, strip};
 use crate::scan::prune::{Bound, datum_bound, missing_bound};
-use crate::store::rows::LoadedBucket;
+use crate::store::bucket::LoadedBucket;
 use pgrx::pg_sys;
 use tsbucket_format::{ColumnKind, Values};
 use tsbucket_kernels::predicate::{Pred, Truth, float_order, satisfies};

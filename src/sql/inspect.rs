@@ -229,3 +229,21 @@ fn _store_totals(
     unsafe { pg_sys::table_close(store_rel, pg_sys::NoLock as i32) };
     TableIterator::once((buckets, rows, compressed, uncompressed, by_reason))
 }
+
+/// Rows of the table's tail (not yet in buckets) the statement's snapshot
+/// sees, for `tsbucket.stats`. Runs as the caller, with the same checks as
+/// `_store_totals`.
+#[pg_extern]
+fn _tail_rows(relid: pg_sys::Oid) -> i64 {
+    let config = config::require(relid);
+    crate::catalog::privileges::require_select_without_rls(relid);
+    // SAFETY: the configured table `relid` is opened AccessShare for its descriptor while its tail is read with the
+    // statement's snapshot, then closed with the lock kept.
+    unsafe {
+        let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as i32);
+        let shape = crate::catalog::shape::TableShape::new((*rel).rd_att, &config);
+        let rows = crate::store::tail::row_count(&config, &shape, reader::current_snapshot());
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
+        rows as i64
+    }
+}

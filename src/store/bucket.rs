@@ -5,6 +5,7 @@ use pgrx::pg_sys;
 use pgrx::varlena::{vardata_any, varsize_any_exhdr};
 use tsbucket_format::Column;
 
+
 /// Store columns, 0-based. Keep in step with the CREATE TABLE in sql/bootstrap.sql.
 pub(super) const COL_BUCKET_ID: usize = 0;
 
@@ -55,6 +56,7 @@ pub struct BucketContent<'a> {
 
 /// A bucket as read from the store; payload and stats are detoasted and valid
 /// while the memory context that read them lives.
+#[derive(Clone)]
 pub struct StoredBucket {
     pub tid: pg_sys::ItemPointerData,
     pub bucket_id: i64,
@@ -70,12 +72,47 @@ pub struct StoredBucket {
     pub(super) payload_len: usize,
     pub(super) stats: *const u8,
     pub(super) stats_len: usize,
+    /// Tail rows posing as a bucket (no payload: they are decoded already).
+    pub tail: Option<std::rc::Rc<LoadedBucket>>,
 }
 
 impl StoredBucket {
+    /// The header of a group of tail rows: `values`/`nulls` hold the store
+    /// columns' layout with only the meta values set.
+    pub(super) fn of_tail(
+        rows: std::rc::Rc<LoadedBucket>,
+        (window_start, min_time, max_time): (i64, i64, i64),
+        mut values: Vec<pg_sys::Datum>,
+        mut nulls: Vec<bool>,
+    ) -> StoredBucket {
+        values[COL_WINDOW_START] = pg_sys::Datum::from(window_start);
+        values[COL_MIN_TIME] = pg_sys::Datum::from(min_time);
+        values[COL_MAX_TIME] = pg_sys::Datum::from(max_time);
+        values[COL_ROW_COUNT] = pg_sys::Datum::from(rows.rows as i32);
+        values[COL_CLOSE_REASON] = pg_sys::Datum::from(0i16);
+        nulls[COL_STATS] = true;
+        nulls[COL_PAYLOAD] = true;
+        StoredBucket {
+            tid: pg_sys::ItemPointerData::default(),
+            bucket_id: 0,
+            window_start,
+            min_time,
+            max_time,
+            rows: rows.rows as i32,
+            version: super::slot::Version { xmin: pg_sys::InvalidTransactionId, xmax: pg_sys::InvalidTransactionId, cid: 0 },
+            values,
+            nulls,
+            payload: std::ptr::null(),
+            payload_len: 0,
+            stats: std::ptr::null(),
+            stats_len: 0,
+            tail: Some(rows),
+        }
+    }
+
     /// Detoasts the payload (in the current memory context).
     pub fn load_payload(&mut self) {
-        if !self.payload.is_null() {
+        if !self.payload.is_null() || self.tail.is_some() {
             return;
         }
         // SAFETY: values[COL_PAYLOAD] is the store tuple's payload bytea, never NULL (read_header refuses
@@ -89,6 +126,9 @@ impl StoredBucket {
     }
 
     pub fn payload(&self) -> &[u8] {
+        if self.tail.is_some() {
+            return &[];
+        }
         assert!(!self.payload.is_null(), "payload read before load_payload");
         // SAFETY: load_payload set `payload`/`payload_len` (non-null, asserted above) to the detoasted payload,
         // which stays in the memory context that read the bucket while `self` is used.
@@ -160,4 +200,26 @@ impl StoredBucket {
         let col = COL_FIRST_META + i;
         if self.nulls[col] { None } else { Some(self.values[col]) }
     }
+}
+
+/// A decoded bucket: columns by attribute (None where the bucket predates the
+/// column) and the meta values' identifying bytes.
+pub struct LoadedBucket {
+    pub bucket_id: i64,
+    pub store_tid: pg_sys::ItemPointerData,
+    pub rows: usize,
+    pub columns: Vec<Option<Column>>,
+    pub meta: Vec<Option<Vec<u8>>>,
+    /// Attributes not decoded because the query does not read them (NULL in slots).
+    pub skipped: Option<Vec<bool>>,
+    /// The store tuple version the rows come from (their system columns).
+    pub version: super::slot::Version,
+    /// Tail rows posing as a bucket: each row's own TID and version.
+    pub tail: Option<std::rc::Rc<TailRowIds>>,
+}
+
+/// Each tail row's identity: its TID and its segment tuple's version.
+pub struct TailRowIds {
+    pub tids: Vec<pg_sys::ItemPointerData>,
+    pub versions: Vec<super::slot::Version>,
 }

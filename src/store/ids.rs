@@ -1,4 +1,4 @@
-//! Bucket ids: drawn from the table's sequence, cycling through the 37-bit
+//! Bucket ids: drawn from the table's sequence, cycling through the 36-bit
 //! space, reused only once no store version carries them.
 
 use crate::catalog::config::Config;
@@ -10,7 +10,7 @@ use super::tuple::id_in_use;
 use pgrx::pg_sys;
 
 /// A new bucket id. Ids come from the table's sequence, which cycles through
-/// the 37-bit id space (see tid.rs) and which only this code may advance (it
+/// the 36-bit id space (see tid.rs) and which only this code may advance (it
 /// has no grants: nextval runs as the sequence's owner). After a
 /// wrap-around an id is taken only when no store tuple version carries it
 /// any more, dead ones included: VACUUM of the store frees ids for reuse.
@@ -27,6 +27,16 @@ pub unsafe fn allocate_id(store: pg_sys::Relation, config: &Config) -> i64 {
                 .expect("nextval returns a value")
         });
         if !tid::is_usable_id(id) {
+            if id > tid::MAX_BUCKET_ID {
+                // A sequence made before tails (MAXVALUE 2^37 - 1) wraps at 2^36 now.
+                // SAFETY: setval_oid takes the id sequence's oid and a non-NULL int8, run as its owner by as_user.
+                crate::pg::role::as_user(config.id_owner, false, || unsafe {
+                    pgrx::direct_function_call::<i64>(
+                        pg_sys::setval_oid,
+                        &[pgrx::IntoDatum::into_datum(config.id_sequence), pgrx::IntoDatum::into_datum(1i64)],
+                    )
+                });
+            }
             continue;
         }
         // SAFETY: `store` is `config`'s open bucket store (allocate_id's contract) and config.id_index its
@@ -44,7 +54,7 @@ pub unsafe fn allocate_id(store: pg_sys::Relation, config: &Config) -> i64 {
             ts_error(
                 crate::pg::error::NOT_IN_PREREQUISITE_STATE,
                 "no free bucket id found for this table",
-                "A table holds at most 2^37 bucket versions; VACUUM frees the ids of deleted ones.",
+                "A table holds at most 2^36 bucket versions; VACUUM frees the ids of deleted ones.",
             );
         }
         // SAFETY: the same open `store` and bucket_id index of `config` that id_in_use was given above.

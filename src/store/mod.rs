@@ -8,7 +8,10 @@
 //! `tid` (row identifiers), `slot` (the table's tuple slot), `tuple` (one
 //! tuple decoded, or found by id), `reader` (walks over the store), `locks`,
 //! `moves` (where rewritten rows went), `ids` (bucket ids), `insert` (the
-//! writer), `rows` (decoded buckets into rows), `meta_values`.
+//! writer), `rows` (decoded buckets into rows), `meta_values`; and the tail,
+//! where rows a transaction left in under-filled buckets wait, row by row,
+//! for a drain: `tail` (its segments, writing and reading them) and
+//! `tail_rows` (one tail row by TID).
 
 pub mod bucket;
 pub mod ids;
@@ -19,5 +22,7 @@ pub mod moves;
 pub mod rows;
 pub mod reader;
 pub mod slot;
+pub mod tail;
+pub mod tail_rows;
 pub mod tid;
 pub mod tuple;

@@ -196,6 +196,10 @@ pub unsafe fn prune_moves(store: pg_sys::Relation, config: &Config, snapshot: pg
         // SAFETY: `tuple` is the moves entry scan.next just returned, valid until its next call, described by
         // rd_att of `rel`; column 1 is old_id, never NULL.
         let old_id = unsafe { pg_sys::heap_getattr(tuple, 1, (*rel).rd_att, &mut isnull) }.value() as i64;
+        // A tail block's entry goes when its segment is emptied for reuse (maintenance::drain).
+        if super::tid::is_tail_id(old_id) {
+            continue;
+        }
         // SAFETY: `store` is `config`'s open bucket store (prune_moves's contract), config.id_index its bucket_id index.
         let in_use = unsafe { id_in_use(store, config.id_index, old_id) };
         if !in_use {

@@ -232,7 +232,7 @@ pub unsafe fn index_on(store: pg_sys::Relation, columns: &[i16]) -> Option<pg_sy
 ///
 /// # Safety
 /// `store` must be an open bucket store.
-pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64) -> Option<bool> {
+pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64, snapshot: pg_sys::Snapshot) -> Option<bool> {
     // SAFETY: `store` is an open bucket store (the contract), so its descriptor has the max_time column.
     let time_type = unsafe { (*crate::pg::relation::tuple_desc_attr((*store).rd_att, COL_MAX_TIME)).atttypid };
     // SAFETY: index_on needs only that same open `store`.
@@ -240,10 +240,10 @@ pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64) -> Opt
     let proc = if time_type == pg_sys::TIMESTAMPTZOID { pg_sys::F_TIMESTAMPTZ_LT } else { pg_sys::F_TIMESTAMP_LT };
     let mut key = pg_sys::ScanKeyData::default();
     // SAFETY: `index_oid` is the store's btree index on max_time and `key` a local "< cutoff" key of its type,
-    // copied by the scan; the statement's snapshot outlives the scan, which ends before this block does.
+    // copied by the scan; the caller's snapshot outlives the scan, which ends before this block does.
     let found = unsafe {
         pg_sys::ScanKeyInit(&mut key, (COL_MAX_TIME + 1) as i16, pg_sys::BTLessStrategyNumber as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(cutoff));
-        let scan = pg_sys::systable_beginscan(store, index_oid, true, current_snapshot(), 1, &mut key);
+        let scan = pg_sys::systable_beginscan(store, index_oid, true, snapshot, 1, &mut key);
         let found = !pg_sys::systable_getnext(scan).is_null();
         pg_sys::systable_endscan(scan);
         found

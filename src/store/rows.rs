@@ -5,26 +5,12 @@ use crate::catalog::config::Config;
 use crate::catalog::shape::{Role, TableShape};
 use crate::pg::datum;
 use crate::pg::error::{DATA_CORRUPTED, ts_error};
-use super::bucket::StoredBucket;
+use super::bucket::{LoadedBucket, StoredBucket};
 use super::tuple::{find_bucket_tuple, read_bucket};
 use pgrx::pg_sys;
 use std::cell::RefCell;
 use std::rc::Rc;
 use tsbucket_format::{BucketReader, Column};
-
-/// A decoded bucket: columns by attribute (None where the bucket predates the
-/// column) and the meta values' identifying bytes.
-pub struct LoadedBucket {
-    pub bucket_id: i64,
-    pub store_tid: pg_sys::ItemPointerData,
-    pub rows: usize,
-    pub columns: Vec<Option<Column>>,
-    pub meta: Vec<Option<Vec<u8>>>,
-    /// Attributes not decoded because the query does not read them (NULL in slots).
-    pub skipped: Option<Vec<bool>>,
-    /// The store tuple version the rows come from (their system columns).
-    pub version: super::slot::Version,
-}
 
 pub(super) fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display) -> ! {
     ts_error(
@@ -40,6 +26,9 @@ pub fn load(config: &Config, shape: &TableShape, stored: &StoredBucket) -> Loade
 
 /// Like `load`, decoding only the attributes `needed` marks (by attnum - 1).
 pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, needed: Option<&[bool]>) -> LoadedBucket {
+    if let Some(tail) = &stored.tail {
+        return needed_of(tail, shape, needed);
+    }
     let reader = BucketReader::parse(stored.payload()).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
     if reader.rows() != stored.rows as usize {
         corrupt(config.relid, stored.bucket_id, &"row count differs from the payload");
@@ -66,7 +55,27 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
         .map(|(i, attr)| stored.meta_datum(i).map(|d| unsafe { datum::datum_bytes(&d, attr.layout()) }.to_vec()))
         .collect();
     let skipped = needed.map(|n| n.iter().map(|x| !x).collect());
-    LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped, version: stored.version }
+    LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped, version: stored.version, tail: None }
+}
+
+/// Tail rows (decoded already) as a query that reads only `needed` gets them.
+fn needed_of(tail: &LoadedBucket, shape: &TableShape, needed: Option<&[bool]>) -> LoadedBucket {
+    let columns = tail
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| c.as_ref().filter(|_| needed.is_none_or(|n| n[i]) || matches!(shape.attrs[i].role, Role::Time)).cloned())
+        .collect();
+    LoadedBucket {
+        bucket_id: tail.bucket_id,
+        store_tid: tail.store_tid,
+        rows: tail.rows,
+        columns,
+        meta: tail.meta.clone(),
+        skipped: needed.map(|n| n.iter().map(|x| !x).collect()),
+        version: tail.version,
+        tail: tail.tail.clone(),
+    }
 }
 
 /// The size of `bucket`'s decoded columns in memory (EXPLAIN's Bytes Decompressed).
@@ -211,9 +220,28 @@ pub unsafe fn fill_slot(
     // table oid and bucket version touch only the slot's own fields.
     unsafe {
         pg_sys::ExecStoreVirtualTuple(slot);
-        super::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
         (*slot).tts_tableOid = (*rel).rd_id;
-        super::slot::set_version(slot, bucket.version);
+        set_identity(bucket, row, slot);
+    }
+}
+
+/// The slot's TID and version: its bucket's, or a tail row's own.
+///
+/// # Safety
+/// `slot` must be a valid slot holding row `row` of `bucket`.
+unsafe fn set_identity(bucket: &LoadedBucket, row: usize, slot: *mut pg_sys::TupleTableSlot) {
+    // SAFETY: `slot` is valid (the contract); its tid is its own field, and set_version needs only a valid slot.
+    unsafe {
+        match &bucket.tail {
+            Some(ids) => {
+                (*slot).tts_tid = ids.tids[row];
+                super::slot::set_version(slot, ids.versions[row]);
+            }
+            None => {
+                super::tid::set(&mut (*slot).tts_tid, bucket.bucket_id, row);
+                super::slot::set_version(slot, bucket.version);
+            }
+        }
     }
 }
 
@@ -313,6 +341,6 @@ pub unsafe fn refill_slot(
         // SAFETY: as for tts_isnull above, `i` lies inside the slot's tts_values array.
         unsafe { *values.add(i) = value };
     }
-    // SAFETY: tts_tid is a field of the valid `slot`, moved to `row` of the same bucket.
-    super::tid::set(unsafe { &mut (*slot).tts_tid }, bucket.bucket_id, row);
+    // SAFETY: `slot` holds a row of `bucket` (refill_slot's contract), now row `row`.
+    unsafe { set_identity(bucket, row, slot) };
 }

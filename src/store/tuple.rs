@@ -68,6 +68,7 @@ pub unsafe fn read_header(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> 
         stats_len,
         values,
         nulls,
+        tail: None,
     }
 }
 

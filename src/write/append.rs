@@ -136,7 +136,21 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                     table.series.entry(key.clone()).or_insert(Series { meta, meta_bytes_per_row, open: Vec::new(), newest: Vec::new() })
                 }
             };
-            let found = series.open.iter().position(|o| o.window_start == window_start && o.owner == owner);
+            let mut found = series.open.iter().position(|o| o.window_start == window_start && o.owner == owner);
+            if found.is_none() {
+                // A bucket an earlier statement of this subtransaction left open takes the row and is ours now.
+                found = series.open.iter().position(|o| {
+                    o.window_start == window_start && o.open_across && o.owner.subxid == owner.subxid && o.owner.cid <= owner.cid
+                });
+                if let Some(i) = found {
+                    series.open[i].owner = owner;
+                    series.open[i].open_across = false;
+                    match series.newest.iter_mut().find(|(o, _)| *o == owner) {
+                        Some(entry) => entry.1 = entry.1.max(window_start),
+                        None => series.newest.push((owner, window_start)),
+                    }
+                }
+            }
             let mut close = Vec::new();
             match found {
                 Some(i) if series.open[i].rows >= gucs::bucket_max_count() => {
@@ -159,6 +173,14 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                     {
                         close.push((series.open.swap_remove(i), CloseReason::TimeWindow));
                     }
+                    // Buckets earlier statements left open for older windows close as the series moves on.
+                    while let Some(i) = series
+                        .open
+                        .iter()
+                        .position(|o| o.open_across && o.owner.subxid == owner.subxid && o.owner.cid <= owner.cid && o.window_start < window_start)
+                    {
+                        close.push((series.open.swap_remove(i), CloseReason::TimeWindow));
+                    }
                 }
             }
             match series.newest.iter_mut().find(|(o, _)| *o == owner) {
@@ -177,6 +199,7 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                     rows: 0,
                     bytes: 0,
                     meta_bytes: 0,
+                    open_across: false,
                 };
                 // SAFETY: the inserted row of `shape`'s table starts the new bucket with the id drawn for it.
                 unsafe { append(&mut bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row) };
@@ -194,7 +217,7 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                     flush_bucket(&config, &shape, bucket, reason);
                 }
                 if new_bucket && new_id.is_none() {
-                    new_id = Some(new_bucket_id(&config));
+                    new_id = Some(new_bucket_id());
                 }
             }
         }
@@ -243,8 +266,20 @@ unsafe fn append(
 unsafe fn table_of(rel: pg_sys::Relation) -> (Rc<Config>, Rc<TableShape>) {
     // SAFETY: `rel` is an open tsbucket table (table_of's contract), so its relcache entry is readable.
     let relid = unsafe { (*rel).rd_id };
-    if let Some(pair) = BUFFER.with(|b| b.borrow().tables.get(&relid).map(|t| (t.config.clone(), t.shape.clone()))) {
-        return pair;
+    if let Some((config, shape)) = BUFFER.with(|b| b.borrow().tables.get(&relid).map(|t| (t.config.clone(), t.shape.clone()))) {
+        // SAFETY: as above: the open table's descriptor, whose attributes 0..natts exist.
+        let same = unsafe {
+            let tupdesc = (*rel).rd_att;
+            let natts = (*tupdesc).natts as usize;
+            natts == shape.attrs.len()
+                && (0..natts).all(|i| (*crate::pg::relation::tuple_desc_attr(tupdesc, i)).attisdropped == (shape.attrs[i].role == crate::catalog::shape::Role::Dropped))
+        };
+        if same {
+            return (config, shape);
+        }
+        // Its columns changed since its rows were buffered (a DDL command in a
+        // function the INSERT runs): those rows are written as they are first.
+        super::flush::flush_table(relid);
     }
     let config = config::require(relid);
     // SAFETY: rd_att of the open `rel` is the valid descriptor of the table `config` describes, as TableShape::new needs.

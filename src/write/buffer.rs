@@ -23,6 +23,7 @@ pub(super) struct Owner {
     pub(super) cid: u32,
 }
 
+#[derive(Clone)]
 pub(super) struct OpenBucket {
     pub(super) bucket_id: i64,
     pub(super) window_start: i64,
@@ -33,6 +34,10 @@ pub(super) struct OpenBucket {
     pub(super) rows: usize,
     pub(super) bytes: usize,
     pub(super) meta_bytes: usize,
+    /// Its statement has ended and left it open: a later command of the same
+    /// subtransaction may add rows (then owns it), so a transaction of many
+    /// small INSERTs fills its buckets as one COPY would. `seal` ends that.
+    pub(super) open_across: bool,
 }
 
 /// The open buckets of one series (usually one: the current window).
@@ -59,8 +64,21 @@ pub struct WriteBuffer {
     pub(super) bytes: usize,
 }
 
+/// A bucket of an enclosing subtransaction that a subtransaction below it
+/// wrote (a read there must see its rows, and nothing can write as an
+/// ancestor): kept until the writer's fate is the owner's, and buffered again
+/// if the writer aborts.
+pub(super) struct Rescued {
+    pub(super) written_in: u32,
+    pub(super) relid: pg_sys::Oid,
+    pub(super) config: Rc<Config>,
+    pub(super) shape: Rc<TableShape>,
+    pub(super) bucket: OpenBucket,
+}
+
 thread_local! {
     pub(super) static BUFFER: RefCell<WriteBuffer> = RefCell::new(WriteBuffer::default());
+    pub(super) static RESCUED: RefCell<Vec<Rescued>> = const { RefCell::new(Vec::new()) };
     pub(super) static KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -114,8 +132,15 @@ pub fn has_buffered(relid: pg_sys::Oid) -> bool {
     BUFFER.with(|b| b.borrow().tables.contains_key(&relid))
 }
 
-/// ROLLBACK (TO SAVEPOINT): forget the rows of the aborted subtransaction.
+/// ROLLBACK (TO SAVEPOINT): forget the rows of the aborted subtransaction;
+/// an enclosing one's rows that it wrote are buffered again.
 pub fn discard_subxact(subxid: u32) {
+    let restored: Vec<Rescued> = RESCUED.with(|r| {
+        let mut rescued = r.borrow_mut();
+        let (back, kept): (Vec<Rescued>, Vec<Rescued>) = rescued.drain(..).partition(|e| e.written_in == subxid);
+        *rescued = kept;
+        back
+    });
     BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
         drop(take_buckets(&mut buffer, None, |o| o.owner.subxid == subxid, true));
@@ -125,13 +150,30 @@ pub fn discard_subxact(subxid: u32) {
             }
         }
         prune(&mut buffer);
+        for e in restored {
+            buffer.bytes += e.bucket.bytes;
+            let table = buffer.tables.entry(e.relid).or_insert_with(|| TableBuffer {
+                config: e.config.clone(),
+                shape: e.shape.clone(),
+                series: HashMap::default(),
+                closed: Vec::new(),
+            });
+            table.closed.push(e.bucket);
+        }
     });
 }
 
 /// RELEASE SAVEPOINT: the child's open buckets now belong to the parent.
 /// Nothing may be written here (the subtransaction is half gone), so a parent
 /// bucket of the same window is set aside and written at the parent's next flush.
+/// What the child wrote for an enclosing subtransaction now shares the
+/// parent's fate: kept no longer once that is its owner's.
 pub fn reassign_subxact(child: u32, parent: u32) {
+    RESCUED.with(|r| {
+        let mut rescued = r.borrow_mut();
+        rescued.retain(|e| !(e.written_in == child && e.bucket.owner.subxid == parent));
+        rescued.iter_mut().filter(|e| e.written_in == child).for_each(|e| e.written_in = parent);
+    });
     BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
         for table in buffer.tables.values_mut() {
@@ -163,15 +205,43 @@ pub fn reassign_subxact(child: u32, parent: u32) {
     });
 }
 
+/// The end of a statement that inserted: its open buckets (of commands from
+/// `from_cid` on, of one table or all) stay buffered, open to later
+/// commands, instead of being written now. They are written before anything
+/// reads the table, when they fill, or at commit.
+pub fn carry(relid: Option<pg_sys::Oid>, from_cid: Option<pg_sys::CommandId>) {
+    let subxid = current_subxid();
+    let mine = |o: &Owner| o.subxid == subxid && from_cid.is_none_or(|c| o.cid >= c);
+    BUFFER.with(|b| {
+        let mut buffer = b.borrow_mut();
+        for (id, table) in buffer.tables.iter_mut() {
+            if relid.is_some_and(|r| r != *id) {
+                continue;
+            }
+            for series in table.series.values_mut() {
+                series.open.iter_mut().filter(|o| mine(&o.owner)).for_each(|o| o.open_across = true);
+                series.newest.retain(|(o, _)| !mine(o));
+            }
+        }
+    });
+}
+
+/// Whether anything is buffered (cheap: statements ask before sealing).
+pub fn is_empty() -> bool {
+    BUFFER.with(|b| b.borrow().tables.is_empty())
+}
+
 /// Transaction end: nothing buffered may survive it.
 pub fn discard_all() {
     BUFFER.with(|b| *b.borrow_mut() = WriteBuffer::default());
+    RESCUED.with(|r| r.borrow_mut().clear());
 }
 
 /// TRUNCATE: rows buffered for the table are gone with the table's contents.
 pub fn discard_table(relid: pg_sys::Oid) {
     BUFFER.with(|b| {
         let mut buffer = b.borrow_mut();
+        RESCUED.with(|r| r.borrow_mut().retain(|e| e.relid != relid));
         if let Some(t) = buffer.tables.remove(&relid) {
             let freed: usize =
                 t.series.values().flat_map(|s| s.open.iter()).chain(t.closed.iter()).map(|o| o.bytes).sum();

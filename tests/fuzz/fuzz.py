@@ -18,7 +18,11 @@ It prints the seed, then, from EXPLAIN, how often each path was taken. On
 a mismatch it prints what differed and, with --minimize, a shortened SQL
 script that reproduces it.
 
-  tests/fuzz/fuzz.py --pg pg15 --seconds 120 [--seed N] [--minimize] [--plant]
+  tests/fuzz/fuzz.py --pg pg15 --seconds 120 [--seed N] [--minimize] [--plant] [--row-by-row]
+
+--row-by-row writes every row in a statement (and, outside BEGIN, a
+transaction) of its own, as devices do: rows wait in the table's tail, and
+most queries run before the worker drains it (it counts how many did).
 
 --plant switches on a planted bug (debug builds only: an off-by-one in the
 time-pruning bound) to show the fuzzer finds it; the run then succeeds when
@@ -140,13 +144,15 @@ class Round:
     def insert(self, ts, heap):
         rng = self.rng
         s = self.schema
-        n = rng.choice([1, 1, 2, 5, 20, 100, 400, 1500])
+        n = rng.choice([1, 1, 2, 5, 20, 50] if self.fz.row_by_row else [1, 1, 2, 5, 20, 100, 400, 1500])
         rows = [model.row(rng, s, self.times) for _ in range(n)]
         if rng.random() < 0.5:
             rows.sort(key=lambda r: str(r[0]))
         names = ", ".join(s.names())
         ph = ", ".join(["%s"] * len(s.columns))
         method = rng.choice(["single", "many", "multi", "copy", "select"] if n <= 50 else ["many", "multi", "copy", "select"])
+        if self.fz.row_by_row:
+            method = "single"
         if method == "single":
             for r in rows:
                 self.both(ts, heap, ("exec", f"INSERT INTO {{t}} ({names}) VALUES ({ph})", r))
@@ -242,6 +248,8 @@ class Round:
         return sets, generic
 
     def query(self, ts, heap):
+        if self.fz.row_by_row and ts.conn.execute(f"SELECT tail_rows > 0 FROM tsbucket.stats('{ts.table}')").fetchone()[0]:
+            self.fz.with_tail += 1
         sets, generic = self.settings()
         q = QueryGen(self.rng, self.schema, self.times, params=generic or self.rng.random() < 0.1).query()
         self.fz.queries += 1
@@ -414,7 +422,9 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
 
 
 class Fuzzer:
-    def __init__(self, dsn, seed, plant, force_parallel):
+    def __init__(self, dsn, seed, plant, force_parallel, row_by_row=False):
+        self.row_by_row = row_by_row
+        self.with_tail = 0
         self.dsn = dsn
         self.seed = seed
         self.plant = plant
@@ -441,6 +451,8 @@ class Fuzzer:
                     log(f"MISMATCH (seed {self.seed}, round {number}): {m.args[0]}")
                     if minimize and len(m.args) > 1:
                         log(minimize_failure(self, rnd, m))
+                    elif minimize:
+                        log(minimize_write_failure(self, rnd))
                     return m
                 number += 1
         finally:
@@ -450,7 +462,9 @@ class Fuzzer:
 
     def report(self):
         lines = [f"seed {self.seed}: {self.rounds} rounds, {self.queries} queries ({self.tolerated} with an "
-                 f"order-dependent float overflow on one side); paths taken (from EXPLAIN):"]
+                 f"order-dependent float overflow on one side"
+                 + (f"; {self.with_tail} with rows waiting in the tail" if self.row_by_row else "")
+                 + "); paths taken (from EXPLAIN):"]
         lines += [f"  {p:24} {self.paths[p]}" for p in PATHS]
         return "\n".join(lines)
 
@@ -514,6 +528,39 @@ def minimize_failure(fz, rnd, m):
     return script(fz, rnd, entries, q, sets, compact)
 
 
+def minimize_write_failure(fz, rnd):
+    """Shortens a round whose last write failed on one side only (or answered
+    differently): drops earlier trace entries while the last one still
+    differs; returns a SQL script."""
+    last = rnd.trace[-1]
+
+    def fails(entries):
+        ts, heap = fz.sides("min")
+        try:
+            Round(fz, rnd.number).create(ts, heap)
+            for e in entries:
+                apply(ts, e)
+                apply(heap, e)
+            a, b = apply(ts, last), apply(heap, last)
+            return (a[1] is None) != (b[1] is None) or bool(a[1] and a[1][0] != b[1][0])
+        except psycopg.Error:
+            return False
+        finally:
+            for side in (ts, heap):
+                side.conn.close()
+
+    if not fails(rnd.trace[:-1]):
+        return "  (did not reproduce on replay: the background worker's timing mattered)"
+    budget = [400]
+
+    def still_fails(candidate):
+        budget[0] -= 1
+        return budget[0] > 0 and fails(candidate)
+
+    entries = ddmin(rnd.trace[:-1], still_fails)
+    return script(fz, rnd, entries + [last], None, {}, False)
+
+
 def ddmin(items, fails):
     """A shortest-found sublist of `items` for which `fails` still holds (Zeller's ddmin)."""
     n = 2
@@ -570,6 +617,9 @@ def script(fz, rnd, entries, q, sets, compact):
         out.append("SELECT * FROM tsbucket.compact('t_ts');")
     for k, v in sets.items():
         out.append(f"SET {k} = {v};")
+    if q is None:
+        conn.close()
+        return "\n".join(out)
     sql_ts, params = q.render("t_ts")
     sql_heap, _ = q.render("t_heap", heap=True)
     out.append(cur.mogrify(sql_ts, params) + ";")
@@ -597,6 +647,7 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--minimize", action="store_true")
     ap.add_argument("--plant", action="store_true", help="switch the planted bug on (debug builds); succeed if it is found")
+    ap.add_argument("--row-by-row", action="store_true", help="every row in a statement of its own (the tail)")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1, 10**9)
     print(f"fuzz: seed {seed}", flush=True)
@@ -610,7 +661,7 @@ def main():
         dsn = f"host={cluster.dir} port={cluster.port} user=postgres dbname=test"
     try:
         force = prepare_database(dsn)
-        fz = Fuzzer(dsn, seed, args.plant, force)
+        fz = Fuzzer(dsn, seed, args.plant, force, row_by_row=args.row_by_row)
         found = fz.run(args.seconds, minimize=args.minimize, log=lambda s: print(s, flush=True))
         print(fz.report(), flush=True)
     finally:

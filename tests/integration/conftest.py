@@ -15,6 +15,9 @@ VENV = os.environ.get("TSBUCKET_VENV", "/opt/tsbucket-venv")
 
 
 def pg_config(version):
+    # A private installation to test against (a copy of one, say, while another run uses the shared one).
+    if os.environ.get("TSBUCKET_PG_CONFIG"):
+        return os.environ["TSBUCKET_PG_CONFIG"]
     if version == "pg15":
         return "/usr/lib/postgresql/15/bin/pg_config"
     import glob
@@ -82,6 +85,8 @@ class Cluster:
             self.stop("immediate")
         except subprocess.CalledProcessError:
             pass
+        if os.environ.get("TSBUCKET_KEEP_LOGS"):
+            shutil.copy(os.path.join(self.dir, "server.log"), os.path.join(os.environ["TSBUCKET_KEEP_LOGS"], f"server-{self.port}.log"))
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -99,6 +104,12 @@ def make_table(conn, name, meta=True):
         conn.execute(f"SELECT tsbucket.create_timeseries('{name}', 'time', 'sensor')")
     else:
         conn.execute(f"SELECT tsbucket.create_timeseries('{name}', 'time')")
+
+
+def one_row_buckets(conn):
+    """Every statement's rows become buckets, however few (no tail): for tests
+    of what compaction, expiry and DML do with small buckets."""
+    conn.execute("SET tsbucket.tail_bucket_rows = 0")
 
 
 def problems(conn, table):

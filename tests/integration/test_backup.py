@@ -24,7 +24,9 @@ STORES = "SELECT count(*) FROM tsbucket.catalog"
 STRAYS = """SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
              WHERE n.nspname = 'tsbucket_internal' AND c.relkind IN ('r', 'S')
                AND c.oid NOT IN (SELECT store_relid FROM tsbucket.catalog UNION ALL SELECT moves_relid FROM tsbucket.catalog
-                                 UNION ALL SELECT id_sequence FROM tsbucket.catalog)"""
+                                 UNION ALL SELECT id_sequence FROM tsbucket.catalog
+                                 UNION ALL SELECT unnest(tail_segments) FROM tsbucket.catalog
+                                 UNION ALL SELECT tail_current FROM tsbucket.catalog)"""
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import threading
 import psycopg
 import pytest
 
-from conftest import make_table, problems
+from conftest import make_table, one_row_buckets, problems
 
 
 def test_concurrent_inserts_lose_nothing(cluster):
@@ -113,6 +113,7 @@ def test_xmax_shows_a_deleter_and_a_locker_as_heap_does(cluster):
     tsbucket: rewriting its bucket) and the one holding its bucket's lock."""
     with cluster.connect() as c:
         make_table(c, "cx")
+        one_row_buckets(c)  # a bucket's rows share its version; the tail's are rows of their own
         c.execute("DROP TABLE IF EXISTS cx_heap")
         c.execute("CREATE TABLE cx_heap (time timestamptz NOT NULL, sensor text, v float8, n int8)")
         for t in ("cx", "cx_heap"):

@@ -1,7 +1,8 @@
 """The randomized differential fuzzer (tests/fuzz) as CI runs it: two minutes
 against a cluster with the worker compacting every second and tables owned by
 a non-superuser, no mismatch allowed, every TsBucketScan path taken at least
-20 times; then the planted bug (debug builds), which it must find.
+20 times; one minute writing row by row (the tail), no mismatch allowed; then
+the planted bug (debug builds), which it must find.
 
 TSBUCKET_FUZZ_SECONDS sets the length (default 120), TSBUCKET_FUZZ_SEED the
 seed (default: a new one, printed)."""
@@ -45,6 +46,22 @@ def test_fuzzer_finds_no_mismatch(dsn, capsys):
     assert found is None, f"seed {s}: {found}"
     short = [p for p in fuzz.PATHS if fz.paths[p] < 20]
     assert not short, f"seed {s}: paths taken fewer than 20 times: {short} ({dict(fz.paths)})"
+
+
+def test_fuzzer_row_by_row(dsn, capsys):
+    """Rows written one per statement wait in the tail; queries run on them
+    before and after the worker drains them."""
+    s = seed()
+    fz = fuzz.Fuzzer(dsn, s, plant=False, force_parallel=fuzz.prepare_database(dsn), row_by_row=True)
+    lines = []
+    found = fz.run(SECONDS / 2, minimize=True, log=lines.append)
+    with capsys.disabled():
+        print(f"\n[{os.environ.get('TSBUCKET_PG', 'pg15')}] fuzz.py --row-by-row --seed {s} --seconds {SECONDS / 2:g}")
+        print(fz.report())
+        for line in lines:
+            print(line)
+    assert found is None, f"seed {s}: {found}"
+    assert fz.with_tail >= fz.queries / 4, f"seed {s}: only {fz.with_tail} of {fz.queries} queries ran with rows in the tail"
 
 
 def test_fuzzer_finds_the_planted_bug(dsn, capsys):

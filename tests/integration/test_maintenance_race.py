@@ -40,8 +40,11 @@ def make_table(c, name, expire=False):
 
 
 def single_rows(c, name, start, n, base="2024-01-01"):
+    """One-row buckets (no tail): the races below are between compactions of buckets."""
+    c.execute("SET tsbucket.tail_bucket_rows = 0")
     for i in range(start, start + n):
         c.execute(f"INSERT INTO {name} VALUES (%s::timestamptz + %s * interval '1 s', 1, %s)", (base, i, i))
+    c.execute("RESET tsbucket.tail_bucket_rows")
 
 
 def run_waiting(cluster, sql, isolation=None):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import Cluster, make_table, problems, set_worker, wait_for
+from conftest import Cluster, make_table, one_row_buckets, problems, set_worker, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +38,7 @@ def test_compaction_matches_a_copy_load(worker_cluster):
         set_worker(c, False)
         for t in ("trickle", "loaded"):
             make_table(c, t)
+        one_row_buckets(c)
         rows = [(f"2024-01-01 00:00:00+00", s, i) for i in range(300) for s in ("a", "b")]
         for _, s, i in rows:
             c.execute("INSERT INTO trickle VALUES ('2024-01-01 00:00:00+00'::timestamptz + %s * interval '1 s', %s, %s, %s)", (i, s, i, i))
@@ -186,6 +187,7 @@ def test_no_worker_where_the_extension_is_absent(worker_cluster):
 def test_an_error_in_one_table_does_not_stop_the_others(worker_cluster):
     with worker_cluster.connect() as c:
         set_worker(c, False)
+        one_row_buckets(c)
         for t in ("broken", "healthy"):
             make_table(c, t)
             for i in range(20):

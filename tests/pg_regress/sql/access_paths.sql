@@ -3,6 +3,9 @@
 -- store. Every answer is compared with a heap copy of the same rows.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tsbucket;
+-- Bucket layout is what this file checks: every bucket is written as it is
+-- (tail_bucket_rows = 0), none waits in the tail (tail.sql tests that).
+SET tsbucket.tail_bucket_rows = 0;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 CREATE TABLE r (time timestamptz NOT NULL, site text, unit int4, v float8) USING tsbucket;

@@ -1,6 +1,9 @@
 -- Compaction by hand: a table fed one row per statement ends up with full buckets.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tsbucket;
+-- Bucket layout is what this file checks: every bucket is written as it is
+-- (tail_bucket_rows = 0), none waits in the tail (tail.sql tests that).
+SET tsbucket.tail_bucket_rows = 0;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 CREATE TABLE trickle (time timestamptz NOT NULL, sensor text, v float8) USING tsbucket;
@@ -11,6 +14,8 @@ BEGIN
   FOR i IN 1..20 LOOP
     INSERT INTO trickle VALUES ('2024-01-01 00:00:00+00'::timestamptz + ((i * 7) % 20) * interval '1 min', 'a', i);
     INSERT INTO trickle VALUES ('2024-01-01 00:00:00+00'::timestamptz + i * interval '1 min', 'b', -i);
+    -- A query between INSERTs writes their buckets (else they would fill one, as COPY does).
+    PERFORM count(*) FROM trickle;
   END LOOP;
 END $$;
 ALTER TABLE trickle ADD COLUMN unit text DEFAULT 'C';
@@ -45,6 +50,7 @@ SET tsbucket.bucket_max_size = '1kB';
 DO $$ BEGIN
   FOR i IN 1 .. 40 LOOP
     INSERT INTO wide VALUES ('2024-01-01'::timestamptz + i * interval '1 s', 'a', repeat('x', 100));
+    PERFORM count(*) FROM wide;
   END LOOP;
 END $$;
 SELECT * FROM tsbucket.compact('wide');

@@ -1,6 +1,9 @@
 -- TsBucketScan: decodes only what the query reads; skips buckets by time and meta.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tsbucket;
+-- Bucket layout is what this file checks: every bucket is written as it is
+-- (tail_bucket_rows = 0), none waits in the tail (tail.sql tests that).
+SET tsbucket.tail_bucket_rows = 0;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 CREATE TABLE w (time timestamptz NOT NULL, sensor text, temp float8, note text) USING tsbucket;

@@ -4,6 +4,9 @@
 -- (compaction, DELETE, meta UPDATE) gives all its rows a new xmin.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tsbucket;
+-- Bucket layout is what this file checks: every bucket is written as it is
+-- (tail_bucket_rows = 0), none waits in the tail (tail.sql tests that).
+SET tsbucket.tail_bucket_rows = 0;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 CREATE TABLE sc (time timestamptz NOT NULL, m int4, v float8) USING tsbucket;

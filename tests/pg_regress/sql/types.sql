@@ -37,6 +37,8 @@ SELECT count(*) AS differing_rows FROM (
 SELECT f8::text AS negative_zero, num::text AS numeric_nan FROM all_types WHERE time = '2024-01-01 00:00:02';
 SELECT * FROM tsbucket.verify('all_types');
 -- Meta columns of other types: integer and NULL meta values.
+-- One bucket per series, as written (not waiting in the tail).
+SET tsbucket.tail_bucket_rows = 0;
 CREATE TABLE int_meta (time timestamp NOT NULL, device int, v float4) USING tsbucket;
 SELECT tsbucket.create_timeseries('int_meta', 'time', 'device');
 INSERT INTO int_meta VALUES ('2024-01-01', 1, 0.1), ('2024-01-01', NULL, 0.2), ('2024-01-01', -5, 3.4028235e38);

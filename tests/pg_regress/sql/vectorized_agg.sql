@@ -4,6 +4,9 @@
 -- (tsbucket.vectorized_aggregation = off).
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tsbucket;
+-- Bucket layout is what this file checks: every bucket is written as it is
+-- (tail_bucket_rows = 0), none waits in the tail (tail.sql tests that).
+SET tsbucket.tail_bucket_rows = 0;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 CREATE TABLE va (time timestamptz NOT NULL, host text, zone text, f8 float8, f4 float4,

@@ -1,0 +1,413 @@
+-- tsbucket 0.5.0 -> 0.6.0: tails. Rows that a transaction leaves in
+-- under-filled buckets (single-row INSERTs, a few rows per series) wait, row
+-- by row, in one of three heap segments of their table until the worker
+-- drains them into buckets (src/store/tail.rs). Bucket ids now stay below
+-- 2^36: the ids above name tail rows.
+
+ALTER TABLE tsbucket.catalog ADD COLUMN tail_segments oid[], ADD COLUMN tail_current oid;
+
+
+-- A tail segment whose rows a drain moved into buckets: scans whose snapshot
+-- sees this row read the buckets and skip the segment; older ones read the
+-- segment. Deleted when the segment is emptied for reuse, once no snapshot
+-- can still need it.
+CREATE TABLE tsbucket.tail_drained (
+    relid    oid  NOT NULL,
+    segment  int2 NOT NULL,
+    PRIMARY KEY (relid, segment)
+);
+GRANT SELECT ON tsbucket.tail_drained TO PUBLIC;
+
+-- Creates a table's tail: three segments (heap tables of rows not yet in
+-- buckets: the time, the meta values, the other columns encoded as one row,
+-- keyed by column number) and the sequence naming the segment new rows go to.
+-- Runs as the extension owner (from _create_store and the update script).
+CREATE FUNCTION tsbucket._create_tail(relation regclass) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c tsbucket.catalog;
+    base text := format('bucket_tail_%s', relation::oid);
+    meta_defs text := '';
+    att record;
+    i int;
+    segments oid[] := '{}';
+    seg regclass;
+    cur regclass;
+BEGIN
+    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
+    FOR i IN 1 .. coalesce(array_length(c.meta_attnums, 1), 0) LOOP
+        SELECT format_type(a.atttypid, a.atttypmod) AS typ,
+               CASE WHEN a.attcollation <> 0 THEN
+                   ' COLLATE ' || quote_ident(n.nspname) || '.' || quote_ident(co.collname) ELSE '' END AS coll
+          INTO att
+          FROM pg_attribute a
+          LEFT JOIN pg_collation co ON co.oid = a.attcollation
+          LEFT JOIN pg_namespace n ON n.oid = co.collnamespace
+         WHERE a.attrelid = relation AND a.attnum = c.meta_attnums[i];
+        meta_defs := meta_defs || format(', meta_%s %s%s', i, att.typ, att.coll);
+    END LOOP;
+    FOR i IN 0 .. 2 LOOP
+        -- No autovacuum: a segment is emptied whole (TRUNCATE), not row by row.
+        EXECUTE format('CREATE TABLE tsbucket_internal.%I (time %s NOT NULL%s, row bytea NOT NULL) USING heap
+                        WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false)',
+                       base || '_' || i, format_type(c.time_type, NULL), meta_defs);
+        seg := format('tsbucket_internal.%I', base || '_' || i)::regclass;
+        -- Members of the extension, as the store is (an update script's own
+        -- objects are members already).
+        IF NOT EXISTS (SELECT 1 FROM pg_depend WHERE classid = 'pg_class'::regclass AND objid = seg AND deptype = 'e') THEN
+            EXECUTE format('ALTER EXTENSION tsbucket ADD TABLE %s', seg);
+        END IF;
+        segments := segments || seg::oid;
+    END LOOP;
+    EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 0 MAXVALUE 2 START 0', base || '_current');
+    cur := format('tsbucket_internal.%I', base || '_current')::regclass;
+    IF NOT EXISTS (SELECT 1 FROM pg_depend WHERE classid = 'pg_class'::regclass AND objid = cur AND deptype = 'e') THEN
+        EXECUTE format('ALTER EXTENSION tsbucket ADD SEQUENCE %s', cur);
+    END IF;
+    UPDATE tsbucket.catalog SET tail_segments = segments, tail_current = cur WHERE relid = relation;
+END $$;
+REVOKE EXECUTE ON FUNCTION tsbucket._create_tail(regclass) FROM PUBLIC;
+
+-- Creates the bucket store, its id sequence and moves table, and the catalog
+-- row. Runs as the extension owner, called only by tsbucket._create_store_for
+-- (Rust), which first checks that the calling role owns the table.
+CREATE OR REPLACE FUNCTION tsbucket._create_store(
+    relation regclass, time_attnum int2, meta_attnums int2[], granularity text,
+    span interval, span_micros int8, expire_after interval)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    store_name text := format('bucket_store_%s', relation::oid);
+    time_type text;
+    meta_defs text := '';
+    meta_keys text := '';
+    meta_types oid[] := '{}';
+    att record;
+    i int;
+    store regclass;
+    id_index regclass;
+    id_seq regclass;
+    moves regclass;
+    moves_index regclass;
+BEGIN
+    SELECT format_type(atttypid, atttypmod) INTO time_type
+      FROM pg_attribute WHERE attrelid = relation AND attnum = time_attnum;
+    FOR i IN 1 .. coalesce(array_length(meta_attnums, 1), 0) LOOP
+        SELECT a.atttypid, format_type(a.atttypid, a.atttypmod) AS typ,
+               CASE WHEN a.attcollation <> 0 THEN
+                   ' COLLATE ' || quote_ident(n.nspname) || '.' || quote_ident(c.collname) ELSE '' END AS coll
+          INTO att
+          FROM pg_attribute a
+          LEFT JOIN pg_collation c ON c.oid = a.attcollation
+          LEFT JOIN pg_namespace n ON n.oid = c.collnamespace
+         WHERE a.attrelid = relation AND a.attnum = meta_attnums[i];
+        meta_defs := meta_defs || format(', meta_%s %s%s', i, att.typ, att.coll);
+        meta_keys := meta_keys || format('meta_%s, ', i);
+        meta_types := meta_types || att.atttypid;
+    END LOOP;
+    EXECUTE format('CREATE TABLE tsbucket_internal.%I (
+        bucket_id int8 NOT NULL, window_start %s NOT NULL, min_time %s NOT NULL, max_time %s NOT NULL,
+        row_count int4 NOT NULL, uncompressed_bytes int8 NOT NULL, close_reason int2 NOT NULL,
+        column_stats bytea, payload bytea NOT NULL%s) USING heap', store_name, time_type, time_type, time_type, meta_defs);
+    store := format('tsbucket_internal.%I', store_name)::regclass;
+    -- Payloads are compressed already; keep TOAST from trying again.
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN payload SET STORAGE EXTERNAL', store);
+    EXECUTE format('CREATE INDEX %I ON %s (bucket_id)', store_name || '_id', store);
+    EXECUTE format('CREATE INDEX %I ON %s (%swindow_start)', store_name || '_series', store, meta_keys);
+    -- Expiry finds its buckets, and finds out that there are none, by max_time.
+    EXECUTE format('CREATE INDEX %I ON %s (max_time)', store_name || '_max_time', store);
+    -- Scans bounded in time but not by series reach their buckets by window start.
+    EXECUTE format('CREATE INDEX %I ON %s (window_start)', store_name || '_window', store);
+    -- Bucket ids cycle through the 36 bits a row identifier gives them
+    -- (src/store/tid.rs); only tsbucket's code draws from it (no grants).
+    -- (2^36 - 1: ids above it name rows of the tail, src/store/tid.rs.)
+    EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 1 MAXVALUE 68719476735 CYCLE', store_name || '_ids');
+    id_index := format('tsbucket_internal.%I', store_name || '_id')::regclass;
+    id_seq := format('tsbucket_internal.%I', store_name || '_ids')::regclass;
+    EXECUTE format('CREATE TABLE tsbucket_internal.%I (old_id int8 NOT NULL, new_ids int8[] NOT NULL, map bytea NOT NULL) USING heap',
+                   store_name || '_moves');
+    moves := format('tsbucket_internal.%I', store_name || '_moves')::regclass;
+    EXECUTE format('CREATE INDEX %I ON %s (old_id)', store_name || '_moves_old', moves);
+    moves_index := format('tsbucket_internal.%I', store_name || '_moves_old')::regclass;
+    -- Members of the extension, so that pg_dump leaves them out (the rows are
+    -- dumped through the user table) and pg_upgrade carries them over.
+    -- tsbucket._drop_cleanup drops them with the user table.
+    EXECUTE format('ALTER EXTENSION tsbucket ADD TABLE %s', store);
+    EXECUTE format('ALTER EXTENSION tsbucket ADD SEQUENCE %s', id_seq);
+    EXECUTE format('ALTER EXTENSION tsbucket ADD TABLE %s', moves);
+    INSERT INTO tsbucket.catalog (relid, store_relid, id_index, id_sequence, moves_relid, moves_index, time_attnum, time_type,
+                                  meta_attnums, meta_types, granularity, bucket_max_span, span_micros, expire_after)
+    VALUES (relation, store, id_index, id_seq, moves, moves_index, time_attnum,
+            (SELECT atttypid FROM pg_attribute WHERE attrelid = relation AND attnum = time_attnum),
+            meta_attnums, meta_types, granularity, span, span_micros, expire_after);
+    PERFORM tsbucket._create_tail(relation);
+END $$;
+REVOKE EXECUTE ON FUNCTION tsbucket._create_store(regclass, int2, int2[], text, interval, int8, interval) FROM PUBLIC;
+
+-- Sizes a DBA reads: the user table's own relation is always empty (its rows
+-- live in the bucket store), so pg_total_relation_size shows 0 for it.
+CREATE OR REPLACE FUNCTION tsbucket.table_detailed_size(relation regclass)
+RETURNS TABLE (table_bytes bigint, toast_bytes bigint, index_bytes bigint, total_bytes bigint)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c tsbucket.catalog;
+BEGIN
+    PERFORM tsbucket._require_timeseries(relation);
+    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
+    -- The store, its moves table and the tail's segments (rows not yet in buckets).
+    RETURN QUERY
+    WITH rels AS (
+        SELECT r FROM unnest(ARRAY[c.store_relid, c.moves_relid] || coalesce(c.tail_segments, '{}')) r
+         WHERE r IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = r))
+    SELECT sum(pg_relation_size(r))::bigint,
+           coalesce(sum((SELECT pg_total_relation_size(t.reltoastrelid) FROM pg_class t WHERE t.oid = r AND t.reltoastrelid <> 0)), 0)::bigint,
+           sum(pg_indexes_size(r))::bigint,
+           (sum(pg_total_relation_size(r)) + pg_total_relation_size(relation))::bigint
+      FROM rels;
+END $$;
+
+-- Drops the bucket stores (and forgets the settings) of time-series tables
+-- that no longer exist. Harmless to call for anyone: a table that still
+-- exists is never touched.
+CREATE OR REPLACE FUNCTION tsbucket._forget_dropped(relids oid[]) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c record;
+    seg oid;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'tsbucket') THEN
+        RETURN;
+    END IF;
+    FOR c IN SELECT * FROM tsbucket.catalog WHERE relid = ANY (relids)
+                AND NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = catalog.relid) LOOP
+        DELETE FROM tsbucket.catalog WHERE relid = c.relid;
+        DELETE FROM tsbucket.series_retention_data WHERE relid = c.relid;
+        DELETE FROM tsbucket.job_state WHERE relid = c.relid;
+        IF EXISTS (SELECT 1 FROM pg_class WHERE oid = c.store_relid) THEN
+            EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', c.store_relid::regclass);
+            EXECUTE format('DROP TABLE %s', c.store_relid::regclass);
+        END IF;
+        IF c.moves_relid IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = c.moves_relid) THEN
+            EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', c.moves_relid::regclass);
+            EXECUTE format('DROP TABLE %s', c.moves_relid::regclass);
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_class WHERE oid = c.id_sequence) THEN
+            EXECUTE format('ALTER EXTENSION tsbucket DROP SEQUENCE %s', c.id_sequence::regclass);
+            EXECUTE format('DROP SEQUENCE %s', c.id_sequence::regclass);
+        END IF;
+        DELETE FROM tsbucket.tail_drained WHERE relid = c.relid;
+        FOR seg IN SELECT s FROM unnest(coalesce(c.tail_segments, '{}')) s WHERE EXISTS (SELECT 1 FROM pg_class WHERE oid = s) LOOP
+            EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', seg::regclass);
+            EXECUTE format('DROP TABLE %s', seg::regclass);
+        END LOOP;
+        IF c.tail_current IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = c.tail_current) THEN
+            EXECUTE format('ALTER EXTENSION tsbucket DROP SEQUENCE %s', c.tail_current::regclass);
+            EXECUTE format('DROP SEQUENCE %s', c.tail_current::regclass);
+        END IF;
+    END LOOP;
+END $$;
+
+-- One table's background run: expiry (if configured), then compaction of up
+-- to max_groups series-windows (the rest waits for the next run, which keeps
+-- the transaction short). Errors are recorded, not raised, so that one table
+-- cannot stop the others.
+CREATE OR REPLACE FUNCTION tsbucket._run_jobs(relation regclass, max_groups int DEFAULT 200) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    e record;
+    c record;
+    ids_now bigint;
+    quiet boolean;
+    last_analyzed bigint;
+BEGIN
+    -- The user table first (as TRUNCATE and DROP lock it), then tsbucket's
+    -- catalog rows and the store: maintenance never deadlocks with them.
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', relation);
+    EXCEPTION WHEN undefined_table THEN
+        RETURN;  -- dropped since the worker listed it
+    END;
+    IF NOT EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation) THEN
+        RETURN;
+    END IF;
+    INSERT INTO tsbucket.job_state (relid) VALUES (relation) ON CONFLICT (relid) DO NOTHING;
+    BEGIN
+        IF (SELECT expire_after FROM tsbucket.catalog WHERE relid = relation) IS NOT NULL
+           OR EXISTS (SELECT 1 FROM tsbucket.series_retention_data WHERE relid = relation) THEN
+            SELECT * INTO e FROM tsbucket.expire(relation);
+            UPDATE tsbucket.job_state SET last_expiry = now(), buckets_expired = e.buckets_expired,
+                   rows_expired = e.rows_expired WHERE relid = relation;
+        END IF;
+        -- No bucket written since a round found nothing to merge: nothing to do
+        -- (a catalog look-up instead of a scan of the store). A round records
+        -- that only when no other transaction was running as it began, so no
+        -- bucket with an older id can still be on its way.
+        ids_now := pg_sequence_last_value((SELECT id_sequence FROM tsbucket.catalog WHERE relid = relation));
+        quiet := NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(pg_current_snapshot()));
+        -- Or rows wait in the tail (or a drained segment waits to be emptied).
+        IF ids_now IS DISTINCT FROM (SELECT compacted_through FROM tsbucket.job_state WHERE relid = relation)
+           OR EXISTS (SELECT 1 FROM tsbucket.catalog cat, unnest(cat.tail_segments) s
+                       WHERE cat.relid = relation AND pg_relation_size(s) > 0) THEN
+            SELECT * INTO c FROM tsbucket._compact(relation, max_groups);
+            UPDATE tsbucket.job_state SET last_compaction = now(), buckets_merged = c.buckets_before,
+                   buckets_written = c.buckets_after,
+                   compacted_through = CASE WHEN c.buckets_before = 0 AND quiet THEN ids_now END
+             WHERE relid = relation;
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        UPDATE tsbucket.job_state SET last_error = SQLERRM, last_error_at = now() WHERE relid = relation;
+        RAISE WARNING 'tsbucket background job on %: %', relation, SQLERRM;
+    END;
+    -- Statistics (ANALYZE cannot sample a table whose rows live in the store)
+    -- once a tenth of the table's buckets, and at least 10, were written since
+    -- they were last gathered: bucket ids count the buckets written. A failure
+    -- here leaves expiry and compaction done.
+    BEGIN
+        last_analyzed := (SELECT analyzed_through FROM tsbucket.job_state WHERE relid = relation);
+        IF ids_now IS NOT NULL AND (last_analyzed IS NULL OR ids_now < last_analyzed OR ids_now - last_analyzed >=
+               greatest(10, 0.1 * (SELECT greatest(store.reltuples, 0) FROM pg_class store JOIN tsbucket.catalog cat
+                                       ON store.oid = cat.store_relid WHERE cat.relid = relation))) THEN
+            PERFORM tsbucket._analyze(relation);
+            UPDATE tsbucket.job_state SET last_analyze = now(), analyzed_through = ids_now WHERE relid = relation;
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        UPDATE tsbucket.job_state SET last_error = SQLERRM, last_error_at = now() WHERE relid = relation;
+        RAISE WARNING 'tsbucket statistics of %: %', relation, SQLERRM;
+    END;
+END $$;
+REVOKE EXECUTE ON FUNCTION tsbucket._run_jobs(regclass, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION tsbucket._analyze(oid) FROM PUBLIC;
+
+-- DDL guards. The time and meta columns are fixed at creation; AFTER ROW
+-- triggers (and so foreign keys from a time-series table) are refused because
+-- rows reach the store only at the end of the statement.
+CREATE OR REPLACE FUNCTION tsbucket._ddl_guard() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r record;
+    a record;
+    i int;
+    published regclass;
+BEGIN
+    -- Logical replication would send no changes of a time-series table (its
+    -- rows are written to the internal bucket store): refuse to publish one,
+    -- also by moving it into a schema published FOR TABLES IN SCHEMA.
+    IF TG_TAG IN ('CREATE PUBLICATION', 'ALTER PUBLICATION', 'ALTER TABLE') THEN
+        SELECT c.relid::regclass INTO published FROM tsbucket.catalog c
+         WHERE EXISTS (SELECT 1 FROM pg_publication_rel pr WHERE pr.prrelid = c.relid)
+            OR EXISTS (SELECT 1 FROM pg_publication_namespace pn JOIN pg_class k ON k.relnamespace = pn.pnnspid
+                        WHERE k.oid = c.relid)
+         LIMIT 1;
+        IF published IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('time-series table %s cannot be published for logical replication', published),
+                HINT = 'Its rows live in an internal bucket store, so a subscriber would receive no changes. '
+                       'Use streaming replication, or copy the data with pg_dump.';
+        END IF;
+        -- Nor the internal relations themselves (stores, tails): a subscriber
+        -- would get rows of tables it cannot read, without the catalog naming them.
+        SELECT k.oid::regclass INTO published FROM pg_class k
+         WHERE k.relnamespace = 'tsbucket_internal'::regnamespace AND k.relkind = 'r'
+           AND (EXISTS (SELECT 1 FROM pg_publication_rel pr WHERE pr.prrelid = k.oid)
+                OR EXISTS (SELECT 1 FROM pg_publication_namespace pn WHERE pn.pnnspid = k.relnamespace))
+         ORDER BY k.oid LIMIT 1;
+        IF published IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('internal relation %s of tsbucket cannot be published for logical replication', published),
+                HINT = 'It holds the rows of a time-series table, which logical replication does not replicate. '
+                       'Use streaming replication, or copy the data with pg_dump.';
+        END IF;
+        IF TG_TAG <> 'ALTER TABLE' THEN
+            RETURN;
+        END IF;
+    END IF;
+    FOR r IN SELECT * FROM tsbucket.catalog LOOP
+        SELECT attname, atttypid, attisdropped INTO a FROM pg_attribute
+         WHERE attrelid = r.relid AND attnum = r.time_attnum;
+        IF NOT FOUND THEN
+            CONTINUE;  -- the table itself is being dropped
+        END IF;
+        IF a.attisdropped OR a.atttypid <> r.time_type THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('cannot drop or change the type of the time column of time-series table %s', r.relid::regclass),
+                HINT = 'The time and meta columns are fixed at creation; renaming them is allowed.';
+        END IF;
+        FOR i IN 1 .. coalesce(array_length(r.meta_attnums, 1), 0) LOOP
+            SELECT attname, atttypid, attisdropped INTO a FROM pg_attribute
+             WHERE attrelid = r.relid AND attnum = r.meta_attnums[i];
+            IF a.attisdropped OR a.atttypid <> r.meta_types[i] THEN
+                RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                    MESSAGE = format('cannot drop or change the type of meta column of time-series table %s', r.relid::regclass),
+                    HINT = 'The time and meta columns are fixed at creation; renaming them is allowed.';
+            END IF;
+        END LOOP;
+        IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = r.relid AND tgtype & 1 = 1 AND tgtype & 66 = 0) THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('AFTER ROW triggers and foreign keys are not supported on time-series table %s', r.relid::regclass),
+                HINT = 'Use a BEFORE ROW trigger or an AFTER STATEMENT trigger.';
+        END IF;
+    END LOOP;
+    -- Renamed time or meta columns: the label names them for pg_dump.
+    FOR r IN SELECT DISTINCT d.objid FROM pg_event_trigger_ddl_commands() d JOIN tsbucket.catalog c ON c.relid = d.objid
+              WHERE d.classid = 'pg_class'::regclass LOOP
+        PERFORM tsbucket._sync_label(r.objid);
+    END LOOP;
+END $$;
+
+-- Rows of a table's tail, for tsbucket.stats (src/sql/inspect.rs).
+CREATE  FUNCTION tsbucket."_tail_rows"(
+	"relid" oid /* pgrx::pg_sys::Oid */
+) RETURNS bigint /* i64 */
+STRICT
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_tail_rows_wrapper';
+
+
+-- stats() gains tail_rows and tail_bytes; its total_bytes counts everything that holds the rows.
+DROP FUNCTION tsbucket.stats(regclass);
+-- Runs as the caller: tsbucket._store_totals and tsbucket._tail_rows check
+-- the caller's SELECT right. `rows` counts the rows in buckets; `tail_rows`
+-- those not yet in buckets, whose segments take `tail_bytes` (in `total_bytes`,
+-- as everything that holds the table's rows is).
+CREATE FUNCTION tsbucket.stats(relation regclass)
+RETURNS TABLE (buckets bigint, rows bigint, avg_rows_per_bucket numeric, compressed_bytes bigint,
+               uncompressed_bytes bigint, compression_ratio numeric, total_bytes bigint,
+               closed_by_count bigint, closed_by_size bigint, closed_by_time_window bigint,
+               closed_by_memory_limit bigint, closed_by_end_of_statement bigint, rewritten bigint,
+               compacted bigint, tail_rows bigint, tail_bytes bigint)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM tsbucket._require_timeseries(relation);
+    RETURN QUERY
+    SELECT t.buckets, t.rows,
+           round(CASE WHEN t.buckets = 0 THEN 0 ELSE t.rows::numeric / t.buckets END, 1),
+           t.compressed_bytes, t.uncompressed_bytes,
+           round(coalesce(t.uncompressed_bytes::numeric / nullif(t.compressed_bytes, 0), 0), 2),
+           tsbucket.table_size(relation),
+           t.by_reason[1], t.by_reason[2], t.by_reason[3], t.by_reason[4], t.by_reason[5], t.by_reason[6], t.by_reason[7],
+           tsbucket._tail_rows(relation),
+           (SELECT coalesce(sum(pg_total_relation_size(s)), 0)::bigint
+              FROM tsbucket.catalog c, unnest(c.tail_segments) s WHERE c.relid = relation)
+      FROM tsbucket._store_totals(relation) t;
+END $$;
+
+-- Every table gets its tail; its bucket ids wrap at 2^36 from now on.
+DO $$
+DECLARE
+    r record;
+    top bigint;
+BEGIN
+    FOR r IN SELECT c.relid, c.store_relid, c.id_sequence FROM tsbucket.catalog c ORDER BY c.relid LOOP
+        EXECUTE format('SELECT max(bucket_id) FROM %s', r.store_relid::regclass) INTO top;
+        IF top > 68719476735 THEN
+            RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+                MESSAGE = format('table %s has bucket ids at or above 2^36, which tsbucket 0.6.0 gives to rows of its tail', r.relid::regclass),
+                HINT = 'Rewrite the table (CREATE TABLE ... AS, or pg_dump and restore) with tsbucket 0.5.0, then update.';
+        END IF;
+        IF pg_sequence_last_value(r.id_sequence) > 68719476735 THEN
+            EXECUTE format('ALTER SEQUENCE %s MAXVALUE 68719476735 RESTART WITH 1', r.id_sequence::regclass);
+        ELSE
+            EXECUTE format('ALTER SEQUENCE %s MAXVALUE 68719476735', r.id_sequence::regclass);
+        END IF;
+        PERFORM tsbucket._create_tail(r.relid);
+    END LOOP;
+END $$;

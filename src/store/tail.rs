@@ -1,0 +1,581 @@
+//! The tail: rows that transactions left in under-filled buckets wait here,
+//! one heap tuple each, until a drain merges them into buckets
+//! (maintenance::compact). A tail has three segments, plain heap tables
+//! (WAL-logged, no indexes, no autovacuum): the time, the meta values and the
+//! other columns encoded as one row (tsbucket_format::row, keyed by column
+//! number, so ADD and DROP COLUMN need no change to them).
+//!
+//! New rows go to the current segment, the value of a sequence (read and set
+//! outside transactions). A writer locks the segment RowExclusive and reads
+//! the value again: if a drain moved it meanwhile, the writer goes to the new
+//! one. A drain moves "current" to an empty segment (never one it emptied
+//! itself: the sequence would outlive a rollback of the emptying), then takes
+//! ExclusiveLock on the old one, which waits out its writers (and DML on its
+//! rows, which locks the segment RowExclusive and, holding it, checks for a
+//! mark: `drained_now`): a snapshot taken then sees every row it will ever
+//! hold. The drain writes those rows into buckets and marks
+//! the segment drained (a row of tsbucket.tail_drained), in one transaction.
+//! Scans whose snapshot sees the mark read the buckets and skip the segment;
+//! older ones read the segment. Once no snapshot can miss the mark, the
+//! segment is truncated, the mark deleted, and the segment is empty for reuse.
+
+use crate::catalog::config::{Config, TailConfig};
+use crate::catalog::shape::{Role, TableShape};
+use crate::pg::datum;
+use crate::pg::error::{DATA_CORRUPTED, SERIALIZATION_FAILURE, ts_error};
+use super::bucket::{COL_FIRST_META, LoadedBucket, StoredBucket, TailRowIds};
+use super::slot::Version;
+use pgrx::pg_sys;
+use rustc_hash::FxHashMap as HashMap;
+use std::rc::Rc;
+use tsbucket_format::Column;
+use tsbucket_format::row::{RowReader, encode_columns_row, push_value};
+use tsbucket_format::window::pg_window_start;
+
+pub const SEGMENTS: usize = 3;
+
+/// The tail of `config`'s table; tables made before tails have none.
+pub fn of(config: &Config) -> Option<&TailConfig> {
+    config.tail.as_ref()
+}
+
+// ---- the current segment ----
+
+/// The segment new rows go to: the current sequence's value, read now (not
+/// as of any snapshot), as the extension owner (the sequence has no grants).
+pub fn current_segment(config: &Config, tail: &TailConfig) -> usize {
+    let value = crate::pg::role::as_user(config.id_owner, false, || {
+        // SAFETY: pg_sequence_last_value takes one non-NULL regclass, the tail's sequence, and returns its value (NULL
+        // before the first setval, read as 0); as_user runs it as the owner, whom its privilege check admits.
+        unsafe { pgrx::direct_function_call::<i64>(pg_sys::pg_sequence_last_value, &[pgrx::IntoDatum::into_datum(tail.current)]) }
+    });
+    value.unwrap_or(0).clamp(0, SEGMENTS as i64 - 1) as usize
+}
+
+/// Makes `segment` the one new rows go to (a drain's first step).
+pub fn set_current_segment(config: &Config, tail: &TailConfig, segment: usize) {
+    crate::pg::role::as_user(config.id_owner, false, || {
+        // SAFETY: setval_oid takes the tail sequence's oid and a non-NULL int8 within its bounds (0..2), run as the owner.
+        unsafe {
+            pgrx::direct_function_call::<i64>(
+                pg_sys::setval_oid,
+                &[pgrx::IntoDatum::into_datum(tail.current), pgrx::IntoDatum::into_datum(segment as i64)],
+            )
+        }
+    });
+}
+
+/// Opens the current segment locked RowExclusive, re-reading "current" once
+/// the lock is held: a drain that moved it meanwhile waits for this
+/// transaction if the value still names the segment locked, and the writer
+/// follows it otherwise.
+///
+/// # Safety
+/// In a transaction.
+unsafe fn open_current(config: &Config, tail: &TailConfig) -> (usize, pg_sys::Relation) {
+    loop {
+        let segment = current_segment(config, tail);
+        // SAFETY: the segment is a heap table of the tail (config's catalog row); the lock is kept to the
+        // transaction's end unless the value moved, when this call's acquisition is given back.
+        let rel = unsafe { pg_sys::table_open(tail.segments[segment], pg_sys::RowExclusiveLock as i32) };
+        if current_segment(config, tail) == segment {
+            return (segment, rel);
+        }
+        // SAFETY: `rel` was opened just above; releasing RowExclusiveLock undoes only that acquisition (an
+        // earlier one of this transaction, if any, stays held).
+        unsafe { pg_sys::table_close(rel, pg_sys::RowExclusiveLock as i32) };
+    }
+}
+
+thread_local! {
+    static ROWS_WRITTEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many rows this transaction wrote to tails (read, and reset, at its end).
+pub fn take_rows_written() -> u64 {
+    ROWS_WRITTEN.with(|r| r.replace(0))
+}
+
+/// Rows of one buffered bucket bound for the tail: its series' meta values,
+/// its payload columns (time and measurements), its row count, the command
+/// that wrote them.
+pub struct TailRows<'a> {
+    pub meta: &'a [Option<Vec<u8>>],
+    pub columns: &'a [Column],
+    pub rows: usize,
+    pub cid: pg_sys::CommandId,
+}
+
+/// Appends buffered buckets' rows to the tail: one segment tuple per row, in
+/// the current segment (looked up and locked once for them all).
+///
+/// # Safety
+/// In a transaction; every part's columns built for `shape`'s payload attributes.
+pub unsafe fn append(config: &Config, shape: &TableShape, parts: &[TailRows]) {
+    let Some(tail) = of(config) else { return };
+    if parts.is_empty() {
+        return;
+    }
+    // SAFETY: in a transaction (append's contract).
+    let (_, rel) = unsafe { open_current(config, tail) };
+    for part in parts {
+        // SAFETY: `rel` is the current segment, open and locked RowExclusive; the part's columns are `shape`'s.
+        unsafe { append_part(config, shape, rel, part.meta, part.columns, part.rows, part.cid) };
+    }
+    // SAFETY: `rel` was opened by open_current; its RowExclusiveLock stays until the transaction ends.
+    unsafe { pg_sys::table_close(rel, pg_sys::NoLock as i32) };
+}
+
+/// # Safety
+/// `rel` is a segment of `config`'s tail, open and locked RowExclusive; `columns` built for `shape`'s payload attributes.
+unsafe fn append_part(
+    config: &Config,
+    shape: &TableShape,
+    rel: pg_sys::Relation,
+    meta: &[Option<Vec<u8>>],
+    columns: &[Column],
+    rows: usize,
+    cid: pg_sys::CommandId,
+) {
+    let time_pos = columns.iter().position(|c| c.attnum as i16 == config.time_attnum).expect("the time column is buffered");
+    let others: Vec<&Column> = columns.iter().filter(|c| c.attnum as i16 != config.time_attnum).collect();
+    let times = match &columns[time_pos].values {
+        tsbucket_format::Values::Int(t) => t,
+        _ => unreachable!("time is a timestamp column"),
+    };
+    let meta_attrs = shape.meta_attrs();
+    let natts = 2 + meta_attrs.len();
+    let mut values = vec![pg_sys::Datum::from(0); natts];
+    let mut nulls = vec![false; natts];
+    for (i, (attr, m)) in meta_attrs.iter().zip(meta).enumerate() {
+        match m {
+            // SAFETY: `bytes` are datum_bytes of meta attribute `attr`'s type (the buffer made them); the datum is
+            // palloc'd in the current memory context, alive through the inserts below.
+            Some(bytes) => values[1 + i] = unsafe { datum::bytes_datum(bytes, attr.layout()) },
+            None => nulls[1 + i] = true,
+        }
+    }
+    let mut row = Vec::new();
+    for r in 0..rows {
+        values[0] = pg_sys::Datum::from(times[r]);
+        row.clear();
+        encode_columns_row(&others, r, &mut row);
+        let bytes = datum::bytea(&row);
+        values[natts - 1] = bytes;
+        // SAFETY: `rel` is the segment opened above, whose descriptor has `natts` attributes (time, metas, row) that
+        // `values`/`nulls` fill; heap_insert WAL-logs the tuple as command `cid`, and both copies are freed after.
+        unsafe {
+            let tuple = pg_sys::heap_form_tuple((*rel).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
+            pg_sys::heap_insert(rel, tuple, cid, 0, std::ptr::null_mut());
+            pg_sys::heap_freetuple(tuple);
+            pg_sys::pfree(bytes.cast_mut_ptr());
+        }
+    }
+    ROWS_WRITTEN.with(|w| w.set(w.get() + rows as u64));
+}
+
+// ---- drained marks ----
+
+/// Which segments a drain marked as drained, as `snapshot` sees the marks.
+///
+/// # Safety
+/// In a transaction; `snapshot` registered or active.
+pub unsafe fn drained(config: &Config, tail: &TailConfig, snapshot: pg_sys::Snapshot) -> [bool; SEGMENTS] {
+    let mut out = [false; SEGMENTS];
+    let mut key = pg_sys::ScanKeyData::default();
+    // SAFETY: tail.drained is tsbucket.tail_drained and drained_index its primary key (relid, segment); `key` is a
+    // local oideq key on its first column, copied by the scan; the table is opened AccessShare until table_close.
+    let (rel, scan) = unsafe {
+        let rel = pg_sys::table_open(tail.drained, pg_sys::AccessShareLock as i32);
+        pg_sys::ScanKeyInit(&mut key, 1, pg_sys::BTEqualStrategyNumber as u16, pg_sys::Oid::from(pg_sys::F_OIDEQ), pg_sys::Datum::from(config.relid));
+        (rel, pg_sys::systable_beginscan(rel, tail.drained_index, true, snapshot, 1, &mut key))
+    };
+    loop {
+        // SAFETY: `scan` was begun above and is ended after this loop.
+        let tuple = unsafe { pg_sys::systable_getnext(scan) };
+        if tuple.is_null() {
+            break;
+        }
+        let mut isnull = false;
+        // SAFETY: `tuple` is a tail_drained row just returned, valid until the next call; attribute 2 is its int2 segment.
+        let segment = unsafe { pg_sys::heap_getattr(tuple, 2, (*rel).rd_att, &mut isnull) }.value() as i16;
+        if !isnull && (0..SEGMENTS as i16).contains(&segment) {
+            out[segment as usize] = true;
+        }
+    }
+    // SAFETY: ends the scan begun above and closes the table it read, keeping the lock to the transaction's end.
+    unsafe {
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
+    }
+    out
+}
+
+thread_local! {
+    /// Segments this transaction holds RowExclusive and found not drained: a
+    /// drain needs ExclusiveLock, so they stay so while the lock is held (to
+    /// the transaction's end, or the abort of the subtransaction that took
+    /// it: forgotten then, and when this transaction drains a segment itself).
+    static NOT_DRAINED: std::cell::RefCell<Vec<(pg_sys::Oid, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether a committed drain has moved segment `segment`'s rows into buckets
+/// (its mark, as the latest snapshot sees it). The caller holds the segment
+/// RowExclusive, which no drain can take while we hold it.
+///
+/// # Safety
+/// In a transaction.
+pub(super) unsafe fn drained_now(config: &Config, tail: &TailConfig, segment: usize) -> bool {
+    if NOT_DRAINED.with(|n| n.borrow().contains(&(config.relid, segment))) {
+        return false;
+    }
+    // SAFETY: in a transaction (the contract); the latest snapshot is registered for the lookup and unregistered after.
+    let marks = unsafe {
+        let latest = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+        let marks = drained(config, tail, latest);
+        pg_sys::UnregisterSnapshot(latest);
+        marks
+    };
+    if !marks[segment] {
+        NOT_DRAINED.with(|n| n.borrow_mut().push((config.relid, segment)));
+    }
+    marks[segment]
+}
+
+/// Transaction end (or a subtransaction's abort, or a drain of our own):
+/// the segments' locks may be gone, or their marks changed.
+pub fn forget_checked_segments() {
+    NOT_DRAINED.with(|n| n.borrow_mut().clear());
+}
+
+// ---- reading ----
+
+/// Tail rows of one series, window and set of stored columns (rows written
+/// before an ADD COLUMN lack it): read like one bucket.
+pub struct TailGroup {
+    pub meta: Vec<Option<Vec<u8>>>,
+    pub window_start: i64,
+    pub min_time: i64,
+    pub max_time: i64,
+    /// One per stored payload attribute, ascending attnum, time included.
+    pub columns: Vec<Column>,
+    pub ids: Rc<TailRowIds>,
+}
+
+impl TailGroup {
+    pub fn rows(&self) -> usize {
+        self.ids.tids.len()
+    }
+
+    /// The group as a decoded bucket (columns the query does not need left out).
+    pub fn loaded(&self, shape: &TableShape, needed: Option<&[bool]>) -> LoadedBucket {
+        let mut columns: Vec<Option<Column>> = vec![None; shape.attrs.len()];
+        for col in &self.columns {
+            let i = col.attnum as usize - 1;
+            if needed.is_none_or(|n| n[i]) || matches!(shape.attrs[i].role, Role::Time) {
+                columns[i] = Some(col.clone());
+            }
+        }
+        LoadedBucket {
+            bucket_id: 0,
+            store_tid: pg_sys::ItemPointerData::default(),
+            rows: self.rows(),
+            columns,
+            meta: self.meta.clone(),
+            skipped: needed.map(|n| n.iter().map(|x| !x).collect()),
+            version: Version { xmin: pg_sys::InvalidTransactionId, xmax: pg_sys::InvalidTransactionId, cid: 0 },
+            tail: Some(self.ids.clone()),
+        }
+    }
+
+    /// A bucket header for the group (no statistics: pruning reads time and
+    /// meta only), its datums in the current memory context.
+    ///
+    /// # Safety
+    /// `shape` must be the table's.
+    pub unsafe fn header(&self, shape: &TableShape) -> StoredBucket {
+        let meta_attrs = shape.meta_attrs();
+        let natts = COL_FIRST_META + meta_attrs.len();
+        let mut values = vec![pg_sys::Datum::from(0); natts];
+        let mut nulls = vec![false; natts];
+        for (i, (attr, m)) in meta_attrs.iter().zip(&self.meta).enumerate() {
+            match m {
+                // SAFETY: the group's meta bytes came from datum_bytes of meta attribute `attr`'s type (read_groups).
+                Some(bytes) => values[COL_FIRST_META + i] = unsafe { datum::bytes_datum(bytes, attr.layout()) },
+                None => nulls[COL_FIRST_META + i] = true,
+            }
+        }
+        StoredBucket::of_tail(Rc::new(self.loaded(shape, None)), (self.window_start, self.min_time, self.max_time), values, nulls)
+    }
+}
+
+/// The tail rows `snapshot` sees, in groups; segments a visible mark says
+/// are drained are skipped (their rows are in buckets).
+///
+/// # Safety
+/// In a transaction; `rel` the open table `config` and `shape` describe;
+/// `snapshot` an MVCC snapshot, registered or active.
+pub unsafe fn read_groups(config: &Config, shape: &TableShape, snapshot: pg_sys::Snapshot) -> Vec<Rc<TailGroup>> {
+    let Some(tail) = of(config) else { return Vec::new() };
+    // SAFETY: in a transaction, with the caller's snapshot (read_groups's contract).
+    let marks = unsafe { drained(config, tail, snapshot) };
+    let mut reader = GroupReader::new(config, shape);
+    for (segment, &relid) in tail.segments.iter().enumerate() {
+        if marks[segment] {
+            continue;
+        }
+        // SAFETY: the segment is one of the tail's heap tables, read under AccessShareLock (kept to the transaction's
+        // end) with the caller's snapshot.
+        unsafe { reader.read_segment(segment, relid, snapshot) };
+    }
+    reader.finish()
+}
+
+/// The rows of `segments` that `snapshot` sees, in groups (a drain's read:
+/// its segments are locked and unmarked).
+///
+/// # Safety
+/// As `read_groups`.
+pub unsafe fn read_segments(config: &Config, shape: &TableShape, snapshot: pg_sys::Snapshot, segments: &[usize]) -> Vec<Rc<TailGroup>> {
+    let Some(tail) = of(config) else { return Vec::new() };
+    let mut reader = GroupReader::new(config, shape);
+    for &segment in segments {
+        // SAFETY: as in read_groups: one of the tail's segments, read with the caller's snapshot.
+        unsafe { reader.read_segment(segment, tail.segments[segment], snapshot) };
+    }
+    reader.finish()
+}
+
+/// How many rows the tail holds as `snapshot` sees it (for sizes and stats).
+///
+/// # Safety
+/// As `read_groups`.
+pub unsafe fn row_count(config: &Config, shape: &TableShape, snapshot: pg_sys::Snapshot) -> usize {
+    // SAFETY: read_groups's contract is this function's.
+    unsafe { read_groups(config, shape, snapshot) }.iter().map(|g| g.rows()).sum()
+}
+
+type GroupKey = (Vec<Option<Vec<u8>>>, i64, Vec<u16>);
+
+pub(super) struct GroupReader<'a> {
+    config: &'a Config,
+    shape: &'a TableShape,
+    groups: Vec<(GroupKey, TailGroup, Vec<pg_sys::ItemPointerData>, Vec<Version>)>,
+    index: HashMap<GroupKey, usize>,
+}
+
+impl<'a> GroupReader<'a> {
+    pub(super) fn new(config: &'a Config, shape: &'a TableShape) -> Self {
+        GroupReader { config, shape, groups: Vec::new(), index: HashMap::default() }
+    }
+
+    /// # Safety
+    /// `relid` is segment `segment` of the tail; `snapshot` an MVCC snapshot.
+    unsafe fn read_segment(&mut self, segment: usize, relid: pg_sys::Oid, snapshot: pg_sys::Snapshot) {
+        // SAFETY: `relid` is a tail segment (the contract), opened AccessShare; an empty one (never written, or
+        // truncated for reuse) is closed again unread.
+        let rel = unsafe { pg_sys::table_open(relid, pg_sys::AccessShareLock as i32) };
+        // SAFETY: `rel` is open; smgr reports the main fork's length.
+        let blocks = unsafe { pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM) };
+        // Before the length counts: on a standby, a segment emptied after `snapshot` was taken is empty but had rows
+        // that snapshot must see (their drain's mark is invisible to it).
+        // SAFETY: `rel` is open; a snapshot `snapshot` cannot use for this segment is refused on a standby.
+        unsafe { check_segment_usable(rel, relid, snapshot) };
+        if blocks == 0 {
+            // SAFETY: `rel` was opened above; its lock is kept.
+            unsafe { pg_sys::table_close(rel, pg_sys::NoLock as i32) };
+            return;
+        }
+        // SAFETY: a heap scan of the open segment with the caller's MVCC snapshot, ended below.
+        let scan = unsafe { pg_sys::systable_beginscan(rel, pg_sys::InvalidOid, false, snapshot, 0, std::ptr::null_mut()) };
+        // SAFETY: `rel` is open, so its descriptor is valid until table_close.
+        let tupdesc = unsafe { (*rel).rd_att };
+        // SAFETY: as just above.
+        let natts = unsafe { (*tupdesc).natts } as usize;
+        let mut values = vec![pg_sys::Datum::from(0); natts];
+        let mut nulls = vec![false; natts];
+        loop {
+            // SAFETY: `scan` is open until systable_endscan below.
+            let tuple = unsafe { pg_sys::systable_getnext(scan) };
+            if tuple.is_null() {
+                break;
+            }
+            // SAFETY: `tuple` is a segment tuple just returned, valid until the next call, described by `tupdesc`.
+            unsafe { self.add_tuple(segment, relid, tupdesc, tuple, &mut values, &mut nulls) };
+        }
+        // SAFETY: ends the scan begun above, then closes the segment keeping its lock.
+        unsafe {
+            pg_sys::systable_endscan(scan);
+            pg_sys::table_close(rel, pg_sys::NoLock as i32);
+        }
+    }
+
+    /// Adds one segment tuple (`values`/`nulls` are scratch space, one entry
+    /// per attribute of `tupdesc`).
+    ///
+    /// # Safety
+    /// `tuple` is a valid tuple of segment `relid`, which `tupdesc` describes.
+    pub(super) unsafe fn add_tuple(
+        &mut self,
+        segment: usize,
+        relid: pg_sys::Oid,
+        tupdesc: pg_sys::TupleDesc,
+        tuple: pg_sys::HeapTuple,
+        values: &mut [pg_sys::Datum],
+        nulls: &mut [bool],
+    ) {
+        // SAFETY: `tuple` is valid and `tupdesc` its descriptor, with as many attributes as `values`/`nulls` have
+        // entries (the contract); its header is read for the row's identity.
+        let (tid, version) = unsafe {
+            pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+            let data = (*tuple).t_data;
+            let version = Version {
+                xmin: (*data).t_choice.t_heap.t_xmin,
+                xmax: (*data).t_choice.t_heap.t_xmax,
+                cid: (*data).t_choice.t_heap.t_field3.t_cid,
+            };
+            ((*tuple).t_self, version)
+        };
+        // SAFETY: `values`/`nulls` hold the deformed tuple, still valid (the caller's tuple is).
+        unsafe { self.add_row(segment, relid, &tid, version, values, nulls) };
+    }
+
+    /// # Safety
+    /// `values`/`nulls` are a deformed tuple of segment `relid`, still valid.
+    unsafe fn add_row(
+        &mut self,
+        segment: usize,
+        relid: pg_sys::Oid,
+        heap_tid: &pg_sys::ItemPointerData,
+        version: Version,
+        values: &[pg_sys::Datum],
+        nulls: &[bool],
+    ) {
+        let n = values.len();
+        let corrupt = |what: &dyn std::fmt::Display| -> ! {
+            ts_error(
+                DATA_CORRUPTED,
+                &format!(
+                    "a row of the tail of table \"{}\" ({}) is corrupt: {what}",
+                    crate::pg::relation::relation_name(self.config.relid),
+                    crate::pg::relation::relation_name(relid)
+                ),
+                "Run SELECT * FROM tsbucket.verify(...) on the table.",
+            )
+        };
+        if n < 2 || nulls[0] || nulls[n - 1] {
+            corrupt(&"a NULL time or row");
+        }
+        let time = values[0].value() as i64;
+        let meta: Vec<Option<Vec<u8>>> = self
+            .shape
+            .meta_attrs()
+            .iter()
+            .enumerate()
+            // SAFETY: segment column 1 + i has meta attribute `attr`'s type (_create_tail made it so); its bytes are
+            // copied while the tuple is valid (the contract).
+            .map(|(i, attr)| (!nulls[1 + i]).then(|| unsafe { datum::datum_bytes(&values[1 + i], attr.layout()) }.to_vec()))
+            .collect();
+        // SAFETY: the last column is the row bytea, non-NULL (checked); a compressed or TOASTed one is detoasted
+        // into the current memory context.
+        let row: &[u8] = unsafe {
+            let v = pg_sys::pg_detoast_datum_packed(values[n - 1].cast_mut_ptr());
+            std::slice::from_raw_parts(pgrx::varlena::vardata_any(v) as *const u8, pgrx::varlena::varsize_any_exhdr(v))
+        };
+        let mut decoded = Vec::new();
+        let mut reader = RowReader::parse(row).unwrap_or_else(|e| corrupt(&e));
+        while let Some((attnum, kind, value)) = reader.next_value().unwrap_or_else(|e| corrupt(&e)) {
+            // Columns dropped since the row was written are skipped.
+            if self.shape.attrs.get(attnum as usize - 1).is_some_and(|a| a.role == Role::Measurement) {
+                decoded.push((attnum, kind, value));
+            }
+        }
+        decoded.sort_by_key(|d| d.0);
+        let mut attnums: Vec<u16> = decoded.iter().map(|d| d.0).collect();
+        attnums.push(self.config.time_attnum as u16);
+        attnums.sort_unstable();
+        let window_start = pg_window_start(time, self.config.span_micros);
+        let key = (meta, window_start, attnums);
+        let slot = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let columns = key
+                    .2
+                    .iter()
+                    .map(|&a| Column::new(a, self.shape.attrs[a as usize - 1].kind))
+                    .collect();
+                let group = TailGroup {
+                    meta: key.0.clone(),
+                    window_start,
+                    min_time: time,
+                    max_time: time,
+                    columns,
+                    ids: Rc::new(TailRowIds { tids: Vec::new(), versions: Vec::new() }),
+                };
+                self.groups.push((key.clone(), group, Vec::new(), Vec::new()));
+                self.index.insert(key, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        let (_, group, tids, versions) = &mut self.groups[slot];
+        group.min_time = group.min_time.min(time);
+        group.max_time = group.max_time.max(time);
+        let mut values = decoded.into_iter().peekable();
+        for col in group.columns.iter_mut() {
+            if col.attnum as i16 == self.config.time_attnum {
+                col.push_int(time);
+            } else {
+                let (_, kind, value) = values.next().expect("one value per stored attnum");
+                push_value(col, kind, value).unwrap_or_else(|e| corrupt(&e));
+            }
+        }
+        let mut tid = pg_sys::ItemPointerData::default();
+        super::tid::set_tail(&mut tid, segment, heap_tid);
+        tids.push(tid);
+        versions.push(version);
+    }
+
+    pub(super) fn finish(self) -> Vec<Rc<TailGroup>> {
+        self.groups
+            .into_iter()
+            .map(|(_, mut g, tids, versions)| {
+                g.ids = Rc::new(TailRowIds { tids, versions });
+                Rc::new(g)
+            })
+            .collect()
+    }
+}
+
+/// On a standby, a drain's truncation replayed after `snapshot` was taken
+/// has emptied a segment whose mark `snapshot` does not see: its rows are in
+/// buckets this snapshot does not see either, so the answer would miss them.
+/// (On the primary a segment is truncated only once no snapshot can miss its
+/// mark.) Refused as a replication conflict is.
+///
+/// # Safety
+/// `rel` is the open segment `relid`; `snapshot` an MVCC snapshot.
+unsafe fn check_segment_usable(rel: pg_sys::Relation, relid: pg_sys::Oid, snapshot: pg_sys::Snapshot) {
+    let _ = rel;
+    // SAFETY: RecoveryInProgress reads shared recovery state.
+    if !unsafe { pg_sys::RecoveryInProgress() } {
+        return;
+    }
+    // SAFETY: the syscache lookup of the segment's pg_class row (released below); its xmin is the transaction that
+    // last gave the segment a new file (TRUNCATE) or made it.
+    let replaced_after = unsafe {
+        let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::RELOID as i32, pg_sys::Datum::from(relid));
+        if tuple.is_null() {
+            return;
+        }
+        let xmin = (*(*tuple).t_data).t_choice.t_heap.t_xmin;
+        pg_sys::ReleaseSysCache(tuple);
+        pg_sys::XidInMVCCSnapshot(xmin, snapshot)
+    };
+    if replaced_after {
+        ts_error(
+            SERIALIZATION_FAILURE,
+            "canceling statement due to conflict with recovery",
+            "The primary's worker emptied part of the table's tail after this query's snapshot was taken; retry the query.",
+        );
+    }
+}
