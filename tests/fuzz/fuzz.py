@@ -469,18 +469,32 @@ class Fuzzer:
         return "\n".join(lines)
 
 
+def replay(fz, rnd, entries):
+    """Fresh tables of the round's schema on new connections, with `entries` applied to both."""
+    ts, heap = fz.sides("min")
+    try:
+        Round(fz, rnd.number).create(ts, heap)
+        for e in entries:
+            apply(ts, e)
+            apply(heap, e)
+    except BaseException:
+        for side in (ts, heap):
+            side.conn.close()
+        raise
+    return ts, heap
+
+
 def minimize_failure(fz, rnd, m):
     """Shortens the failing round: drops trace entries (delta debugging), then
     query parts, while the answers still differ; returns a SQL script."""
     q, sets, generic = m.args[1], m.args[2], m.args[3]
 
     def fails(entries, query, compact):
-        ts, heap = fz.sides("min")
         try:
-            Round(fz, rnd.number).create(ts, heap)
-            for e in entries:
-                apply(ts, e)
-                apply(heap, e)
+            ts, heap = replay(fz, rnd, entries)
+        except psycopg.Error:
+            return False
+        try:
             if ts.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 for side in (ts, heap):
                     side.conn.execute("COMMIT")
@@ -535,12 +549,11 @@ def minimize_write_failure(fz, rnd):
     last = rnd.trace[-1]
 
     def fails(entries):
-        ts, heap = fz.sides("min")
         try:
-            Round(fz, rnd.number).create(ts, heap)
-            for e in entries:
-                apply(ts, e)
-                apply(heap, e)
+            ts, heap = replay(fz, rnd, entries)
+        except psycopg.Error:
+            return False
+        try:
             a, b = apply(ts, last), apply(heap, last)
             return (a[1] is None) != (b[1] is None) or bool(a[1] and a[1][0] != b[1][0])
         except psycopg.Error:
