@@ -136,7 +136,7 @@ class Round:
             ra, rb = a[0], b[0]
             if isinstance(ra, list) and isinstance(rb, list):
                 if Counter(map(tuple, ra)) != Counter(map(tuple, rb)):
-                    raise Mismatch(f"{entry[1][:300]}: RETURNING differs: {sorted(map(tuple, ra))[:5]} vs {sorted(map(tuple, rb))[:5]}")
+                    raise Mismatch(f"{entry[1][:300]}: RETURNING differs: {sorted(map(tuple, ra), key=repr)[:5]} vs {sorted(map(tuple, rb), key=repr)[:5]}")
             elif ra != rb:
                 raise Mismatch(f"{entry[1][:300]}: {ra} rows vs the heap's {rb}")
         return a[1]
