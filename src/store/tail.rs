@@ -360,13 +360,16 @@ type GroupKey = (Vec<Option<Vec<u8>>>, i64, Vec<u16>);
 pub(super) struct GroupReader<'a> {
     config: &'a Config,
     shape: &'a TableShape,
-    groups: Vec<(GroupKey, TailGroup, Vec<pg_sys::ItemPointerData>, Vec<Version>)>,
+    groups: Vec<(TailGroup, Vec<pg_sys::ItemPointerData>, Vec<Version>)>,
     index: HashMap<GroupKey, usize>,
+    /// The key of the row being added, its buffers reused from row to row
+    /// (a scan reads every tail row: no allocation per row for its lookup).
+    probe: GroupKey,
 }
 
 impl<'a> GroupReader<'a> {
     pub(super) fn new(config: &'a Config, shape: &'a TableShape) -> Self {
-        GroupReader { config, shape, groups: Vec::new(), index: HashMap::default() }
+        GroupReader { config, shape, groups: Vec::new(), index: HashMap::default(), probe: Default::default() }
     }
 
     /// # Safety
@@ -467,15 +470,25 @@ impl<'a> GroupReader<'a> {
             corrupt(&"a NULL time or row");
         }
         let time = values[0].value() as i64;
-        let meta: Vec<Option<Vec<u8>>> = self
-            .shape
-            .meta_attrs()
-            .iter()
-            .enumerate()
+        let mut key = std::mem::take(&mut self.probe);
+        let meta_attrs = self.shape.meta_attrs();
+        key.0.resize_with(meta_attrs.len(), || None);
+        for (i, (attr, m)) in meta_attrs.iter().zip(key.0.iter_mut()).enumerate() {
+            if nulls[1 + i] {
+                *m = None;
+                continue;
+            }
             // SAFETY: segment column 1 + i has meta attribute `attr`'s type (_create_tail made it so); its bytes are
             // copied while the tuple is valid (the contract).
-            .map(|(i, attr)| (!nulls[1 + i]).then(|| unsafe { datum::datum_bytes(&values[1 + i], attr.layout()) }.to_vec()))
-            .collect();
+            let bytes = unsafe { datum::datum_bytes(&values[1 + i], attr.layout()) };
+            match m {
+                Some(v) => {
+                    v.clear();
+                    v.extend_from_slice(bytes);
+                }
+                None => *m = Some(bytes.to_vec()),
+            }
+        }
         // SAFETY: the last column is the row bytea, non-NULL (checked); a compressed or TOASTed one is detoasted
         // into the current memory context.
         let row: &[u8] = unsafe {
@@ -491,11 +504,12 @@ impl<'a> GroupReader<'a> {
             }
         }
         decoded.sort_by_key(|d| d.0);
-        let mut attnums: Vec<u16> = decoded.iter().map(|d| d.0).collect();
-        attnums.push(self.config.time_attnum as u16);
-        attnums.sort_unstable();
         let window_start = pg_window_start(time, self.config.span_micros);
-        let key = (meta, window_start, attnums);
+        key.1 = window_start;
+        key.2.clear();
+        key.2.extend(decoded.iter().map(|d| d.0));
+        key.2.push(self.config.time_attnum as u16);
+        key.2.sort_unstable();
         let slot = match self.index.get(&key) {
             Some(&i) => i,
             None => {
@@ -512,12 +526,13 @@ impl<'a> GroupReader<'a> {
                     columns,
                     ids: Rc::new(TailRowIds { tids: Vec::new(), versions: Vec::new() }),
                 };
-                self.groups.push((key.clone(), group, Vec::new(), Vec::new()));
-                self.index.insert(key, self.groups.len() - 1);
+                self.groups.push((group, Vec::new(), Vec::new()));
+                self.index.insert(key.clone(), self.groups.len() - 1);
                 self.groups.len() - 1
             }
         };
-        let (_, group, tids, versions) = &mut self.groups[slot];
+        self.probe = key;
+        let (group, tids, versions) = &mut self.groups[slot];
         group.min_time = group.min_time.min(time);
         group.max_time = group.max_time.max(time);
         let mut values = decoded.into_iter().peekable();
@@ -538,7 +553,7 @@ impl<'a> GroupReader<'a> {
     pub(super) fn finish(self) -> Vec<Rc<TailGroup>> {
         self.groups
             .into_iter()
-            .map(|(_, mut g, tids, versions)| {
+            .map(|(mut g, tids, versions)| {
                 g.ids = Rc::new(TailRowIds { tids, versions });
                 Rc::new(g)
             })
