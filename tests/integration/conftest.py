@@ -1,6 +1,7 @@
 """Clusters for integration tests: each test module gets its own throwaway
 PostgreSQL (version from TSBUCKET_PG, default pg15) with tsbucket installed."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -95,6 +96,29 @@ def cluster():
     c = Cluster()
     yield c
     c.destroy()
+
+
+@contextlib.contextmanager
+def standby_of(primary):
+    """A hot standby of `primary` (pg_basebackup, streaming), running while
+    the block runs; yields a function that connects to it."""
+    standby_dir = tempfile.mkdtemp(prefix="tsbucket-standby-")
+    os.chmod(standby_dir, 0o777)
+    data = os.path.join(standby_dir, "data")
+    as_postgres([f"{primary.bindir}/pg_basebackup", "-h", primary.dir, "-p", str(primary.port), "-U", "postgres",
+                 "-D", data, "-R", "-X", "stream", "-c", "fast"])
+    port = primary.port + 100
+    as_postgres(["sh", "-c", f"cat >> {data}/postgresql.conf"],
+                input=f"port = {port}\nunix_socket_directories = '{standby_dir}'\nhot_standby = on\n")
+    as_postgres([f"{primary.bindir}/pg_ctl", "-D", data, "-l", f"{standby_dir}/server.log", "-w", "start"])
+    try:
+        yield lambda: psycopg.connect(host=standby_dir, port=port, user="postgres", dbname="test", autocommit=True)
+    finally:
+        try:
+            as_postgres([f"{primary.bindir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"])
+        except subprocess.CalledProcessError:
+            pass
+        shutil.rmtree(standby_dir, ignore_errors=True)
 
 
 def make_table(conn, name, meta=True):

@@ -2,16 +2,12 @@
 primary's local socket) answers the same queries, with the same TsBucketScan
 plans, after inserts, deletes, updates and a compaction on the primary."""
 
-import os
-import shutil
-import subprocess
-import tempfile
 import time
 
 import psycopg
 import pytest
 
-from conftest import Cluster, as_postgres
+from conftest import Cluster, standby_of
 
 QUERIES = [
     "SELECT host, count(*), sum(v), min(time), max(time) FROM r GROUP BY host ORDER BY host",
@@ -33,17 +29,7 @@ def test_standby_answers_like_the_primary(primary):
         c.execute("CREATE TABLE r (time timestamptz NOT NULL, host text, v int) USING tsbucket")
         c.execute("SELECT tsbucket.create_timeseries('r', 'time', 'host')")
         c.execute("INSERT INTO r SELECT '2024-01-01'::timestamptz + i * interval '1 s', 'h' || (i % 4), i FROM generate_series(1, 5000) i")
-    standby_dir = tempfile.mkdtemp(prefix="tsbucket-standby-")
-    os.chmod(standby_dir, 0o777)
-    data = os.path.join(standby_dir, "data")
-    as_postgres([f"{primary.bindir}/pg_basebackup", "-h", primary.dir, "-p", str(primary.port), "-U", "postgres",
-                 "-D", data, "-R", "-X", "stream", "-c", "fast"])
-    port = primary.port + 100
-    conf = f"port = {port}\nunix_socket_directories = '{standby_dir}'\nhot_standby = on\n"
-    as_postgres(["sh", "-c", f"cat >> {data}/postgresql.conf"], input=conf)
-    as_postgres([f"{primary.bindir}/pg_ctl", "-D", data, "-l", f"{standby_dir}/server.log", "-w", "start"])
-    try:
-        standby = lambda: psycopg.connect(host=standby_dir, port=port, user="postgres", dbname="test", autocommit=True)
+    with standby_of(primary) as standby:
         with primary.connect() as c:
             for i in range(30):
                 c.execute("INSERT INTO r VALUES ('2024-01-01 02:00'::timestamptz + %s * interval '1 s', 'h9', %s)", (i, i))
@@ -65,9 +51,3 @@ def test_standby_answers_like_the_primary(primary):
             assert [s.execute("EXPLAIN (COSTS OFF) " + q).fetchall() for q in QUERIES[:2]] == plans
             assert "TsBucketScan" in str(plans)
             assert s.execute("SELECT count(*) FROM tsbucket.verify('r')").fetchone()[0] == 0
-    finally:
-        try:
-            as_postgres([f"{primary.bindir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"])
-        except subprocess.CalledProcessError:
-            pass
-        shutil.rmtree(standby_dir, ignore_errors=True)

@@ -7,17 +7,13 @@ fails with 40001, REPEATABLE READ); two-phase commit, executemany in one
 transaction, a standby and the worker's own rounds all see the same rows."""
 
 import datetime
-import os
-import shutil
-import subprocess
-import tempfile
 import threading
 import time
 
 import psycopg
 import pytest
 
-from conftest import Cluster, as_postgres, wait_for
+from conftest import Cluster, standby_of, wait_for
 
 TABLE = "CREATE TABLE {t} (time timestamptz NOT NULL, sensor text, temp float8, hum int4) USING tsbucket"
 
@@ -275,17 +271,8 @@ def test_standby_reads_the_tail(worker_cluster):
         make(c, "st")
         for i in range(50):
             insert_one(c, i, t="st")
-    standby_dir = tempfile.mkdtemp(prefix="tsbucket-standby-")
-    os.chmod(standby_dir, 0o777)
-    data = os.path.join(standby_dir, "data")
-    as_postgres([f"{primary.bindir}/pg_basebackup", "-h", primary.dir, "-p", str(primary.port), "-U", "postgres",
-                 "-D", data, "-R", "-X", "stream", "-c", "fast"])
-    port = primary.port + 100
-    as_postgres(["sh", "-c", f"cat >> {data}/postgresql.conf"],
-                input=f"port = {port}\nunix_socket_directories = '{standby_dir}'\nhot_standby = on\n")
-    as_postgres([f"{primary.bindir}/pg_ctl", "-D", data, "-l", f"{standby_dir}/server.log", "-w", "start"])
-    try:
-        with primary.connect() as c, psycopg.connect(host=standby_dir, port=port, user="postgres", dbname="test", autocommit=True) as s:
+    with standby_of(primary) as standby:
+        with primary.connect() as c, standby() as s:
             def caught_up():
                 lsn = c.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
                 return wait_for(lambda: s.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0] is True)
@@ -298,9 +285,3 @@ def test_standby_reads_the_tail(worker_cluster):
             assert caught_up()
             assert s.execute("SELECT count(*), sum(hum) FROM st").fetchone() == (80, sum(range(80)))
             assert s.execute("SELECT tail_rows FROM tsbucket.stats('st')").fetchone()[0] == 0
-    finally:
-        try:
-            as_postgres([f"{primary.bindir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"])
-        except subprocess.CalledProcessError:
-            pass
-        shutil.rmtree(standby_dir, ignore_errors=True)
