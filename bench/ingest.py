@@ -6,7 +6,8 @@ the ways clients write:
   10-row multi-VALUES INSERTs, each its own transaction (10 sensors a statement)
   psycopg executemany of 20,000 single-row INSERTs in one transaction
 
-Per run it prints rows/s; for the 8-client single-row run also WAL bytes per
+Per cell it prints rows/s (the median of --rounds runs, heap and tsbucket
+alternating which goes first); for the 8-client single-row run also WAL bytes per
 row (from the start of ingest until every row is in buckets, the drain
 included; the heap's until its rows are written), bytes per row on disk right
 after ingest and after a compaction round and VACUUM, and on that trickled
@@ -26,6 +27,7 @@ import argparse
 import datetime as dt
 import os
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -147,55 +149,62 @@ def run(a):
             print("| workload | clients | heap rows/s | tsbucket rows/s | tsbucket / heap |")
             print("|---|---:|---:|---:|---:|")
             detail = None
-            made = []
             for shape in ("single", "multi"):
                 for clients in a.clients:
                     suffix = f"{shape}_{clients}"
-                    heap, ts = make_tables(c, suffix)
-                    made.append(ts)
-                    rates = {}
-                    for t in (heap, ts):
-                        if shape == "single":
-                            script = SINGLE.format(t=t, last=SENSORS - 1)
-                            per = 1
-                        else:
-                            values = ", ".join(f"(clock_timestamp(), 's' || (:s + {k}), random() * 100, random() * 100)" for k in range(10))
-                            script = MULTI.format(t=t, last10=SENSORS - 10, values=values)
-                            per = 10
-                        # Earlier runs' rows drained now, so that no drain of theirs counts in this run's WAL.
-                        for earlier in made:
-                            c.execute(f"SELECT * FROM tsbucket.compact('{earlier}')")
-                        c.execute("CHECKPOINT")
-                        start = lsn(c)
-                        tps = pgbench(cluster, script, clients, a.seconds)
-                        rates[t] = tps * per
-                        if shape == "single" and clients == a.detail_clients:
-                            detail = detail or {}
-                            detail[t] = {"wal": wal_since(c, start), "rows": rows_of(c, t)}
+                    if shape == "single":
+                        per = 1
+                    else:
+                        values = ", ".join(f"(clock_timestamp(), 's' || (:s + {k}), random() * 100, random() * 100)" for k in range(10))
+                        per = 10
+                    rates = {"h": [], "t": []}
+                    for rnd in range(a.rounds):
+                        heap, ts = make_tables(c, suffix)
+                        # Alternating which goes first cancels the drift of one cluster over a run.
+                        for t in ((heap, ts) if rnd % 2 == 0 else (ts, heap)):
+                            if shape == "single":
+                                script = SINGLE.format(t=t, last=SENSORS - 1)
+                            else:
+                                script = MULTI.format(t=t, last10=SENSORS - 10, values=values)
+                            c.execute("CHECKPOINT")
+                            start = lsn(c)
+                            tps = pgbench(cluster, script, clients, a.seconds)
+                            rates[t[0]].append(tps * per)
+                            if shape == "single" and clients == a.detail_clients and rnd == 0:
+                                detail = detail or {}
+                                detail[t] = {"wal": wal_since(c, start), "rows": rows_of(c, t)}
+                                if t == ts:
+                                    # The trickled table as ingest left it, then drained: its WAL counts
+                                    # from the start of ingest until every row is in buckets.
+                                    detail["analysis"] = trickled(c, a, heap, ts, start)
                             if t == ts:
-                                # The trickled table as ingest left it, then drained: its WAL counts
-                                # from the start of ingest until every row is in buckets.
-                                detail["analysis"] = trickled(c, a, heap, ts, start)
+                                # Drained now, so that the worker's drain of its rows runs in no other run.
+                                c.execute(f"SELECT * FROM tsbucket.compact('{ts}')")
+                        if not (shape == "single" and clients == a.detail_clients):
+                            c.execute(f"DROP TABLE {heap}, {ts}")
+                    h, t = statistics.median(rates["h"]), statistics.median(rates["t"])
                     print(f"| {'single-row INSERT' if shape == 'single' else '10-row INSERT'} | {clients} | "
-                          f"{rates[heap]:,.0f} | {rates[ts]:,.0f} | {rates[ts] / rates[heap]:.2f} |", flush=True)
-                    results.append((shape, clients, rates[heap], rates[ts]))
+                          f"{h:,.0f} | {t:,.0f} | {t / h:.2f} |", flush=True)
+                    results.append((shape, clients, h, t))
             # executemany in one transaction
-            heap, ts = make_tables(c, "many")
             start_time = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
             rows = [(start_time + dt.timedelta(milliseconds=10 * i), f"s{i % SENSORS}", i / 7, i / 11) for i in range(20000)]
-            secs = {}
-            for t in (heap, ts):
-                with cluster.connect(autocommit=False) as w:
-                    t0 = time.perf_counter()
-                    with w.cursor() as cur:
-                        cur.executemany(f"INSERT INTO {t} VALUES (%s, %s, %s, %s)", rows)
-                    w.commit()
-                    secs[t] = time.perf_counter() - t0
+            secs = {"h": [], "t": []}
+            for rnd in range(a.rounds):
+                heap, ts = make_tables(c, "many")
+                for t in ((heap, ts) if rnd % 2 == 0 else (ts, heap)):
+                    with cluster.connect(autocommit=False) as w:
+                        t0 = time.perf_counter()
+                        with w.cursor() as cur:
+                            cur.executemany(f"INSERT INTO {t} VALUES (%s, %s, %s, %s)", rows)
+                        w.commit()
+                        secs[t[0]].append(time.perf_counter() - t0)
+            h, t = statistics.median(secs["h"]), statistics.median(secs["t"])
             tail_after = c.execute(f"SELECT tail_rows FROM tsbucket.stats('{ts}')").fetchone()[0]
-            print(f"| executemany, one transaction (20,000 rows) | 1 | {20000 / secs[heap]:,.0f} | {20000 / secs[ts]:,.0f} | "
-                  f"{secs[heap] / secs[ts]:.2f} |")
-            print(f"\nexecutemany: {tail_after} rows in the tail after its commit (its rows sit in buckets at once); "
-                  f"{heap_bytes(c, heap):,} bytes heap + index, {ts_bytes(c, ts):,} tsbucket.\n")
+            print(f"| executemany, one transaction (20,000 rows) | 1 | {20000 / h:,.0f} | {20000 / t:,.0f} | {h / t:.2f} |")
+            print(f"\nRates are medians of {a.rounds} runs per cell, heap and tsbucket alternating which runs first, "
+                  f"fresh tables each run. executemany: {tail_after} rows in the tail after its commit (its rows sit in "
+                  f"buckets at once); {heap_bytes(c, heap):,} bytes heap + index, {ts_bytes(c, ts):,} tsbucket.\n")
 
             # The trickled table of the detail run: WAL, bytes, queries.
             r = detail["analysis"]
@@ -227,7 +236,8 @@ def main():
     p.add_argument("--seconds", type=int, default=15, help="per pgbench run")
     p.add_argument("--clients", default="1,8,32")
     p.add_argument("--detail-clients", type=int, default=8)
-    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--runs", type=int, default=5, help="query timings: best of this many")
+    p.add_argument("--rounds", type=int, default=3, help="ingest rates: median of this many runs per cell")
     a = p.parse_args()
     a.clients = [int(x) for x in a.clients.split(",")]
     if a.detail_clients not in a.clients:

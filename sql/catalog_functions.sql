@@ -818,13 +818,17 @@ BEGIN
     END;
     -- Statistics (ANALYZE cannot sample a table whose rows live in the store)
     -- once a tenth of the table's buckets, and at least 10, were written since
-    -- they were last gathered: bucket ids count the buckets written. A failure
-    -- here leaves expiry and compaction done.
+    -- they were last gathered: bucket ids count the buckets written. At most
+    -- once per worker interval, as autovacuum analyzes once per naptime: the
+    -- rounds a drain wakes rewrite the open buckets, and would analyze every
+    -- time. A failure here leaves expiry and compaction done.
     BEGIN
         last_analyzed := (SELECT analyzed_through FROM tsbucket.job_state WHERE relid = relation);
         IF ids_now IS NOT NULL AND (last_analyzed IS NULL OR ids_now < last_analyzed OR ids_now - last_analyzed >=
                greatest(10, 0.1 * (SELECT greatest(store.reltuples, 0) FROM pg_class store JOIN tsbucket.catalog cat
-                                       ON store.oid = cat.store_relid WHERE cat.relid = relation))) THEN
+                                       ON store.oid = cat.store_relid WHERE cat.relid = relation)))
+           AND NOT EXISTS (SELECT 1 FROM tsbucket.job_state WHERE relid = relation
+                            AND last_analyze > now() - coalesce(current_setting('tsbucket.worker_interval', true), '1min')::interval) THEN
             PERFORM tsbucket._analyze(relation);
             UPDATE tsbucket.job_state SET last_analyze = now(), analyzed_through = ids_now WHERE relid = relation;
         END IF;

@@ -329,8 +329,10 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
             pg_sys::table_close(store, pg_sys::NoLock as i32);
             index
         };
+        // SAFETY: `node.ss.ps.qual` was set above for this execution.
+        let rows_unfiltered = unsafe { (*node).ss.ps.qual.is_null() };
         // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; LastPointScan::begin allocates in `scan_cxt`.
-        st.last_point = Some(unsafe { LastPointScan::begin(rel, (*estate).es_snapshot, index, st.needed.clone(), prune) });
+        st.last_point = Some(unsafe { LastPointScan::begin(rel, (*estate).es_snapshot, index, st.needed.clone(), prune, rows_unfiltered) });
         return;
     }
     if let Some(descending) = st.time_order {

@@ -22,6 +22,7 @@ use crate::store::bucket::LoadedBucket;
 use crate::store::rows;
 use crate::store::tuple;
 use pgrx::pg_sys;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 pub(super) struct LastPointScan {
@@ -57,6 +58,9 @@ pub(super) struct LastPointScan {
 }
 
 impl LastPointScan {
+    /// `rows_unfiltered`: the plan checks no condition on rows (no qual), so
+    /// only the tail's latest rows of each series can be a last point.
+    ///
     /// # Safety
     /// `rel` is an open, configured tsbucket table; `index` its store's series index.
     pub unsafe fn begin(
@@ -65,6 +69,7 @@ impl LastPointScan {
         index: pg_sys::Oid,
         needed: Option<Vec<bool>>,
         prune: Vec<Prune>,
+        rows_unfiltered: bool,
     ) -> LastPointScan {
         // SAFETY: `rel` is an open, configured tsbucket table and `snapshot` the last-point scan's (begin's contract).
         unsafe { crate::scan::plain::write_buffered_rows(rel, snapshot) };
@@ -144,16 +149,31 @@ impl LastPointScan {
             lookahead: None,
             counters: ScanCounters::default(),
         };
+        // Conditions on meta hold for all of a series' rows or none; others may reject its latest rows.
+        let latest_only = rows_unfiltered && scan.prune.iter().all(|p| matches!(p, Prune::Meta { .. }));
         // SAFETY: the scan's MVCC snapshot and open table; the groups' meta values go to `tail_cxt`.
-        unsafe { scan.read_tail() };
+        unsafe { scan.read_tail(latest_only) };
         scan
     }
 
     /// The tail's groups that may match, by series in the series index's order.
-    unsafe fn read_tail(&mut self) {
-        // SAFETY: in a transaction with the scan's snapshot, as read_groups requires.
-        let groups = unsafe { crate::store::tail::read_groups(&self.config, &self.shape, self.snapshot) };
+    unsafe fn read_tail(&mut self, latest_only: bool) {
+        // SAFETY: in a transaction with the scan's snapshot, as read_groups and read_latest_groups require.
+        let groups = unsafe {
+            if latest_only {
+                let (groups, scanned) = crate::store::tail::read_latest_groups(&self.config, &self.shape, self.snapshot);
+                self.counters.tail_rows += scanned as u64;
+                groups
+            } else {
+                let groups = crate::store::tail::read_groups(&self.config, &self.shape, self.snapshot);
+                self.counters.tail_rows += groups.iter().map(|g| g.rows() as u64).sum::<u64>();
+                groups
+            }
+        };
         let n = self.meta_types.len();
+        // Groups of one series share their meta bytes; grouped by bytes first (one hash lookup a group), then
+        // ordered with the index's operators, which also join byte-distinct values they call equal.
+        let mut by_bytes: HashMap<Vec<Option<Vec<u8>>>, usize> = HashMap::default();
         let mut series: Vec<(Vec<Option<pg_sys::Datum>>, Vec<Rc<crate::store::tail::TailGroup>>)> = Vec::new();
         for group in groups {
             // SAFETY: the header's meta datums go to `tail_cxt`, alive until `end`.
@@ -167,15 +187,25 @@ impl LastPointScan {
             if !unsafe { crate::scan::prune::bucket_may_match(&self.prune, &mut self.meta_fns, &stored) } {
                 continue;
             }
-            let meta: Vec<Option<pg_sys::Datum>> = (0..n).map(|i| stored.meta_datum(i)).collect();
-            // SAFETY: both are meta values of this table's series, compared with the series index's operators.
-            match series.iter_mut().find(|(m, _)| unsafe { self.compare(m, &meta) } == std::cmp::Ordering::Equal) {
-                Some((_, gs)) => gs.push(group),
-                None => series.push((meta, vec![group])),
+            if let Some(&i) = by_bytes.get(&group.meta) {
+                series[i].1.push(group);
+                continue;
             }
+            let meta: Vec<Option<pg_sys::Datum>> = (0..n).map(|i| stored.meta_datum(i)).collect();
+            by_bytes.insert(group.meta.clone(), series.len());
+            series.push((meta, vec![group]));
         }
         // SAFETY: as above: meta values compared with the index's operators.
         series.sort_by(|a, b| unsafe { self.compare(&a.0, &b.0) });
+        let mut joined: Vec<(Vec<Option<pg_sys::Datum>>, Vec<Rc<crate::store::tail::TailGroup>>)> = Vec::with_capacity(series.len());
+        for (meta, groups) in series {
+            match joined.last_mut() {
+                // SAFETY: as above.
+                Some((m, gs)) if unsafe { self.compare(m, &meta) } == std::cmp::Ordering::Equal => gs.extend(groups),
+                _ => joined.push((meta, groups)),
+            }
+        }
+        let series = joined;
         self.tail = series.into();
     }
 
@@ -379,7 +409,6 @@ impl LastPointScan {
         // The tail's rows first: usually the newest, they stop the store's walk early.
         for group in tail {
             let bucket = group.loaded(&self.shape, self.needed.as_deref());
-            self.counters.tail_rows += bucket.rows as u64;
             // SAFETY: bucket_cxt holds what the previous bucket's rows needed (best_slot is materialized); `qual` and
             // `econtext` are the node's (next's contract).
             unsafe {

@@ -73,21 +73,41 @@ pub fn set_current_segment(config: &Config, tail: &TailConfig, segment: usize) {
 /// # Safety
 /// In a transaction.
 unsafe fn open_current(config: &Config, tail: &TailConfig) -> (usize, pg_sys::Relation) {
+    // Only the read made with the lock held counts; the one before it can be a guess: this backend's last answer
+    // for the table, right until the next drain (one read a commit instead of two). A guess is only tried
+    // without waiting: a drain that holds or awaits ExclusiveLock on it has just moved "current" away.
+    if let Some(guess) = LAST_CURRENT.with(|l| l.borrow().get(&config.relid).copied()) {
+        let oid = tail.segments[guess];
+        // SAFETY: a lock on one of the tail's segments, kept to the transaction's end if the guess is right.
+        if unsafe { pg_sys::ConditionalLockRelationOid(oid, pg_sys::RowExclusiveLock as i32) } {
+            if current_segment(config, tail) == guess {
+                // SAFETY: the segment is locked RowExclusive just above.
+                return (guess, unsafe { pg_sys::table_open(oid, pg_sys::NoLock as i32) });
+            }
+            // SAFETY: undoes only the acquisition just made (an earlier one of this transaction stays held).
+            unsafe { pg_sys::UnlockRelationOid(oid, pg_sys::RowExclusiveLock as i32) };
+        }
+    }
+    let mut segment = current_segment(config, tail);
     loop {
-        let segment = current_segment(config, tail);
         // SAFETY: the segment is a heap table of the tail (config's catalog row); the lock is kept to the
         // transaction's end unless the value moved, when this call's acquisition is given back.
         let rel = unsafe { pg_sys::table_open(tail.segments[segment], pg_sys::RowExclusiveLock as i32) };
-        if current_segment(config, tail) == segment {
+        let current = current_segment(config, tail);
+        LAST_CURRENT.with(|l| l.borrow_mut().insert(config.relid, current));
+        if current == segment {
             return (segment, rel);
         }
         // SAFETY: `rel` was opened just above; releasing RowExclusiveLock undoes only that acquisition (an
         // earlier one of this transaction, if any, stays held).
         unsafe { pg_sys::table_close(rel, pg_sys::RowExclusiveLock as i32) };
+        segment = current;
     }
 }
 
 thread_local! {
+    /// Per table, the current segment as this backend last read it (a guess for the next append).
+    static LAST_CURRENT: std::cell::RefCell<HashMap<pg_sys::Oid, usize>> = std::cell::RefCell::new(HashMap::default());
     static ROWS_WRITTEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
@@ -346,13 +366,104 @@ pub unsafe fn read_segments(config: &Config, shape: &TableShape, snapshot: pg_sy
     reader.finish()
 }
 
+/// The latest rows of each series in the tail as `snapshot` sees it (every
+/// row at the series' latest time), in groups: all a last point without
+/// conditions on rows needs. Only time and meta are read from the other
+/// rows; the winners are fetched again, whole. Also returns how many rows
+/// were read.
+///
+/// # Safety
+/// As `read_groups`.
+pub unsafe fn read_latest_groups(config: &Config, shape: &TableShape, snapshot: pg_sys::Snapshot) -> (Vec<Rc<TailGroup>>, usize) {
+    let Some(tail) = of(config) else { return (Vec::new(), 0) };
+    let mut scanned = 0;
+    // SAFETY: in a transaction, with the caller's snapshot (the contract).
+    let marks = unsafe { drained(config, tail, snapshot) };
+    let meta_attrs = shape.meta_attrs();
+    let mut latest: HashMap<Vec<Option<Vec<u8>>>, (i64, Vec<(usize, pg_sys::ItemPointerData)>)> = HashMap::default();
+    let mut probe: Vec<Option<Vec<u8>>> = vec![None; meta_attrs.len()];
+    let natts = 2 + meta_attrs.len();
+    let (mut values, mut nulls) = (vec![pg_sys::Datum::from(0); natts], vec![false; natts]);
+    for (segment, &relid) in tail.segments.iter().enumerate() {
+        if marks[segment] {
+            continue;
+        }
+        // SAFETY: one of the tail's segments, read with the caller's snapshot; each tuple is read while valid.
+        unsafe {
+            for_each_tuple(relid, snapshot, |tupdesc, tuple| {
+                if (*tupdesc).natts as usize != natts {
+                    return;
+                }
+                scanned += 1;
+                pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+                if nulls[0] {
+                    return;
+                }
+                let time = values[0].value() as i64;
+                for (i, (attr, m)) in meta_attrs.iter().zip(probe.iter_mut()).enumerate() {
+                    *m = (!nulls[1 + i]).then(|| datum::datum_bytes(&values[1 + i], attr.layout()).to_vec());
+                }
+                let tid = (segment, (*tuple).t_self);
+                match latest.get_mut(&probe) {
+                    Some((t, tids)) if *t == time => tids.push(tid),
+                    Some((t, tids)) if *t < time => {
+                        *t = time;
+                        tids.clear();
+                        tids.push(tid);
+                    }
+                    Some(_) => {}
+                    None => {
+                        latest.insert(probe.clone(), (time, vec![tid]));
+                    }
+                }
+            })
+        };
+    }
+    let mut winners: Vec<(usize, pg_sys::ItemPointerData)> = latest.into_values().flat_map(|(_, tids)| tids).collect();
+    winners.sort_by_key(|(segment, tid)| (*segment, tid.ip_blkid.bi_hi, tid.ip_blkid.bi_lo, tid.ip_posid));
+    let mut reader = GroupReader::new(config, shape);
+    for segment in 0..SEGMENTS {
+        let mut rows = winners.iter().filter(|(s, _)| *s == segment).peekable();
+        if rows.peek().is_none() {
+            continue;
+        }
+        // SAFETY: the segment was opened AccessShare above (the lock is still held); heap's fetch with the same snapshot
+        // finds each tuple the scan saw (none can be pruned or truncated while the snapshot and lock are held); the
+        // slot is dropped before the segment closes.
+        unsafe {
+            let seg = pg_sys::table_open(tail.segments[segment], pg_sys::AccessShareLock as i32);
+            let slot = pg_sys::MakeSingleTupleTableSlot((*seg).rd_att, &pg_sys::TTSOpsBufferHeapTuple);
+            let fetch = (*pg_sys::GetHeapamTableAmRoutine()).tuple_fetch_row_version.expect("heap fetches");
+            for (_, tid) in rows {
+                let mut tid = *tid;
+                if fetch(seg, &mut tid, snapshot, slot) {
+                    let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
+                    reader.add_tuple(segment, (*seg).rd_id, (*seg).rd_att, tuple, &mut values, &mut nulls);
+                }
+            }
+            pg_sys::ExecDropSingleTupleTableSlot(slot);
+            pg_sys::table_close(seg, pg_sys::NoLock as i32);
+        }
+    }
+    (reader.finish(), scanned)
+}
+
 /// How many rows the tail holds as `snapshot` sees it (for sizes and stats).
 ///
 /// # Safety
 /// As `read_groups`.
-pub unsafe fn row_count(config: &Config, shape: &TableShape, snapshot: pg_sys::Snapshot) -> usize {
-    // SAFETY: read_groups's contract is this function's.
-    unsafe { read_groups(config, shape, snapshot) }.iter().map(|g| g.rows()).sum()
+pub unsafe fn row_count(config: &Config, _shape: &TableShape, snapshot: pg_sys::Snapshot) -> usize {
+    let Some(tail) = of(config) else { return 0 };
+    // SAFETY: in a transaction, with the caller's snapshot (the contract).
+    let marks = unsafe { drained(config, tail, snapshot) };
+    let mut rows = 0;
+    for (segment, &relid) in tail.segments.iter().enumerate() {
+        if !marks[segment] {
+            // SAFETY: one of the tail's segments, read with the caller's snapshot.
+            unsafe { for_each_tuple(relid, snapshot, |_, _| rows += 1) };
+        }
+    }
+    rows
 }
 
 type GroupKey = (Vec<Option<Vec<u8>>>, i64, Vec<u16>);
@@ -375,42 +486,16 @@ impl<'a> GroupReader<'a> {
     /// # Safety
     /// `relid` is segment `segment` of the tail; `snapshot` an MVCC snapshot.
     unsafe fn read_segment(&mut self, segment: usize, relid: pg_sys::Oid, snapshot: pg_sys::Snapshot) {
-        // SAFETY: `relid` is a tail segment (the contract), opened AccessShare; an empty one (never written, or
-        // truncated for reuse) is closed again unread.
-        let rel = unsafe { pg_sys::table_open(relid, pg_sys::AccessShareLock as i32) };
-        // SAFETY: `rel` is open; smgr reports the main fork's length.
-        let blocks = unsafe { pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM) };
-        // Before the length counts: on a standby, a segment emptied after `snapshot` was taken is empty but had rows
-        // that snapshot must see (their drain's mark is invisible to it).
-        // SAFETY: `rel` is open; a snapshot `snapshot` cannot use for this segment is refused on a standby.
-        unsafe { check_segment_usable(rel, relid, snapshot) };
-        if blocks == 0 {
-            // SAFETY: `rel` was opened above; its lock is kept.
-            unsafe { pg_sys::table_close(rel, pg_sys::NoLock as i32) };
-            return;
-        }
-        // SAFETY: a heap scan of the open segment with the caller's MVCC snapshot, ended below.
-        let scan = unsafe { pg_sys::systable_beginscan(rel, pg_sys::InvalidOid, false, snapshot, 0, std::ptr::null_mut()) };
-        // SAFETY: `rel` is open, so its descriptor is valid until table_close.
-        let tupdesc = unsafe { (*rel).rd_att };
-        // SAFETY: as just above.
-        let natts = unsafe { (*tupdesc).natts } as usize;
-        let mut values = vec![pg_sys::Datum::from(0); natts];
-        let mut nulls = vec![false; natts];
-        loop {
-            // SAFETY: `scan` is open until systable_endscan below.
-            let tuple = unsafe { pg_sys::systable_getnext(scan) };
-            if tuple.is_null() {
-                break;
-            }
-            // SAFETY: `tuple` is a segment tuple just returned, valid until the next call, described by `tupdesc`.
-            unsafe { self.add_tuple(segment, relid, tupdesc, tuple, &mut values, &mut nulls) };
-        }
-        // SAFETY: ends the scan begun above, then closes the segment keeping its lock.
+        let mut scratch = (Vec::new(), Vec::new());
+        // SAFETY: the contract is for_each_tuple's; each tuple is added while valid, described by `tupdesc`.
         unsafe {
-            pg_sys::systable_endscan(scan);
-            pg_sys::table_close(rel, pg_sys::NoLock as i32);
-        }
+            for_each_tuple(relid, snapshot, |tupdesc, tuple| {
+                let natts = (*tupdesc).natts as usize;
+                scratch.0.resize(natts, pg_sys::Datum::from(0));
+                scratch.1.resize(natts, false);
+                self.add_tuple(segment, relid, tupdesc, tuple, &mut scratch.0, &mut scratch.1)
+            })
+        };
     }
 
     /// Adds one segment tuple (`values`/`nulls` are scratch space, one entry
@@ -558,6 +643,45 @@ impl<'a> GroupReader<'a> {
                 Rc::new(g)
             })
             .collect()
+    }
+}
+
+/// Calls `f` with each tuple of segment `relid` that `snapshot` sees (valid
+/// only during the call) and the segment's descriptor.
+///
+/// # Safety
+/// `relid` is a segment of a tail; `snapshot` an MVCC snapshot.
+unsafe fn for_each_tuple(relid: pg_sys::Oid, snapshot: pg_sys::Snapshot, mut f: impl FnMut(pg_sys::TupleDesc, pg_sys::HeapTuple)) {
+    // SAFETY: `relid` is a tail segment (the contract), opened AccessShare; an empty one (never written, or
+    // truncated for reuse) is closed again unread.
+    let rel = unsafe { pg_sys::table_open(relid, pg_sys::AccessShareLock as i32) };
+    // SAFETY: `rel` is open; smgr reports the main fork's length.
+    let blocks = unsafe { pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM) };
+    // Before the length counts: on a standby, a segment emptied after `snapshot` was taken is empty but had rows
+    // that snapshot must see (their drain's mark is invisible to it).
+    // SAFETY: `rel` is open; a snapshot `snapshot` cannot use for this segment is refused on a standby.
+    unsafe { check_segment_usable(rel, relid, snapshot) };
+    if blocks == 0 {
+        // SAFETY: `rel` was opened above; its lock is kept.
+        unsafe { pg_sys::table_close(rel, pg_sys::NoLock as i32) };
+        return;
+    }
+    // SAFETY: a heap scan of the open segment with the caller's MVCC snapshot, ended below.
+    let scan = unsafe { pg_sys::systable_beginscan(rel, pg_sys::InvalidOid, false, snapshot, 0, std::ptr::null_mut()) };
+    // SAFETY: `rel` is open, so its descriptor is valid until table_close.
+    let tupdesc = unsafe { (*rel).rd_att };
+    loop {
+        // SAFETY: `scan` is open until systable_endscan below.
+        let tuple = unsafe { pg_sys::systable_getnext(scan) };
+        if tuple.is_null() {
+            break;
+        }
+        f(tupdesc, tuple);
+    }
+    // SAFETY: ends the scan begun above, then closes the segment keeping its lock.
+    unsafe {
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
     }
 }
 

@@ -133,9 +133,13 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                     // SAFETY: the inserted row of `shape`'s table, as for series_key above; only Rust memory is touched.
                     let meta = Rc::new(unsafe { meta_values(&shape, values, nulls) });
                     let meta_bytes_per_row = meta.iter().map(|m| m.as_ref().map_or(1, Vec::len)).sum();
-                    table.series.entry(key.clone()).or_insert(Series { meta, meta_bytes_per_row, open: Vec::new(), newest: Vec::new() })
+                    table.series.entry(key.clone()).or_insert(Series { meta, meta_bytes_per_row, open: Vec::new(), newest: Vec::new(), touched: false })
                 }
             };
+            if !series.touched {
+                series.touched = true;
+                table.touched.push(key.clone());
+            }
             let mut found = series.open.iter().position(|o| o.window_start == window_start && o.owner == owner);
             if found.is_none() {
                 // A bucket an earlier statement of this subtransaction left open takes the row and is ours now.
@@ -287,7 +291,7 @@ unsafe fn table_of(rel: pg_sys::Relation) -> (Rc<Config>, Rc<TableShape>) {
     BUFFER.with(|b| {
         b.borrow_mut().tables.insert(
             relid,
-            TableBuffer { config: config.clone(), shape: shape.clone(), series: HashMap::default(), closed: Vec::new() },
+            TableBuffer { config: config.clone(), shape: shape.clone(), series: HashMap::default(), closed: Vec::new(), touched: Vec::new() },
         )
     });
     (config, shape)

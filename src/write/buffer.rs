@@ -48,6 +48,8 @@ pub(super) struct Series {
     /// Newest window per owner: an older window's bucket closes when a
     /// newer one opens, as MongoDB closes buckets on time.
     pub(super) newest: Vec<(Owner, i64)>,
+    /// Listed in its table's `touched`.
+    pub(super) touched: bool,
 }
 
 pub(super) struct TableBuffer {
@@ -56,6 +58,10 @@ pub(super) struct TableBuffer {
     pub(super) series: HashMap<Vec<u8>, Series>,
     /// Closed but not yet written (see `reassign_subxact`).
     pub(super) closed: Vec<OpenBucket>,
+    /// The series a statement may still own buckets of (a bucket not open
+    /// across statements, or a `newest` entry): all a statement's end has to
+    /// visit, however many series the buffer holds.
+    pub(super) touched: Vec<Vec<u8>>,
 }
 
 #[derive(Default)]
@@ -123,6 +129,8 @@ pub(super) fn take_buckets(buffer: &mut WriteBuffer, only: Option<pg_sys::Oid>, 
 pub fn prune(buffer: &mut WriteBuffer) {
     for table in buffer.tables.values_mut() {
         table.series.retain(|_, s| !s.open.is_empty());
+        let series = &table.series;
+        table.touched.retain(|k| series.contains_key(k));
     }
     buffer.tables.retain(|_, t| !t.series.is_empty() || !t.closed.is_empty());
 }
@@ -157,6 +165,7 @@ pub fn discard_subxact(subxid: u32) {
                 shape: e.shape.clone(),
                 series: HashMap::default(),
                 closed: Vec::new(),
+                touched: Vec::new(),
             });
             table.closed.push(e.bucket);
         }
@@ -218,10 +227,15 @@ pub fn carry(relid: Option<pg_sys::Oid>, from_cid: Option<pg_sys::CommandId>) {
             if relid.is_some_and(|r| r != *id) {
                 continue;
             }
-            for series in table.series.values_mut() {
+            let series = &mut table.series;
+            // A series stays listed while an enclosing statement may still own some of it.
+            table.touched.retain(|key| {
+                let Some(series) = series.get_mut(key) else { return false };
                 series.open.iter_mut().filter(|o| mine(&o.owner)).for_each(|o| o.open_across = true);
                 series.newest.retain(|(o, _)| !mine(o));
-            }
+                series.touched = !series.newest.is_empty() || series.open.iter().any(|o| !o.open_across);
+                series.touched
+            });
         }
     });
 }

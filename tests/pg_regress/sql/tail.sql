@@ -44,6 +44,11 @@ SELECT tail_differs($$SELECT date_bin('1 hour', time, '2024-01-01'), count(*), m
 SELECT * FROM tr ORDER BY time DESC LIMIT 4;
 SELECT * FROM tr WHERE sensor = 's2' ORDER BY time LIMIT 2;
 SELECT DISTINCT ON (sensor) sensor, time, temp FROM tr ORDER BY sensor, time DESC;
+-- Last points: without conditions on rows only each series' latest tail rows are read whole; a condition
+-- on a measurement or on time may reject them, and an older row is the answer.
+SELECT DISTINCT ON (sensor) sensor, time, temp FROM tr WHERE temp < 101 ORDER BY sensor, time DESC;
+SELECT DISTINCT ON (sensor) sensor, time, temp FROM tr WHERE time < '2024-01-01 06:00:01' ORDER BY sensor, time DESC;
+SELECT DISTINCT ON (sensor) sensor, time, temp FROM tr WHERE sensor IN ('s1', 's9') ORDER BY sensor, time DESC;
 SELECT sensor, time FROM tr WHERE time >= '2024-01-01 05:33:00' ORDER BY sensor, time;
 SELECT count(*), max(time) FROM tr;
 -- EXPLAIN ANALYZE counts the rows read from the tail.
@@ -58,6 +63,18 @@ BEGIN
 END $$;
 SELECT tail_scan_lines($$SELECT * FROM tr WHERE sensor = 's9'$$);
 SELECT tail_scan_lines('SELECT count(*) FROM tr');
+-- A last point reads every tail row (time and meta), whole only the latest ones.
+SELECT tail_scan_lines('SELECT DISTINCT ON (sensor) sensor, time, temp FROM tr ORDER BY sensor, time DESC');
+-- Rows tied at a series' latest time: either is its last point.
+CREATE TABLE tr_tie (time timestamptz NOT NULL, sensor text, temp float8) USING tsbucket;
+SELECT tsbucket.create_timeseries('tr_tie', 'time', 'sensor');
+INSERT INTO tr_tie VALUES ('2024-01-01 01:00', 'a', 1);
+INSERT INTO tr_tie VALUES ('2024-01-01 01:00', 'a', 2);
+INSERT INTO tr_tie VALUES ('2024-01-01 00:59', 'a', 3);
+INSERT INTO tr_tie VALUES ('2024-01-01 00:58', 'b', 4);
+SELECT sensor, time, temp IN (1, 2) AS latest FROM (SELECT DISTINCT ON (sensor) * FROM tr_tie ORDER BY sensor, time DESC) x;
+SELECT sensor, time, temp FROM (SELECT DISTINCT ON (sensor) * FROM tr_tie WHERE temp <> 2 ORDER BY sensor, time DESC) x;
+DROP TABLE tr_tie;
 -- A parallel scan reads the tail once.
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
