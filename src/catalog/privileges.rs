@@ -6,15 +6,26 @@
 
 use crate::pg::error::ts_error;
 use pgrx::{PgSqlErrorCode, pg_sys};
-use pgrx::prelude::*;
 
 const INSUFFICIENT_PRIVILEGE: PgSqlErrorCode = PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE;
 
+/// From the syscache, not a query of pg_class: Citus hides its shards from
+/// queries of background workers and of some applications.
 pub fn table_owner(relid: pg_sys::Oid) -> pg_sys::Oid {
-    Spi::get_one_with_args::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = $1", &[relid.into()])
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| ts_error(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, &format!("relation {} does not exist", relid.to_u32()), ""))
+    // SAFETY: a syscache lookup of `relid`'s pg_class row, released before returning; relowner is a fixed-width
+    // column of the form the row maps onto.
+    let owner = unsafe {
+        let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::RELOID as i32, pg_sys::Datum::from(relid));
+        if tuple.is_null() {
+            None
+        } else {
+            let form = pg_sys::GETSTRUCT(tuple) as *const pg_sys::FormData_pg_class;
+            let owner = (*form).relowner;
+            pg_sys::ReleaseSysCache(tuple);
+            Some(owner)
+        }
+    };
+    owner.unwrap_or_else(|| ts_error(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, &format!("relation {} does not exist", relid.to_u32()), ""))
 }
 
 fn current_user() -> pg_sys::Oid {

@@ -41,6 +41,18 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
             pg_sys::GucSource::PGC_S_OVERRIDE,
         )
     };
+    // On a Citus node the shards are this node's tables to maintain; Citus
+    // refuses changes to them, and hides them from background workers, unless
+    // told otherwise (its own shard operations do the same).
+    for (name, value) in [(c"citus.enable_manual_changes_to_shards", c"on"), (c"citus.show_shards_for_app_name_prefixes", c"*")] {
+        // SAFETY: GetConfigOption with missing_ok reads the GUC table (NULL when Citus is not loaded); SetConfigOption gets
+        // NUL-terminated static strings, for this worker only, values both GUCs accept.
+        unsafe {
+            if !pg_sys::GetConfigOption(name.as_ptr(), true, false).is_null() {
+                pg_sys::SetConfigOption(name.as_ptr(), value.as_ptr(), pg_sys::GucContext::PGC_SUSET, pg_sys::GucSource::PGC_S_OVERRIDE);
+            }
+        }
+    }
     // Commits from now on make the next visit due; read the generation before
     // this visit's snapshot, so a CREATE EXTENSION committing after it is not lost.
     let generation = {
@@ -73,6 +85,16 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
             });
             return Vec::new();
         }
+        // A Citus table's shell holds no rows (its shards do, here or on other nodes).
+        let shells: Vec<pg_sys::Oid> = if Spi::get_one::<bool>("SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL").ok().flatten() == Some(true) {
+            Spi::connect(|c| {
+                c.select("SELECT logicalrelid::oid FROM pg_catalog.pg_dist_partition", None, &[])
+                    .map(|rows| rows.filter_map(|r| r.get::<pg_sys::Oid>(1).ok().flatten()).collect())
+                    .unwrap_or_default()
+            })
+        } else {
+            Vec::new()
+        };
         Spi::connect(|c| {
             c.select(
                 "SELECT c.relid, c.expire_after IS NOT NULL OR EXISTS (SELECT 1 FROM tsbucket.series_retention_data r WHERE r.relid = c.relid)
@@ -80,7 +102,11 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
                 None,
                 &[],
             )
-            .map(|rows| rows.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<bool>(2).ok()??))).collect())
+            .map(|rows| {
+                rows.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<bool>(2).ok()??)))
+                    .filter(|(relid, _)| !shells.contains(relid))
+                    .collect()
+            })
             .unwrap_or_default()
         })
     });

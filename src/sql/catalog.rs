@@ -94,3 +94,69 @@ fn _sync_label(relid: pg_sys::Oid) {
     crate::catalog::privileges::require_owner(relid);
     crate::catalog::label::sync_label(relid);
 }
+
+/// Makes one of a table's internal relations (store, moves, segments,
+/// sequences) a member of the extension, or no longer one (`add` false,
+/// before it is dropped): the pg_depend rows ALTER EXTENSION ADD / DROP
+/// records (for the relation, and from PostgreSQL 16 on its row type too), so
+/// that pg_dump leaves it out and pg_upgrade carries it over. Without ALTER
+/// EXTENSION's ShareUpdateExclusiveLock on the extension, which conflicts
+/// with itself: Citus configures the shards of one table over parallel
+/// connections of one distributed transaction, and they would wait for each
+/// other until it ends (40P01). AccessShareLock still keeps DROP EXTENSION out.
+/// Only for relations in tsbucket_internal; called as the extension owner.
+#[pg_extern]
+fn _extension_member(rel: pg_sys::Oid, add: bool) {
+    // SAFETY: catalog lookups by oid in the caller's transaction; get_rel_namespace returns InvalidOid for a missing one.
+    let (namespace, internal) = unsafe {
+        (pg_sys::get_rel_namespace(rel), pg_sys::get_namespace_oid(c"tsbucket_internal".as_ptr(), true))
+    };
+    if namespace == pg_sys::InvalidOid || namespace != internal {
+        crate::pg::error::ts_error(
+            crate::pg::error::SqlState::ERRCODE_INVALID_PARAMETER_VALUE,
+            &format!("relation {} is not one of tsbucket's internal relations", u32::from(rel)),
+            "Only tsbucket's catalog functions manage which relations belong to the extension.",
+        );
+    }
+    // SAFETY: get_extension_oid with missing_ok = false errors out if tsbucket is not installed; the lock on the
+    // extension object is held to the end of the transaction, as ALTER EXTENSION holds its own.
+    let ext = unsafe {
+        let ext = pg_sys::get_extension_oid(c"tsbucket".as_ptr(), false);
+        pg_sys::LockDatabaseObject(pg_sys::ExtensionRelationId, ext, 0, pg_sys::AccessShareLock as i32);
+        ext
+    };
+    let extension = pg_sys::ObjectAddress { classId: pg_sys::ExtensionRelationId, objectId: ext, objectSubId: 0 };
+    #[cfg_attr(feature = "pg15", allow(unused_mut))]
+    let mut objects = vec![(pg_sys::RelationRelationId, rel)];
+    #[cfg(not(feature = "pg15"))]
+    {
+        // SAFETY: a syscache lookup of the relation's row type (InvalidOid if it has none).
+        let rowtype = unsafe { pg_sys::get_rel_type_id(rel) };
+        if rowtype != pg_sys::InvalidOid {
+            objects.push((pg_sys::TypeRelationId, rowtype));
+        }
+    }
+    for (class, oid) in objects {
+        // SAFETY: pg_depend and pg_init_privs writes for an existing object of `class` (the relation, checked above,
+        // or its row type) and the installed extension, in the caller's transaction; what ALTER EXTENSION does.
+        unsafe {
+            let member = pg_sys::getExtensionOfObject(class, oid) == ext;
+            if add && !member {
+                let object = pg_sys::ObjectAddress { classId: class, objectId: oid, objectSubId: 0 };
+                pg_sys::recordDependencyOn(&object, &extension, pg_sys::DependencyType::DEPENDENCY_EXTENSION);
+                pg_sys::recordExtObjInitPriv(oid, class);
+            } else if !add && member {
+                pg_sys::deleteDependencyRecordsForSpecific(
+                    class,
+                    oid,
+                    pg_sys::DependencyType::DEPENDENCY_EXTENSION as _,
+                    pg_sys::ExtensionRelationId,
+                    ext,
+                );
+                pg_sys::removeExtObjInitPriv(oid, class);
+            }
+        }
+    }
+    // SAFETY: makes the pg_depend changes visible to the rest of the caller's transaction.
+    unsafe { pg_sys::CommandCounterIncrement() };
+}

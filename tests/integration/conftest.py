@@ -38,7 +38,8 @@ def as_postgres(args, **kw):
 class Cluster:
     _next_port = 5600 + os.getpid() % 200
 
-    def __init__(self, preload=True, extra_conf=(), worker=False, extension_version=None):
+    def __init__(self, preload=True, extra_conf=(), worker=False, extension_version=None, libraries="tsbucket",
+                 extensions=("tsbucket",), tcp=False):
         self.version = os.environ.get("TSBUCKET_PG", "pg15")
         self.bindir = subprocess.check_output([pg_config(self.version), "--bindir"], text=True).strip()
         self.dir = tempfile.mkdtemp(prefix="tsbucket-it-")
@@ -47,10 +48,11 @@ class Cluster:
         self.port = Cluster._next_port
         self.data = os.path.join(self.dir, "data")
         as_postgres([f"{self.bindir}/initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync"])
-        conf = [f"port = {self.port}", f"unix_socket_directories = '{self.dir}'", "listen_addresses = ''",
-                "max_connections = 50", "deadlock_timeout = 100ms"]
+        # tcp: on 127.0.0.1 too (Citus nodes connect to each other by host and port).
+        conf = [f"port = {self.port}", f"unix_socket_directories = '{self.dir}'",
+                f"listen_addresses = '{'127.0.0.1' if tcp else ''}'", "max_connections = 50", "deadlock_timeout = 100ms"]
         if preload:
-            conf.append("shared_preload_libraries = 'tsbucket'")
+            conf.append(f"shared_preload_libraries = '{libraries}'")
             # Tests that count buckets must not have a worker compacting behind their backs.
             conf.append(f"tsbucket.worker_enabled = {'on' if worker else 'off'}")
         conf.extend(extra_conf)
@@ -59,7 +61,8 @@ class Cluster:
         with self.connect(dbname="postgres") as c:
             c.execute("CREATE DATABASE test")
         with self.connect() as c:
-            c.execute("CREATE EXTENSION tsbucket" + (f" VERSION '{extension_version}'" if extension_version else ""))
+            for ext in extensions:
+                c.execute(f"CREATE EXTENSION {ext}" + (f" VERSION '{extension_version}'" if extension_version and ext == "tsbucket" else ""))
 
     def start(self):
         as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-l", f"{self.dir}/server.log", "-w", "start"])

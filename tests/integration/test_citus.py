@@ -1,0 +1,170 @@
+"""tsbucket tables distributed with Citus: a coordinator and two workers on
+this machine (Citus 13.2.2 on PostgreSQL 15, 14.0.1 on 18, built by
+scripts/setup.sh from ../shared/vendor; skipped where Citus is not
+installed), tsbucket preloaded after Citus, the worker every second, tables
+owned by a non-superuser."""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import Cluster, pg_config
+
+SHARDS = 4
+
+
+def citus_installed():
+    libdir = subprocess.check_output([pg_config(os.environ.get("TSBUCKET_PG", "pg15")), "--pkglibdir"], text=True).strip()
+    return os.path.exists(os.path.join(libdir, "citus.so"))
+
+
+pytestmark = pytest.mark.skipif(not citus_installed(), reason="Citus is not installed for this PostgreSQL (scripts/setup.sh builds it from ../shared/vendor)")
+
+
+class Formation:
+    def __init__(self):
+        conf = ["tsbucket.worker_interval = 1", f"citus.shard_count = {SHARDS}", "max_worker_processes = 32",
+                "citus.max_background_task_executors_per_node = 1", "wal_level = logical"]
+        self.nodes = []
+        try:
+            for _ in range(3):
+                self.nodes.append(Cluster(worker=True, extra_conf=conf, libraries="citus,tsbucket",
+                                          extensions=("citus", "tsbucket"), tcp=True))
+        except Exception:
+            self.destroy()
+            raise
+        self.coordinator, self.workers = self.nodes[0], self.nodes[1:]
+        for n in self.nodes:
+            with n.connect() as c:
+                # The owner, made on each node (as a DBA makes roles), allowed to create in public.
+                c.execute("SET citus.enable_ddl_propagation = off")
+                c.execute("CREATE ROLE alice LOGIN")
+                c.execute("GRANT ALL ON SCHEMA public TO alice")
+        with self.coordinator.connect() as c:
+            c.execute("SELECT citus_set_coordinator_host('127.0.0.1', %s)", (self.coordinator.port,))
+            for w in self.workers:
+                c.execute("SELECT citus_add_node('127.0.0.1', %s)", (w.port,))
+
+    def connect(self, user="alice", **kw):
+        import psycopg
+        return psycopg.connect(host="127.0.0.1", port=self.coordinator.port, user=user, dbname="test",
+                               autocommit=kw.get("autocommit", True))
+
+    def on_shards(self, conn, table, sql):
+        """`sql` (with %L for the shard's name) on every shard, as run_command_on_shards runs it."""
+        rows = conn.execute("SELECT shardid, success, result FROM run_command_on_shards(%s, %s) ORDER BY shardid",
+                            (table, sql)).fetchall()
+        assert all(ok for _, ok, _ in rows), rows
+        return [r for _, _, r in rows]
+
+    def destroy(self):
+        for n in self.nodes:
+            n.destroy()
+
+
+@pytest.fixture(scope="module")
+def citus():
+    f = Formation()
+    yield f
+    f.destroy()
+
+
+SCHEMA = "time timestamptz NOT NULL, sensor text NOT NULL, temp float8, hum int4"
+
+
+def rows_sql(n, start="2024-01-01"):
+    return (f"SELECT '{start}'::timestamptz + i * interval '1 s', 's' || (i % 20), i / 10.0, i % 100 "
+            f"FROM generate_series(0, {n - 1}) i")
+
+
+def wait_for(predicate, timeout=60, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_configure_then_distribute(citus):
+    with citus.connect() as c:
+        c.execute(f"CREATE TABLE w1 ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('w1', 'time', 'sensor')")
+        c.execute("SELECT create_distributed_table('w1', 'sensor')")
+        c.execute(f"INSERT INTO w1 {rows_sql(5000)}")
+        assert c.execute("SELECT count(*), sum(hum) FROM w1").fetchone() == (5000, sum(i % 100 for i in range(5000)))
+        # Each shard's plan is TsBucketScan with aggregation inside the scan.
+        plan = "\n".join(r[0] for r in c.execute("EXPLAIN (VERBOSE) SELECT sensor, max(temp) FROM w1 GROUP BY sensor"))
+        assert "TsBucketScan" in plan and "Vectorized Aggregation" in plan, plan
+
+
+def test_distribute_a_table_holding_rows(citus):
+    """Citus creates the shards over parallel connections when the table has
+    rows (or in a transaction block): configuring them must not serialize
+    on the extension (PostgreSQL 15 deadlocked, 40P01)."""
+    with citus.connect() as c:
+        c.execute(f"CREATE TABLE w2 ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('w2', 'time', 'sensor')")
+        c.execute(f"INSERT INTO w2 {rows_sql(3000)}")
+        c.execute("SELECT create_distributed_table('w2', 'sensor')")
+        c.execute("SELECT truncate_local_data_after_distributing_table('w2')")
+        assert c.execute("SELECT count(*) FROM w2").fetchone()[0] == 3000
+    with citus.connect(autocommit=False) as c:
+        c.execute(f"CREATE TABLE w3 ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('w3', 'time', 'sensor')")
+        c.execute("SELECT create_distributed_table('w3', 'sensor')")
+        c.execute(f"INSERT INTO w3 {rows_sql(2000)}")
+        c.commit()
+        assert c.execute("SELECT count(*) FROM w3").fetchone()[0] == 2000
+        c.commit()
+    # The shards' internal relations belong to the extension on every node (pg_dump leaves them out).
+    for n in citus.nodes:
+        with n.connect() as c:
+            loose = c.execute("""SELECT count(*) FROM pg_class k JOIN pg_namespace s ON s.oid = k.relnamespace
+                                  WHERE s.nspname = 'tsbucket_internal' AND k.relkind IN ('r', 'S')
+                                    AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                                                    AND d.objid = k.oid AND d.deptype = 'e')""").fetchone()[0]
+            assert loose == 0
+
+
+def test_worker_maintains_every_shard(citus):
+    """Rows trickled in one statement at a time land in the shards' tails;
+    the worker on each node drains them into buckets and expires old ones,
+    with Citus's shard protections left as they are."""
+    with citus.connect() as c:
+        c.execute(f"CREATE TABLE w4 ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('w4', 'time', 'sensor', expire_after => interval '30 days')")
+        c.execute("SELECT create_distributed_table('w4', 'sensor')")
+        for i in range(200):
+            c.execute("INSERT INTO w4 VALUES (now() - %s * interval '1 s', %s, %s, %s)", (i, f"s{i % 20}", i, i))
+        c.execute(f"INSERT INTO w4 {rows_sql(500, start='2000-01-01')}")  # long expired
+        assert c.execute("SELECT count(*) FROM w4").fetchone()[0] == 700
+        c.execute("SELECT tsbucket.compact('w4')")  # the shell: nothing to do, no error
+        stats = "SELECT row_to_json(s)::text FROM tsbucket.stats(%L) s"
+
+        def maintained():
+            import json
+            shards = [json.loads(r) for r in citus.on_shards(c, "w4", stats)]
+            return all(s["tail_rows"] == 0 for s in shards) and c.execute("SELECT count(*) FROM w4").fetchone()[0] == 200
+        wait_for(maintained, what="every shard drained and expired")
+        errors = citus.on_shards(c, "w4", "SELECT coalesce(string_agg(last_error, '; '), '') FROM tsbucket.job_state WHERE relid = %L::regclass")
+        assert errors == [""] * SHARDS, errors
+
+
+def test_dba_functions_answer_for_the_whole_table(citus):
+    """stats, buckets, sizes and verify on the coordinator's shell sum its
+    shards (the shell itself is empty)."""
+    with citus.connect() as c:
+        c.execute(f"CREATE TABLE w5 ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('w5', 'time', 'sensor')")
+        c.execute("SELECT create_distributed_table('w5', 'sensor')")
+        c.execute(f"INSERT INTO w5 {rows_sql(4000)}")
+        c.execute("INSERT INTO w5 VALUES (now(), 's1', 1, 1)")  # one row in a tail
+        buckets, rows, tail_rows, total = c.execute(
+            "SELECT buckets, rows, tail_rows, total_bytes FROM tsbucket.stats('w5')").fetchone()
+        assert rows + tail_rows == 4001 and tail_rows >= 1
+        assert c.execute("SELECT count(*), sum(rows) FROM tsbucket.buckets('w5')").fetchone() == (buckets, rows)
+        assert c.execute("SELECT tsbucket.table_size('w5')").fetchone()[0] == total > 0
+        assert c.execute("SELECT count(*) FROM tsbucket.verify('w5')").fetchone()[0] == 0
