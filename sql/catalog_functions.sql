@@ -177,6 +177,7 @@ BEGIN
             MESSAGE = format('table %s does not use the tsbucket access method', relation),
             HINT = 'Create the table with CREATE TABLE ... USING tsbucket.';
     END IF;
+    PERFORM tsbucket._refuse_on_citus_table(relation, 'configure');
     IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
         RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
             MESSAGE = format('must be owner of table %s', relation);
@@ -367,6 +368,20 @@ BEGIN
     END IF;
     EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)' INTO found USING relation;
     RETURN found;
+END $$;
+
+-- Settings reach a Citus table's shards only when it is distributed (each
+-- shard is made from the shell's label): a change of a distributed table's
+-- settings would reach its shell alone, so it is refused. (Citus applying
+-- the shell's DDL on a node runs with DDL propagation off: let it through.)
+CREATE FUNCTION tsbucket._refuse_on_citus_table(relation regclass, what text) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF tsbucket._citus_table(relation) AND current_setting('citus.enable_ddl_propagation', true) IS DISTINCT FROM 'off' THEN
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('cannot %s table %s: it is distributed by Citus, and the change would not reach its shards', what, relation),
+            HINT = 'Configure the table (tsbucket.create_timeseries, alter_timeseries, series retention) before create_distributed_table(); this version does not yet change the shards of a distributed table.';
+    END IF;
 END $$;
 
 -- `command` (%L for a shard's name) on every shard of a Citus table, as the
@@ -679,6 +694,7 @@ RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     PERFORM tsbucket._require_owner(relation);
+    PERFORM tsbucket._refuse_on_citus_table(relation, 'set a series retention of');
     IF meta IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'the series of NULL meta values has no retention of its own',
@@ -698,6 +714,7 @@ RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     PERFORM tsbucket._require_owner(relation);
+    PERFORM tsbucket._refuse_on_citus_table(relation, 'reset a series retention of');
     PERFORM tsbucket._write_series_retention(relation, format('%s', meta), NULL, true);
     PERFORM tsbucket._sync_label(relation);
 END $$;
@@ -754,6 +771,7 @@ DECLARE
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     PERFORM tsbucket._require_owner(relation);
+    PERFORM tsbucket._refuse_on_citus_table(relation, 'alter');
     SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
     IF granularity IS NOT NULL AND (bucket_max_span IS NOT NULL OR bucket_rounding IS NOT NULL) THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',

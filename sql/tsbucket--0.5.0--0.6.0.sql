@@ -452,6 +452,254 @@ BEGIN
     RETURN QUERY SELECT v.bucket_id, v.problem FROM tsbucket._verify(relation) v;
 END $$;
 
+CREATE FUNCTION tsbucket._refuse_on_citus_table(relation regclass, what text) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF tsbucket._citus_table(relation) AND current_setting('citus.enable_ddl_propagation', true) IS DISTINCT FROM 'off' THEN
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('cannot %s table %s: it is distributed by Citus, and the change would not reach its shards', what, relation),
+            HINT = 'Configure the table (tsbucket.create_timeseries, alter_timeseries, series retention) before create_distributed_table(); this version does not yet change the shards of a distributed table.';
+    END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION tsbucket.create_timeseries(
+    relation regclass,
+    time_column name,
+    meta_column name DEFAULT NULL,
+    granularity text DEFAULT NULL,
+    bucket_max_span interval DEFAULT NULL,
+    bucket_rounding interval DEFAULT NULL,
+    expire_after interval DEFAULT NULL,
+    meta_columns name[] DEFAULT NULL)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    amname name;
+    time_att record;
+    metas name[];
+    meta_attnums int2[] := '{}';
+    m name;
+    meta_attnum int2;
+    span interval;
+    gran text;
+BEGIN
+    SELECT a.amname INTO amname FROM pg_class c LEFT JOIN pg_am a ON a.oid = c.relam WHERE c.oid = relation;
+    IF amname IS DISTINCT FROM 'tsbucket' THEN
+        RAISE EXCEPTION USING ERRCODE = 'wrong_object_type',
+            MESSAGE = format('table %s does not use the tsbucket access method', relation),
+            HINT = 'Create the table with CREATE TABLE ... USING tsbucket.';
+    END IF;
+    PERFORM tsbucket._refuse_on_citus_table(relation, 'configure');
+    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('must be owner of table %s', relation);
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_publication_rel WHERE prrelid = relation)
+       OR EXISTS (SELECT 1 FROM pg_publication_namespace pn JOIN pg_class k ON k.relnamespace = pn.pnnspid
+                   WHERE k.oid = relation) THEN
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('table %s is published for logical replication', relation),
+            HINT = 'A time-series table''s rows live in an internal bucket store, which logical replication would not send; '
+                   'remove the table (or its schema) from the publication first.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation) THEN
+        RAISE EXCEPTION USING ERRCODE = 'duplicate_object',
+            MESSAGE = format('table %s is already a time-series table', relation),
+            HINT = 'The time and meta columns and the bucket span are fixed at creation.';
+    END IF;
+
+    SELECT attnum, atttypid, attnotnull INTO time_att FROM pg_attribute
+     WHERE attrelid = relation AND attname = time_column AND attnum > 0 AND NOT attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'undefined_column',
+            MESSAGE = format('time column "%s" does not exist in table %s', time_column, relation);
+    END IF;
+    IF time_att.atttypid NOT IN ('timestamptz'::regtype, 'timestamp'::regtype) THEN
+        RAISE EXCEPTION USING ERRCODE = 'datatype_mismatch',
+            MESSAGE = format('time column "%s" has type %s', time_column, format_type(time_att.atttypid, NULL)),
+            HINT = 'The time column must be of type timestamptz or timestamp.';
+    END IF;
+    IF NOT time_att.attnotnull THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_table_definition',
+            MESSAGE = format('time column "%s" must be NOT NULL', time_column),
+            HINT = format('ALTER TABLE %s ALTER COLUMN %I SET NOT NULL', relation, time_column);
+    END IF;
+
+    IF meta_column IS NOT NULL AND meta_columns IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'meta_column and meta_columns cannot both be given',
+            HINT = 'Use meta_columns for several meta columns.';
+    END IF;
+    metas := coalesce(meta_columns, CASE WHEN meta_column IS NULL THEN '{}'::name[] ELSE ARRAY[meta_column] END);
+    FOREACH m IN ARRAY metas LOOP
+        SELECT attnum INTO meta_attnum FROM pg_attribute
+         WHERE attrelid = relation AND attname = m AND attnum > 0 AND NOT attisdropped;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'undefined_column',
+                MESSAGE = format('meta column "%s" does not exist in table %s', m, relation);
+        END IF;
+        IF meta_attnum = time_att.attnum THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('column "%s" cannot be both the time column and a meta column', m);
+        END IF;
+        IF meta_attnum = ANY (meta_attnums) THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('meta column "%s" is given twice', m);
+        END IF;
+        meta_attnums := meta_attnums || meta_attnum;
+    END LOOP;
+
+    IF granularity IS NOT NULL AND (bucket_max_span IS NOT NULL OR bucket_rounding IS NOT NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'granularity cannot be combined with bucket_max_span and bucket_rounding',
+            HINT = 'Give either a granularity or a custom span.';
+    END IF;
+    IF (bucket_max_span IS NULL) <> (bucket_rounding IS NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'bucket_max_span and bucket_rounding must be given together',
+            HINT = 'Give both, with the same value.';
+    END IF;
+    IF bucket_max_span IS NOT NULL THEN
+        IF bucket_max_span <> bucket_rounding THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span (%s) and bucket_rounding (%s) must be equal', bucket_max_span, bucket_rounding);
+        END IF;
+        PERFORM tsbucket._check_span(bucket_max_span);
+        span := bucket_max_span;
+        gran := NULL;
+    ELSE
+        gran := coalesce(granularity, 'seconds');
+        span := CASE gran WHEN 'seconds' THEN interval '1 hour' WHEN 'minutes' THEN interval '1 day'
+                          WHEN 'hours' THEN interval '30 days' END;
+        IF span IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('unknown granularity "%s"', gran),
+                HINT = 'Use seconds (1 hour buckets), minutes (1 day) or hours (30 days), or bucket_max_span.';
+        END IF;
+    END IF;
+    IF expire_after IS NOT NULL AND expire_after <= interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('expire_after must be positive, not %s', expire_after);
+    END IF;
+
+    PERFORM tsbucket._create_store_for(relation, time_att.attnum::int2, meta_attnums, gran, span,
+                                       (extract(epoch FROM span) * 1000000)::int8, expire_after);
+    PERFORM tsbucket._invalidate(relation);
+    PERFORM tsbucket._sync_label(relation);
+    PERFORM tsbucket._worker_notice();
+END $$;
+
+CREATE OR REPLACE FUNCTION tsbucket.set_series_retention(relation regclass, meta anyelement, expire_after interval)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM tsbucket._require_timeseries(relation);
+    PERFORM tsbucket._require_owner(relation);
+    PERFORM tsbucket._refuse_on_citus_table(relation, 'set a series retention of');
+    IF meta IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'the series of NULL meta values has no retention of its own',
+            HINT = 'It follows the table''s expire_after.';
+    END IF;
+    IF expire_after <= interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('expire_after must be positive, not %s', expire_after);
+    END IF;
+    PERFORM tsbucket._write_series_retention(relation, format('%s', meta), expire_after, false);
+    PERFORM tsbucket._sync_label(relation);
+    PERFORM tsbucket._worker_notice();
+END $$;
+
+CREATE OR REPLACE FUNCTION tsbucket.reset_series_retention(relation regclass, meta anyelement)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM tsbucket._require_timeseries(relation);
+    PERFORM tsbucket._require_owner(relation);
+    PERFORM tsbucket._refuse_on_citus_table(relation, 'reset a series retention of');
+    PERFORM tsbucket._write_series_retention(relation, format('%s', meta), NULL, true);
+    PERFORM tsbucket._sync_label(relation);
+END $$;
+
+CREATE OR REPLACE FUNCTION tsbucket.alter_timeseries(
+    relation regclass,
+    granularity text DEFAULT NULL,
+    bucket_max_span interval DEFAULT NULL,
+    bucket_rounding interval DEFAULT NULL,
+    expire_after interval DEFAULT NULL,
+    expire_never boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c tsbucket.catalog;
+    new_span interval;
+    new_gran text;
+    rank_of jsonb := '{"seconds": 1, "minutes": 2, "hours": 3}';
+BEGIN
+    PERFORM tsbucket._require_timeseries(relation);
+    PERFORM tsbucket._require_owner(relation);
+    PERFORM tsbucket._refuse_on_citus_table(relation, 'alter');
+    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
+    IF granularity IS NOT NULL AND (bucket_max_span IS NOT NULL OR bucket_rounding IS NOT NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'granularity cannot be combined with bucket_max_span and bucket_rounding';
+    END IF;
+    IF (bucket_max_span IS NULL) <> (bucket_rounding IS NULL) OR bucket_max_span <> bucket_rounding THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'bucket_max_span and bucket_rounding must be given together and be equal';
+    END IF;
+    IF expire_never AND expire_after IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'expire_after and expire_never cannot both be given';
+    END IF;
+    IF expire_after IS NOT NULL AND expire_after <= interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('expire_after must be positive, not %s', expire_after);
+    END IF;
+    new_span := c.bucket_max_span;
+    new_gran := c.granularity;
+    IF granularity IS NOT NULL THEN
+        IF NOT rank_of ? granularity THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('unknown granularity "%s"', granularity),
+                HINT = 'Use seconds, minutes or hours.';
+        END IF;
+        IF c.granularity IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('table %s has a custom bucket span; change it with bucket_max_span', relation);
+        END IF;
+        IF (rank_of ->> granularity)::int < (rank_of ->> c.granularity)::int THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('granularity can only grow, not go from %s to %s', c.granularity, granularity),
+                HINT = 'seconds -> minutes -> hours.';
+        END IF;
+        new_gran := granularity;
+        new_span := CASE granularity WHEN 'seconds' THEN interval '1 hour' WHEN 'minutes' THEN interval '1 day'
+                                     ELSE interval '30 days' END;
+    ELSIF bucket_max_span IS NOT NULL THEN
+        PERFORM tsbucket._check_span(bucket_max_span);
+        IF bucket_max_span < c.bucket_max_span THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span can only grow, not go from %s to %s', c.bucket_max_span, bucket_max_span);
+        END IF;
+        -- New windows must nest the old ones, or a row could fall in two.
+        IF (extract(epoch FROM bucket_max_span)::bigint % extract(epoch FROM c.bucket_max_span)::bigint) <> 0 THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('bucket_max_span %s must be a multiple of the current %s', bucket_max_span, c.bucket_max_span);
+        END IF;
+        new_gran := NULL;
+        new_span := bucket_max_span;
+    END IF;
+    -- A wider span changes where scans look for rows (a bucket's rows lie
+    -- within the current span of its window start): wait for running readers,
+    -- and make later ones see the new span, as ALTER TABLE does.
+    IF new_span IS DISTINCT FROM c.bucket_max_span THEN
+        EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', relation);
+    END IF;
+    -- Runs as the caller; the catalog row is written by Rust after an ownership check.
+    PERFORM tsbucket._update_catalog(relation, new_gran, new_span, (extract(epoch FROM new_span) * 1000000)::int8,
+        CASE WHEN alter_timeseries.expire_never THEN NULL ELSE coalesce(alter_timeseries.expire_after, c.expire_after) END);
+    PERFORM tsbucket._invalidate(relation);
+    PERFORM tsbucket._sync_label(relation);
+    PERFORM tsbucket._worker_notice();
+END $$;
+
 -- stats() gains tail_rows and tail_bytes; its total_bytes counts everything that holds the rows.
 DROP FUNCTION tsbucket.stats(regclass);
 -- Runs as the caller: tsbucket._store_totals and tsbucket._tail_rows check
