@@ -482,6 +482,11 @@ DECLARE
     span interval;
     gran text;
 BEGIN
+    IF (SELECT relkind FROM pg_class WHERE oid = relation) = 'p' THEN
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('cannot configure partitioned table %s: its rows live in its partitions', relation),
+            HINT = 'Configure each partition: CREATE TABLE ... PARTITION OF ... USING tsbucket, then tsbucket.create_timeseries() on it.';
+    END IF;
     SELECT a.amname INTO amname FROM pg_class c LEFT JOIN pg_am a ON a.oid = c.relam WHERE c.oid = relation;
     IF amname IS DISTINCT FROM 'tsbucket' THEN
         RAISE EXCEPTION USING ERRCODE = 'wrong_object_type',
