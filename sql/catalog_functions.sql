@@ -377,12 +377,13 @@ END $$;
 
 -- Settings reach a Citus table's shards only when it is distributed (each
 -- shard is made from the shell's label): a change of a distributed table's
--- settings would reach its shell alone, so it is refused. (Citus applying
--- the shell's DDL on a node runs with DDL propagation off: let it through.)
+-- settings would reach its shell alone, so it is refused. (Citus makes a
+-- node's shell from its DDL, label included, before that node's metadata
+-- lists the table: configuring it from its label is not refused.)
 CREATE FUNCTION tsbucket._refuse_on_citus_table(relation regclass, what text) RETURNS void
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF tsbucket._citus_table(relation) AND current_setting('citus.enable_ddl_propagation', true) IS DISTINCT FROM 'off' THEN
+    IF tsbucket._citus_table(relation) THEN
         RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
             MESSAGE = format('cannot %s table %s: it is distributed by Citus, and the change would not reach its shards', what, relation),
             HINT = 'Configure the table (tsbucket.create_timeseries, alter_timeseries, series retention) before create_distributed_table(); this version does not yet change the shards of a distributed table.';

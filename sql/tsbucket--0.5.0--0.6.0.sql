@@ -455,7 +455,7 @@ END $$;
 CREATE FUNCTION tsbucket._refuse_on_citus_table(relation regclass, what text) RETURNS void
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF tsbucket._citus_table(relation) AND current_setting('citus.enable_ddl_propagation', true) IS DISTINCT FROM 'off' THEN
+    IF tsbucket._citus_table(relation) THEN
         RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
             MESSAGE = format('cannot %s table %s: it is distributed by Citus, and the change would not reach its shards', what, relation),
             HINT = 'Configure the table (tsbucket.create_timeseries, alter_timeseries, series retention) before create_distributed_table(); this version does not yet change the shards of a distributed table.';

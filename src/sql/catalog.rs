@@ -98,7 +98,8 @@ fn _sync_label(relid: pg_sys::Oid) {
 /// Makes one of a table's internal relations (store, moves, segments,
 /// sequences) a member of the extension, or no longer one (`add` false,
 /// before it is dropped): the pg_depend rows ALTER EXTENSION ADD / DROP
-/// records (for the relation, and from PostgreSQL 16 on its row type too), so
+/// records (for the relation, and from PostgreSQL 17 on its row type and that
+/// type's array type too), so
 /// that pg_dump leaves it out and pg_upgrade carries it over. Without ALTER
 /// EXTENSION's ShareUpdateExclusiveLock on the extension, which conflicts
 /// with itself: Citus configures the shards of one table over parallel
@@ -130,10 +131,15 @@ fn _extension_member(rel: pg_sys::Oid, add: bool) {
     let mut objects = vec![(pg_sys::RelationRelationId, rel)];
     #[cfg(not(feature = "pg15"))]
     {
-        // SAFETY: a syscache lookup of the relation's row type (InvalidOid if it has none).
+        // SAFETY: syscache lookups of the relation's row type and of that type's array type (InvalidOid if none).
         let rowtype = unsafe { pg_sys::get_rel_type_id(rel) };
         if rowtype != pg_sys::InvalidOid {
             objects.push((pg_sys::TypeRelationId, rowtype));
+            // SAFETY: as above.
+            let array = unsafe { pg_sys::get_array_type(rowtype) };
+            if array != pg_sys::InvalidOid {
+                objects.push((pg_sys::TypeRelationId, array));
+            }
         }
     }
     for (class, oid) in objects {

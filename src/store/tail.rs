@@ -377,6 +377,7 @@ pub unsafe fn read_segments(config: &Config, shape: &TableShape, snapshot: pg_sy
 pub unsafe fn read_latest_groups(config: &Config, shape: &TableShape, snapshot: pg_sys::Snapshot) -> (Vec<Rc<TailGroup>>, usize) {
     let Some(tail) = of(config) else { return (Vec::new(), 0) };
     let mut scanned = 0;
+    let mut malformed: Vec<(usize, pg_sys::ItemPointerData)> = Vec::new();
     // SAFETY: in a transaction, with the caller's snapshot (the contract).
     let marks = unsafe { drained(config, tail, snapshot) };
     let meta_attrs = shape.meta_attrs();
@@ -391,19 +392,22 @@ pub unsafe fn read_latest_groups(config: &Config, shape: &TableShape, snapshot: 
         // SAFETY: one of the tail's segments, read with the caller's snapshot; each tuple is read while valid.
         unsafe {
             for_each_tuple(relid, snapshot, |tupdesc, tuple| {
+                scanned += 1;
+                let tid = (segment, (*tuple).t_self);
+                // A malformed row is read whole below, which reports it as read_groups does.
                 if (*tupdesc).natts as usize != natts {
+                    malformed.push(tid);
                     return;
                 }
-                scanned += 1;
                 pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
                 if nulls[0] {
+                    malformed.push(tid);
                     return;
                 }
                 let time = values[0].value() as i64;
                 for (i, (attr, m)) in meta_attrs.iter().zip(probe.iter_mut()).enumerate() {
                     *m = (!nulls[1 + i]).then(|| datum::datum_bytes(&values[1 + i], attr.layout()).to_vec());
                 }
-                let tid = (segment, (*tuple).t_self);
                 match latest.get_mut(&probe) {
                     Some((t, tids)) if *t == time => tids.push(tid),
                     Some((t, tids)) if *t < time => {
@@ -419,7 +423,7 @@ pub unsafe fn read_latest_groups(config: &Config, shape: &TableShape, snapshot: 
             })
         };
     }
-    let mut winners: Vec<(usize, pg_sys::ItemPointerData)> = latest.into_values().flat_map(|(_, tids)| tids).collect();
+    let mut winners: Vec<(usize, pg_sys::ItemPointerData)> = latest.into_values().flat_map(|(_, tids)| tids).chain(malformed).collect();
     winners.sort_by_key(|(segment, tid)| (*segment, tid.ip_blkid.bi_hi, tid.ip_blkid.bi_lo, tid.ip_posid));
     let mut reader = GroupReader::new(config, shape);
     for segment in 0..SEGMENTS {
@@ -436,10 +440,21 @@ pub unsafe fn read_latest_groups(config: &Config, shape: &TableShape, snapshot: 
             let fetch = (*pg_sys::GetHeapamTableAmRoutine()).tuple_fetch_row_version.expect("heap fetches");
             for (_, tid) in rows {
                 let mut tid = *tid;
-                if fetch(seg, &mut tid, snapshot, slot) {
-                    let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
-                    reader.add_tuple(segment, (*seg).rd_id, (*seg).rd_att, tuple, &mut values, &mut nulls);
+                if !fetch(seg, &mut tid, snapshot, slot) {
+                    ts_error(
+                        DATA_CORRUPTED,
+                        &format!(
+                            "a row of the tail of table \"{}\" vanished while a scan read it",
+                            crate::pg::relation::relation_name(config.relid)
+                        ),
+                        "Run SELECT * FROM tsbucket.verify(...) on the table.",
+                    );
                 }
+                let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
+                let natts = (*(*seg).rd_att).natts as usize;
+                values.resize(natts, pg_sys::Datum::from(0));
+                nulls.resize(natts, false);
+                reader.add_tuple(segment, (*seg).rd_id, (*seg).rd_att, tuple, &mut values, &mut nulls);
             }
             pg_sys::ExecDropSingleTupleTableSlot(slot);
             pg_sys::table_close(seg, pg_sys::NoLock as i32);

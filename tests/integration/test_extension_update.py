@@ -174,5 +174,13 @@ def test_update_from_previous_release(libraries):
             after = c.execute(ROWS["readings"]).fetchall()
             assert len(after) == len(before[0]["readings"]) + 1
             assert c.execute("SELECT count(*) FROM tsbucket.verify('readings')").fetchone()[0] == 0
+            # Tables the previous release made (their internal relations joined the extension by ALTER EXTENSION,
+            # on PostgreSQL 17 and later with their row and array types) drop cleanly, and leave the extension.
+            c.execute("DROP TABLE plain")
+            c.execute("DROP TABLE readings")
+            assert c.execute("SELECT count(*) FROM pg_extension WHERE extname = 'tsbucket'").fetchone()[0] == 1
+            assert c.execute("SELECT count(*) FROM tsbucket.catalog").fetchone()[0] == 0
+            assert c.execute("""SELECT count(*) FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace
+                                 WHERE n.nspname = 'tsbucket_internal' AND k.relkind IN ('r', 'S')""").fetchone()[0] == 0
     finally:
         cluster.destroy()
