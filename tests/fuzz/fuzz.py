@@ -117,7 +117,9 @@ class Round:
         if span is None:
             span = f"bucket_max_span => interval '{s.span_seconds} seconds', bucket_rounding => interval '{s.span_seconds} seconds'"
         for side, using in ((ts, " USING tsbucket"), (heap, "")):
-            side.conn.execute(f"DROP TABLE IF EXISTS {side.table}")
+            # psycopg forgets its prepared statements (whose result types may change with the new table) when it
+            # sees a DROP, but only the first time it sees that statement's text: a text of this round's own.
+            side.conn.execute(f"DROP TABLE IF EXISTS {side.table} /* round {self.number} */")
             side.conn.execute(f"CREATE TABLE {side.table} ({cols}){using}")
         meta_arg = f", meta_columns => {metas}" if s.metas else ""
         ts.conn.execute(f"SELECT tsbucket.create_timeseries('{ts.table}', 'time'{meta_arg}, {span})")

@@ -191,3 +191,53 @@ def test_settings_of_a_distributed_table_are_refused(citus):
             with pytest.raises(psycopg.errors.FeatureNotSupported, match="would not reach its shards"):
                 c.execute(call)
         assert c.execute("SELECT count(*) FROM w1").fetchone()[0] == 5000
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_distributed_table_answers_like_a_distributed_heap(citus, seed):
+    """test_differential's rows, writes, deletes, meta updates and queries on
+    a tsbucket table and a heap table, both distributed by device: the same
+    answers (or, where Citus cannot plan a query, the same refusal)."""
+    import datetime as dt
+    import random
+
+    import psycopg
+    from test_differential import COLUMNS, QUERIES, normalized, random_row, write
+
+    rng = random.Random(seed)
+    t0 = dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc)
+    with citus.connect() as c:
+        c.execute("SET timezone = 'UTC'")
+        for t, using in (("cd_ts", "USING tsbucket"), ("cd_heap", "")):
+            c.execute(f"DROP TABLE IF EXISTS {t}")
+            c.execute(f"CREATE TABLE {t} ({COLUMNS}) {using}")
+        c.execute("SELECT tsbucket.create_timeseries('cd_ts', 'time', meta_columns => ARRAY['device', 'site']::name[])")
+        for t in ("cd_ts", "cd_heap"):
+            c.execute("SELECT create_distributed_table(%s, 'device')", (t,))
+        for _ in range(rng.randrange(6, 10)):
+            # (A distribution column cannot be NULL.)
+            rows = [(r[0], r[1] or "d0") + r[2:] for r in (random_row(rng, t0) for _ in range(rng.choice([1, 5, 50, 300])))]
+            method = rng.choice(["single", "multi", "copy", "select"]) if len(rows) <= 50 else rng.choice(["multi", "copy", "select"])
+            for t in ("cd_ts", "cd_heap"):
+                write(c, t, rows, method)
+            change = rng.random()
+            for t in ("cd_ts", "cd_heap"):
+                if change < 0.2:
+                    c.execute(f"DELETE FROM {t} WHERE cnt % 7 = 1 OR temp > 40")
+                elif change < 0.4:
+                    # (Citus does not change a distribution column: site is the meta column to update.)
+                    c.execute(f"UPDATE {t} SET site = {1 + seed % 3} WHERE device = 'd{1 + seed}'")
+        last_point = "SELECT DISTINCT ON (device, site) device, site, time FROM {t} ORDER BY device, site, time DESC"
+        checked = 0
+        for q in QUERIES + [last_point]:
+            try:
+                a = normalized(c.execute(q.format(t="cd_ts")).fetchall())
+            except psycopg.Error as e:
+                with pytest.raises(psycopg.Error) as h:
+                    c.execute(q.format(t="cd_heap"))
+                assert h.value.sqlstate == e.sqlstate, f"seed {seed}: {q}: tsbucket {e}, heap {h.value}"
+                continue
+            b = normalized(c.execute(q.format(t="cd_heap")).fetchall())
+            assert a == b, f"seed {seed}: {q}"
+            checked += 1
+        assert checked >= len(QUERIES) // 2
