@@ -241,3 +241,44 @@ def test_distributed_table_answers_like_a_distributed_heap(citus, seed):
             assert a == b, f"seed {seed}: {q}"
             checked += 1
         assert checked >= len(QUERIES) // 2
+
+
+def test_worker_node_stopped_mid_copy(citus):
+    """A worker node that stops in the middle of a COPY through the
+    coordinator fails the COPY with a clear error; once it is back, the
+    table holds exactly the rows committed before, none of the COPY's."""
+    import threading
+
+    import psycopg
+    with citus.connect() as c:
+        c.execute(f"CREATE TABLE w7 ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('w7', 'time', 'sensor')")
+        c.execute("SELECT create_distributed_table('w7', 'sensor')")
+        c.execute(f"INSERT INTO w7 {rows_sql(1000)}")
+    victim = citus.workers[1]
+    error = []
+
+    def copy():
+        try:
+            with citus.connect() as c, c.cursor().copy("COPY w7 FROM STDIN") as cp:
+                for i in range(2_000_000):
+                    cp.write_row((f"2024-06-01 00:00:00+00", f"s{i % 20}", i / 10, i % 100))
+        except psycopg.Error as e:
+            error.append(e)
+
+    t = threading.Thread(target=copy)
+    t.start()
+    time.sleep(1.5)
+    victim.stop("immediate")
+    t.join(timeout=120)
+    assert not t.is_alive()
+    assert error, "the COPY should fail while a node is down"
+    victim.start()
+    with citus.connect() as c:
+        def count():
+            try:
+                return c.execute("SELECT count(*) FROM w7").fetchone()[0]
+            except psycopg.OperationalError:
+                return None  # (the coordinator reconnecting to the node)
+        wait_for(lambda: count() == 1000, what="the committed rows, and only them")
+        assert c.execute("SELECT count(*) FROM w7 WHERE time >= '2024-06-01'").fetchone()[0] == 0
