@@ -493,7 +493,6 @@ BEGIN
             MESSAGE = format('table %s does not use the tsbucket access method', relation),
             HINT = 'Create the table with CREATE TABLE ... USING tsbucket.';
     END IF;
-    PERFORM tsbucket._refuse_on_citus_table(relation, 'configure');
     IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = relation), 'USAGE') THEN
         RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
             MESSAGE = format('must be owner of table %s', relation);
@@ -590,6 +589,9 @@ BEGIN
                                        (extract(epoch FROM span) * 1000000)::int8, expire_after);
     PERFORM tsbucket._invalidate(relation);
     PERFORM tsbucket._sync_label(relation);
+    IF tsbucket._citus_table(relation) THEN
+        PERFORM tsbucket._configure_citus_shards(relation);
+    END IF;
     PERFORM tsbucket._worker_notice();
 END $$;
 
@@ -703,6 +705,54 @@ BEGIN
     PERFORM tsbucket._invalidate(relation);
     PERFORM tsbucket._sync_label(relation);
     PERFORM tsbucket._worker_notice();
+END $$;
+
+CREATE FUNCTION tsbucket._configure_citus_shards(relation regclass) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    label text := (SELECT l.label FROM pg_seclabel l WHERE l.objoid = relation AND l.classoid = 'pg_class'::regclass
+                      AND l.objsubid = 0 AND l.provider = 'tsbucket');
+    originating boolean := current_setting('citus.enable_ddl_propagation', true) IS DISTINCT FROM 'off';
+    shard text;
+    rel regclass;
+    distributed_by text;
+    schema_name text := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = relation);
+BEGIN
+    IF originating THEN
+        -- Distributed in this transaction: Citus made the shards over connections of their own, which the nodes'
+        -- connections carrying the label may not be.
+        EXECUTE 'SELECT xmin::text FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1' INTO distributed_by USING relation;
+        IF distributed_by = (pg_current_xact_id_if_assigned()::text::bigint & 4294967295)::text THEN
+            RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+                MESSAGE = format('cannot configure table %s in the transaction that distributed it', relation),
+                HINT = 'Commit create_distributed_table() first, then call tsbucket.create_timeseries(); or configure the table before distributing it.';
+        END IF;
+        IF current_setting('citus.enable_alter_role_propagation', true) = 'off' THEN
+            RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+                MESSAGE = format('cannot configure table %s on the other nodes: Citus does not carry security labels', relation),
+                HINT = 'SET citus.enable_alter_role_propagation = on (its default), or configure the table before create_distributed_table().';
+        END IF;
+        EXECUTE format('SECURITY LABEL FOR tsbucket ON TABLE %s IS %L', relation, label);
+    END IF;
+    FOR shard IN EXECUTE 'SELECT pg_catalog.shard_name(s.logicalrelid, s.shardid)
+                            FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p USING (shardid)
+                           WHERE s.logicalrelid = $1 AND p.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group)'
+                 USING relation LOOP
+        -- (shard_name leaves the shards of tables in public unqualified.)
+        rel := coalesce(to_regclass(shard), to_regclass(quote_ident(schema_name) || '.' || shard));
+        IF rel IS NULL THEN
+            -- (On another node a shard not made yet gets the label when it is made.)
+            IF originating THEN
+                RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+                    MESSAGE = format('shard %s of table %s is not visible to this transaction', shard, relation),
+                    HINT = 'Citus made the shards over other connections of this transaction: commit create_distributed_table() first, then call tsbucket.create_timeseries().';
+            END IF;
+            CONTINUE;
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = rel) THEN
+            EXECUTE format('SECURITY LABEL FOR tsbucket ON TABLE %s IS %L', rel, label);
+        END IF;
+    END LOOP;
 END $$;
 
 -- stats() gains tail_rows and tail_bytes; its total_bytes counts everything that holds the rows.

@@ -175,16 +175,39 @@ def test_dba_functions_answer_for_the_whole_table(citus):
         assert c.execute("SELECT count(*) FROM tsbucket.verify('w5')").fetchone()[0] == 0
 
 
-def test_settings_of_a_distributed_table_are_refused(citus):
-    """Shards take their settings from the shell when the table is
-    distributed; a change after that would reach the shell alone: refused
-    with a hint, never half applied."""
+def test_distribute_then_configure(citus):
+    """create_timeseries on a table already distributed: Citus carries its
+    label to every node, which configures its own shards, in one distributed
+    transaction. In the transaction that distributed it, refused with a hint."""
+    import json
+
     import psycopg
     with citus.connect() as c:
         c.execute(f"CREATE TABLE w6 ({SCHEMA}) USING tsbucket")
         c.execute("SELECT create_distributed_table('w6', 'sensor')")
-        with pytest.raises(psycopg.errors.FeatureNotSupported, match="distributed by Citus"):
-            c.execute("SELECT tsbucket.create_timeseries('w6', 'time', 'sensor')")
+        c.execute("SELECT tsbucket.create_timeseries('w6', 'time', 'sensor')")
+        c.execute(f"INSERT INTO w6 {rows_sql(3000)}")
+        c.execute("INSERT INTO w6 VALUES ('2024-01-01', 's1', 1, 1)")
+        assert c.execute("SELECT count(*) FROM w6").fetchone()[0] == 3001
+        configured = citus.on_shards(c, "w6", "SELECT count(*) FROM tsbucket.catalog WHERE relid = %L::regclass")
+        assert configured == ["1"] * SHARDS
+        shards = [json.loads(r) for r in citus.on_shards(c, "w6", "SELECT row_to_json(s)::text FROM tsbucket.stats(%L) s")]
+        assert sum(s["rows"] + s["tail_rows"] for s in shards) == 3001
+        plan = "\n".join(r[0] for r in c.execute("EXPLAIN (VERBOSE) SELECT sensor, max(temp) FROM w6 GROUP BY sensor"))
+        assert "TsBucketScan" in plan, plan
+    with citus.connect(autocommit=False) as c:
+        c.execute(f"CREATE TABLE w6b ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT create_distributed_table('w6b', 'sensor')")
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="in the transaction that distributed it"):
+            c.execute("SELECT tsbucket.create_timeseries('w6b', 'time', 'sensor')")
+        c.rollback()
+
+
+def test_settings_of_a_distributed_table_are_refused(citus):
+    """Changes after distribution would reach the shell alone: refused with
+    a hint, never half applied."""
+    import psycopg
+    with citus.connect() as c:
         for call in ("SELECT tsbucket.alter_timeseries('w1', expire_after => interval '1 year')",
                      "SELECT tsbucket.set_series_retention('w1', 's1'::text, interval '1 day')",
                      "SELECT tsbucket.reset_series_retention('w1', 's1'::text)"):
