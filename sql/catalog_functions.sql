@@ -425,6 +425,11 @@ BEGIN
                 HINT = 'SET citus.enable_alter_role_propagation = on (its default), or configure the table before create_distributed_table().';
         END IF;
         EXECUTE format('SECURITY LABEL FOR tsbucket ON TABLE %s IS %L', relation, label);
+    ELSIF current_setting('application_name') NOT LIKE 'citus_internal%' THEN
+        -- Not Citus applying the label here: a user who turned propagation off would configure this node alone.
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('cannot configure distributed table %s with citus.enable_ddl_propagation off: its shards on the other nodes would stay unconfigured', relation),
+            HINT = 'RESET citus.enable_ddl_propagation, then call tsbucket.create_timeseries() again.';
     END IF;
     FOR shard IN EXECUTE 'SELECT pg_catalog.shard_name(s.logicalrelid, s.shardid)
                             FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p USING (shardid)

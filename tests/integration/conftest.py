@@ -44,8 +44,7 @@ class Cluster:
         self.bindir = subprocess.check_output([pg_config(self.version), "--bindir"], text=True).strip()
         self.dir = tempfile.mkdtemp(prefix="tsbucket-it-")
         os.chmod(self.dir, 0o777)
-        Cluster._next_port += 1
-        self.port = Cluster._next_port
+        self.port = Cluster._free_port()
         self.data = os.path.join(self.dir, "data")
         as_postgres([f"{self.bindir}/initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync"])
         # tcp: on 127.0.0.1 too (Citus nodes connect to each other by host and port).
@@ -63,6 +62,20 @@ class Cluster:
         with self.connect() as c:
             for ext in extensions:
                 c.execute(f"CREATE EXTENSION {ext}" + (f" VERSION '{extension_version}'" if extension_version and ext == "tsbucket" else ""))
+
+    @staticmethod
+    def _free_port():
+        """The next port nothing listens on over TCP (clusters with tcp=True
+        bind 127.0.0.1; another test run's clusters may hold a port)."""
+        import socket
+        while True:
+            Cluster._next_port += 1
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", Cluster._next_port))
+                    return Cluster._next_port
+                except OSError:
+                    continue
 
     def start(self):
         as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-l", f"{self.dir}/server.log", "-w", "start"])

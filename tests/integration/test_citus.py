@@ -195,6 +195,12 @@ def test_distribute_then_configure(citus):
         assert sum(s["rows"] + s["tail_rows"] for s in shards) == 3001
         plan = "\n".join(r[0] for r in c.execute("EXPLAIN (VERBOSE) SELECT sensor, max(temp) FROM w6 GROUP BY sensor"))
         assert "TsBucketScan" in plan, plan
+    with citus.connect() as c:
+        c.execute(f"CREATE TABLE w6c ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT create_distributed_table('w6c', 'sensor')")
+        c.execute("SET citus.enable_ddl_propagation = off")
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match="would stay unconfigured"):
+            c.execute("SELECT tsbucket.create_timeseries('w6c', 'time', 'sensor')")
     with citus.connect(autocommit=False) as c:
         c.execute(f"CREATE TABLE w6b ({SCHEMA}) USING tsbucket")
         c.execute("SELECT create_distributed_table('w6b', 'sensor')")
