@@ -156,8 +156,8 @@ BEGIN
         -- A distributed table: the sum over its shards (the shell holds no rows).
         RETURN QUERY
         SELECT sum(x.table_bytes)::bigint, sum(x.toast_bytes)::bigint, sum(x.index_bytes)::bigint, sum(x.total_bytes)::bigint
-          FROM tsbucket._on_shards(relation, 'SELECT row_to_json(s)::text FROM tsbucket.table_detailed_size(%L) s') o,
-               json_to_record(o.result::json) AS x(table_bytes bigint, toast_bytes bigint, index_bytes bigint, total_bytes bigint);
+          FROM tsbucket._shard_rows(relation, 'table_detailed_size') o,
+               json_to_record(o.r) AS x(table_bytes bigint, toast_bytes bigint, index_bytes bigint, total_bytes bigint);
         RETURN;
     END IF;
     SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
@@ -400,25 +400,6 @@ BEGIN
     RETURN found;
 END $$;
 
-CREATE FUNCTION tsbucket._on_shards(relation regclass, command text, OUT shard text, OUT result text) RETURNS SETOF record
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    r record;
-BEGIN
-    FOR r IN EXECUTE 'SELECT shard_name(s.logicalrelid, s.shardid) AS shard, o.success, o.result
-                        FROM run_command_on_shards($1, $2) o JOIN pg_dist_shard s USING (shardid) ORDER BY o.shardid'
-             USING relation, command LOOP
-        IF NOT r.success THEN
-            RAISE EXCEPTION USING ERRCODE = 'connection_failure',
-                MESSAGE = format('shard %s of table %s did not answer: %s', r.shard, relation, r.result),
-                HINT = 'Check that every node of the Citus cluster is up and has tsbucket installed.';
-        END IF;
-        shard := r.shard;
-        result := r.result;
-        RETURN NEXT;
-    END LOOP;
-END $$;
-
 CREATE OR REPLACE FUNCTION tsbucket.buckets(relation regclass)
 RETURNS TABLE (bucket_id bigint, meta text, window_start text, min_time text, max_time text,
                rows integer, compressed_bytes integer, close_reason text)
@@ -428,8 +409,8 @@ BEGIN
     IF tsbucket._citus_table(relation) THEN
         -- A distributed table: every shard's buckets (a bucket id is its shard's).
         RETURN QUERY
-        SELECT x.* FROM tsbucket._on_shards(relation, 'SELECT coalesce(json_agg(b), ''[]'')::text FROM tsbucket.buckets(%L) b') o,
-               json_to_recordset(o.result::json) AS x(bucket_id bigint, meta text, window_start text, min_time text,
+        SELECT x.* FROM tsbucket._shard_rows(relation, 'buckets') o,
+               json_to_record(o.r) AS x(bucket_id bigint, meta text, window_start text, min_time text,
                    max_time text, rows integer, compressed_bytes integer, close_reason text);
         RETURN;
     END IF;
@@ -445,8 +426,8 @@ BEGIN
         -- A distributed table: every shard checked, its problems named by shard.
         RETURN QUERY
         SELECT x.bucket_id, o.shard || ': ' || x.problem
-          FROM tsbucket._on_shards(relation, 'SELECT coalesce(json_agg(v), ''[]'')::text FROM tsbucket.verify(%L) v') o,
-               json_to_recordset(o.result::json) AS x(bucket_id bigint, problem text);
+          FROM tsbucket._shard_rows(relation, 'verify') o,
+               json_to_record(o.r) AS x(bucket_id bigint, problem text);
         RETURN;
     END IF;
     RETURN QUERY SELECT v.bucket_id, v.problem FROM tsbucket._verify(relation) v;
@@ -760,6 +741,26 @@ BEGIN
     END LOOP;
 END $$;
 
+CREATE FUNCTION tsbucket._shard_rows(relation regclass, fn text, OUT shard text, OUT r json) RETURNS SETOF record
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    o record;
+BEGIN
+    FOR o IN EXECUTE 'SELECT shard_name(s.logicalrelid, s.shardid) AS shard, o.success, o.result
+                        FROM run_command_on_shards($1, $2) o JOIN pg_dist_shard s USING (shardid) ORDER BY o.shardid'
+             USING relation, format('SELECT coalesce(json_agg(r), ''[]'')::text FROM tsbucket.%I(%%L) r', fn) LOOP
+        IF NOT o.success THEN
+            RAISE EXCEPTION USING ERRCODE = 'connection_failure',
+                MESSAGE = format('shard %s of table %s did not answer: %s', o.shard, relation, o.result),
+                HINT = 'Check that every node of the Citus cluster is up and has tsbucket installed.';
+        END IF;
+        shard := o.shard;
+        FOR r IN SELECT json_array_elements(o.result::json) LOOP
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+END $$;
+
 -- stats() gains tail_rows and tail_bytes; its total_bytes counts everything that holds the rows.
 DROP FUNCTION tsbucket.stats(regclass);
 -- Runs as the caller: tsbucket._store_totals and tsbucket._tail_rows check
@@ -779,8 +780,8 @@ BEGIN
         -- A distributed table: the sum over its shards (the shell holds no rows).
         RETURN QUERY
         WITH per AS (
-            SELECT x.* FROM tsbucket._on_shards(relation, 'SELECT row_to_json(s)::text FROM tsbucket.stats(%L) s') o,
-                   json_to_record(o.result::json) AS x(buckets bigint, rows bigint, compressed_bytes bigint,
+            SELECT x.* FROM tsbucket._shard_rows(relation, 'stats') o,
+                   json_to_record(o.r) AS x(buckets bigint, rows bigint, compressed_bytes bigint,
                        uncompressed_bytes bigint, total_bytes bigint, closed_by_count bigint, closed_by_size bigint,
                        closed_by_time_window bigint, closed_by_memory_limit bigint, closed_by_end_of_statement bigint,
                        rewritten bigint, compacted bigint, tail_rows bigint, tail_bytes bigint))

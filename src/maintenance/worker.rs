@@ -85,28 +85,15 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
             });
             return Vec::new();
         }
-        // A Citus table's shell holds no rows (its shards do, here or on other nodes).
-        let shells: Vec<pg_sys::Oid> = if Spi::get_one::<bool>("SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL").ok().flatten() == Some(true) {
-            Spi::connect(|c| {
-                c.select("SELECT logicalrelid::oid FROM pg_catalog.pg_dist_partition", None, &[])
-                    .map(|rows| rows.filter_map(|r| r.get::<pg_sys::Oid>(1).ok().flatten()).collect())
-                    .unwrap_or_default()
-            })
-        } else {
-            Vec::new()
-        };
         Spi::connect(|c| {
             c.select(
+                // A Citus table's shell holds no rows (its shards do, here or on other nodes).
                 "SELECT c.relid, c.expire_after IS NOT NULL OR EXISTS (SELECT 1 FROM tsbucket.series_retention_data r WHERE r.relid = c.relid)
-                   FROM tsbucket.catalog c ORDER BY c.relid",
+                   FROM tsbucket.catalog c WHERE NOT tsbucket._citus_table(c.relid) ORDER BY c.relid",
                 None,
                 &[],
             )
-            .map(|rows| {
-                rows.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<bool>(2).ok()??)))
-                    .filter(|(relid, _)| !shells.contains(relid))
-                    .collect()
-            })
+            .map(|rows| rows.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<bool>(2).ok()??))).collect())
             .unwrap_or_default()
         })
     });

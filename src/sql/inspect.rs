@@ -237,13 +237,10 @@ fn _store_totals(
 fn _tail_rows(relid: pg_sys::Oid) -> i64 {
     let config = config::require(relid);
     crate::catalog::privileges::require_select_without_rls(relid);
-    // SAFETY: the configured table `relid` is opened AccessShare for its descriptor while its tail is read with the
-    // statement's snapshot, then closed with the lock kept.
+    // SAFETY: the configured table `relid` is locked AccessShare (as a SELECT locks it, kept to the transaction's end)
+    // while its tail is read with the statement's snapshot.
     unsafe {
-        let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as i32);
-        let shape = crate::catalog::shape::TableShape::new((*rel).rd_att, &config);
-        let rows = crate::store::tail::row_count(&config, &shape, reader::current_snapshot());
-        pg_sys::table_close(rel, pg_sys::NoLock as i32);
-        rows as i64
+        pg_sys::LockRelationOid(relid, pg_sys::AccessShareLock as i32);
+        crate::store::tail::row_count(&config, reader::current_snapshot()) as i64
     }
 }

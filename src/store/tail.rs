@@ -436,8 +436,8 @@ pub unsafe fn read_latest_groups(config: &Config, shape: &TableShape, snapshot: 
         // slot is dropped before the segment closes.
         unsafe {
             let seg = pg_sys::table_open(tail.segments[segment], pg_sys::AccessShareLock as i32);
-            let slot = pg_sys::MakeSingleTupleTableSlot((*seg).rd_att, &pg_sys::TTSOpsBufferHeapTuple);
-            let fetch = (*pg_sys::GetHeapamTableAmRoutine()).tuple_fetch_row_version.expect("heap fetches");
+            let slot = heap_slot(seg);
+            let fetch = heap_am().tuple_fetch_row_version.expect("heap fetches");
             for (_, tid) in rows {
                 let mut tid = *tid;
                 if !fetch(seg, &mut tid, snapshot, slot) {
@@ -450,11 +450,7 @@ pub unsafe fn read_latest_groups(config: &Config, shape: &TableShape, snapshot: 
                         "Run SELECT * FROM tsbucket.verify(...) on the table.",
                     );
                 }
-                let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
-                let natts = (*(*seg).rd_att).natts as usize;
-                values.resize(natts, pg_sys::Datum::from(0));
-                nulls.resize(natts, false);
-                reader.add_tuple(segment, (*seg).rd_id, (*seg).rd_att, tuple, &mut values, &mut nulls);
+                reader.add_slot(segment, seg, slot);
             }
             pg_sys::ExecDropSingleTupleTableSlot(slot);
             pg_sys::table_close(seg, pg_sys::NoLock as i32);
@@ -466,8 +462,8 @@ pub unsafe fn read_latest_groups(config: &Config, shape: &TableShape, snapshot: 
 /// How many rows the tail holds as `snapshot` sees it (for sizes and stats).
 ///
 /// # Safety
-/// As `read_groups`.
-pub unsafe fn row_count(config: &Config, _shape: &TableShape, snapshot: pg_sys::Snapshot) -> usize {
+/// In a transaction; `snapshot` an MVCC snapshot, registered or active.
+pub unsafe fn row_count(config: &Config, snapshot: pg_sys::Snapshot) -> usize {
     let Some(tail) = of(config) else { return 0 };
     // SAFETY: in a transaction, with the caller's snapshot (the contract).
     let marks = unsafe { drained(config, tail, snapshot) };
@@ -511,6 +507,22 @@ impl<'a> GroupReader<'a> {
                 self.add_tuple(segment, relid, tupdesc, tuple, &mut scratch.0, &mut scratch.1)
             })
         };
+    }
+
+    /// Adds the segment tuple `slot` holds.
+    ///
+    /// # Safety
+    /// `slot` holds a tuple of the open segment `seg`, number `segment` of the tail.
+    pub(super) unsafe fn add_slot(&mut self, segment: usize, seg: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlot) {
+        // SAFETY: `seg` is open and `slot` holds one of its tuples (the contract); the tuple fetched from it stays valid
+        // while the slot holds it, and the scratch arrays have one entry per segment attribute.
+        unsafe {
+            let natts = (*(*seg).rd_att).natts as usize;
+            let mut values = vec![pg_sys::Datum::from(0); natts];
+            let mut nulls = vec![false; natts];
+            let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
+            self.add_tuple(segment, (*seg).rd_id, (*seg).rd_att, tuple, &mut values, &mut nulls);
+        }
     }
 
     /// Adds one segment tuple (`values`/`nulls` are scratch space, one entry
@@ -659,6 +671,21 @@ impl<'a> GroupReader<'a> {
             })
             .collect()
     }
+}
+
+/// Heap's table access method, whose routines act on the segments.
+pub(super) fn heap_am() -> &'static pg_sys::TableAmRoutine {
+    // SAFETY: GetHeapamTableAmRoutine returns a pointer to heap's static routine, valid for the life of the process.
+    unsafe { &*pg_sys::GetHeapamTableAmRoutine() }
+}
+
+/// A slot for segment tuples, dropped with ExecDropSingleTupleTableSlot.
+///
+/// # Safety
+/// `seg` must be an open segment.
+pub(super) unsafe fn heap_slot(seg: pg_sys::Relation) -> *mut pg_sys::TupleTableSlot {
+    // SAFETY: `seg` is open (the contract), so its descriptor outlives the slot, which is dropped before it closes.
+    unsafe { pg_sys::MakeSingleTupleTableSlot((*seg).rd_att, &pg_sys::TTSOpsBufferHeapTuple) }
 }
 
 /// Calls `f` with each tuple of segment `relid` that `snapshot` sees (valid

@@ -7,7 +7,7 @@
 use crate::catalog::config::{Config, TailConfig};
 use crate::catalog::shape::TableShape;
 use super::bucket::LoadedBucket;
-use super::tail::{GroupReader, drained, drained_now};
+use super::tail::{GroupReader, drained, drained_now, heap_am, heap_slot};
 use pgrx::pg_sys;
 
 /// What a change of a tail row came to.
@@ -18,10 +18,6 @@ pub enum Change {
     Drained,
 }
 
-fn heap_am() -> &'static pg_sys::TableAmRoutine {
-    // SAFETY: GetHeapamTableAmRoutine returns a pointer to heap's static routine, valid for the life of the process.
-    unsafe { &*pg_sys::GetHeapamTableAmRoutine() }
-}
 
 /// The tail row's segment (index, oid) and segment TID, if `tid` names one.
 fn locate<'a>(config: &'a Config, tid: &pg_sys::ItemPointerData) -> Option<(&'a TailConfig, usize, pg_sys::ItemPointerData)> {
@@ -68,30 +64,14 @@ pub fn is_tail_row(tid: &pg_sys::ItemPointerData) -> bool {
     super::tid::tail_of(tid).is_some()
 }
 
-/// A slot for segment tuples; dropped by `drop_slot`.
-///
-/// # Safety
-/// `seg` must be an open segment.
-unsafe fn heap_slot(seg: pg_sys::Relation) -> *mut pg_sys::TupleTableSlot {
-    // SAFETY: `seg` is open (the contract), so its descriptor outlives the slot, which is dropped before it closes.
-    unsafe { pg_sys::MakeSingleTupleTableSlot((*seg).rd_att, &pg_sys::TTSOpsBufferHeapTuple) }
-}
-
 /// The row in `slot` (a tuple of segment `segment`) as a one-row bucket.
 ///
 /// # Safety
 /// `slot` holds a tuple of the open segment `seg`.
 unsafe fn row_of_slot(config: &Config, shape: &TableShape, segment: usize, seg: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlot) -> LoadedBucket {
     let mut reader = GroupReader::new(config, shape);
-    // SAFETY: `seg` is open and `slot` holds one of its tuples (the contract); the tuple fetched from it stays valid while
-    // the slot holds it, and the scratch arrays have one entry per segment attribute.
-    unsafe {
-        let natts = (*(*seg).rd_att).natts as usize;
-        let mut values = vec![pg_sys::Datum::from(0); natts];
-        let mut nulls = vec![false; natts];
-        let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
-        reader.add_tuple(segment, (*seg).rd_id, (*seg).rd_att, tuple, &mut values, &mut nulls);
-    }
+    // SAFETY: `slot` holds a tuple of the open segment `seg` (the contract).
+    unsafe { reader.add_slot(segment, seg, slot) };
     let groups = reader.finish();
     groups[0].loaded(shape, None)
 }
