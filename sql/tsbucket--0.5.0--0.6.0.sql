@@ -252,17 +252,18 @@ BEGIN
         -- No bucket written since a round found nothing to merge: nothing to do
         -- (a catalog look-up instead of a scan of the store). A round records
         -- that only when no other transaction was running as it began, so no
-        -- bucket with an older id can still be on its way.
+        -- bucket with an older id can still be on its way, and when it left no
+        -- window's buckets to grow (those merge once their window ends).
         ids_now := pg_sequence_last_value((SELECT id_sequence FROM tsbucket.catalog WHERE relid = relation));
         quiet := NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(pg_current_snapshot()));
         -- Or rows wait in the tail (or a drained segment waits to be emptied).
         IF ids_now IS DISTINCT FROM (SELECT compacted_through FROM tsbucket.job_state WHERE relid = relation)
            OR EXISTS (SELECT 1 FROM tsbucket.catalog cat, unnest(cat.tail_segments) s
                        WHERE cat.relid = relation AND pg_relation_size(s) > 0) THEN
-            SELECT * INTO c FROM tsbucket._compact(relation, max_groups);
+            SELECT * INTO c FROM tsbucket._compact_round(relation, max_groups);
             UPDATE tsbucket.job_state SET last_compaction = now(), buckets_merged = c.buckets_before,
                    buckets_written = c.buckets_after,
-                   compacted_through = CASE WHEN c.buckets_before = 0 AND quiet THEN ids_now END
+                   compacted_through = CASE WHEN c.buckets_before = 0 AND c.deferred = 0 AND quiet THEN ids_now END
              WHERE relid = relation;
         END IF;
     EXCEPTION WHEN OTHERS THEN
@@ -378,6 +379,20 @@ STRICT
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_extension_member_wrapper';
 REVOKE EXECUTE ON FUNCTION tsbucket._extension_member(oid, bool) FROM PUBLIC;
+
+-- The background worker's compaction round (src/sql/maintenance.rs).
+CREATE  FUNCTION tsbucket."_compact_round"(
+	"relid" oid, /* pgrx::pg_sys::Oid */
+	"max_groups" INT /* i32 */
+) RETURNS TABLE (
+	"buckets_before" bigint,  /* i64 */
+	"buckets_after" bigint,  /* i64 */
+	"rows_moved" bigint,  /* i64 */
+	"deferred" bigint  /* i64 */
+)
+STRICT
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_compact_round_wrapper';
 
 -- Rows of a table's tail, for tsbucket.stats (src/sql/inspect.rs).
 CREATE  FUNCTION tsbucket."_tail_rows"(

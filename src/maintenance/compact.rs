@@ -20,8 +20,10 @@ use crate::store::rows;
 use crate::store::tuple;
 use pgrx::pg_sys;
 use std::collections::BTreeMap;
+use tsbucket_format::merge_plan::{self, Piece};
 use tsbucket_format::{Column, Values};
 
+#[derive(Clone, Copy)]
 pub(super) struct Candidate {
     bucket_id: i64,
     rows: i32,
@@ -32,12 +34,25 @@ type TailRows = Vec<std::rc::Rc<crate::store::tail::TailGroup>>;
 
 type GroupKey = (Vec<Option<Vec<u8>>>, i64);
 
+/// What one compaction did.
+pub struct Compaction {
+    /// Buckets merged away, and written.
+    pub before: i64,
+    pub after: i64,
+    pub rows_moved: i64,
+    /// Series-windows whose under-filled buckets a lazy round left to grow:
+    /// later rounds must look at them again (once their window ends).
+    pub deferred: i64,
+}
+
 /// Merges the under-filled buckets of up to `max_groups` series-windows of
-/// table `relid`: (buckets before, buckets after, rows moved).
+/// table `relid`, and drains its tail. `lazy` (the background worker) leaves
+/// the pieces of windows that have not ended to grow (merge_plan); otherwise
+/// every series-window ends up as a COPY of its rows would leave it.
 ///
 /// # Safety
 /// In a transaction; the caller has checked that the user may.
-pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) {
+pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize, lazy: bool) -> Compaction {
     let config = config::require(relid);
     // SAFETY: `relid` is a configured time-series table (config::require above) and this runs in a transaction, as this
     // function's contract requires; ShareUpdateExclusiveLock keeps `rel` and its rd_att valid until the final table_close.
@@ -98,14 +113,41 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
     // SAFETY: `snapshot` was registered by snapshot_after_lock above, and the scan that used it has just ended.
     unsafe { pg_sys::UnregisterSnapshot(snapshot) };
 
-    // 2. Merge each group with tail rows (all of them: the drain is one
-    // transaction), then each group that merging makes smaller, longest-waiting
-    // first (lowest bucket id), so no group starves behind the per-round cap.
-    let mut with_tail: Vec<(GroupKey, Vec<Candidate>, TailRows)> =
-        tails.into_iter().map(|(k, t)| (k.clone(), groups.remove(&k).unwrap_or_default(), t)).collect();
-    let mut groups: Vec<(GroupKey, Vec<Candidate>)> = groups.into_iter().filter(|(_, m)| worth_merging(m, max_count)).collect();
-    groups.sort_by_key(|(_, m)| m.iter().map(|c| c.bucket_id).min());
-    let capped = groups.into_iter().take(max_groups).map(|(k, m)| (k, m, Vec::new()));
+    // 2. What to merge. Every group with tail rows is written (the drain is
+    // one transaction); then each group that merging makes smaller,
+    // longest-waiting first (lowest bucket id), so no group starves behind
+    // the per-round cap. A background round (`lazy`) leaves a window that has
+    // not ended to grow size-tiered (tsbucket_format::merge_plan says why).
+    // SAFETY: GetCurrentTimestamp reads the clock; it has no preconditions.
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    let settle = |window_start: i64| !lazy || window_start.saturating_add(config.span_micros) <= now;
+    let mut deferred = 0i64;
+    let mut with_tail: Vec<(GroupKey, Vec<Candidate>, TailRows)> = Vec::new();
+    for (key, tail_rows) in tails {
+        let members = groups.remove(&key).unwrap_or_default();
+        let mut pieces: Vec<Piece> = members.iter().map(|m| Piece { rows: m.rows as usize, new: false }).collect();
+        pieces.push(Piece { rows: tail_rows.iter().map(|g| g.rows()).sum(), new: true });
+        let sets = merge_plan::plan(&pieces, max_count, settle(key.1));
+        if !settle(key.1) && pieces_after(pieces.len(), &sets) > 1 {
+            deferred += 1;
+        }
+        for set in sets {
+            let with_new = set.contains(&members.len());
+            let chosen: Vec<Candidate> = set.iter().filter(|&&i| i < members.len()).map(|&i| members[i]).collect();
+            with_tail.push((key.clone(), chosen, if with_new { tail_rows.clone() } else { Vec::new() }));
+        }
+    }
+    let mut others: Vec<(GroupKey, Vec<Candidate>)> = Vec::new();
+    for (key, members) in groups {
+        let pieces: Vec<Piece> = members.iter().map(|m| Piece { rows: m.rows as usize, new: false }).collect();
+        let sets = merge_plan::plan(&pieces, max_count, settle(key.1));
+        if !settle(key.1) && pieces_after(pieces.len(), &sets) > 1 {
+            deferred += 1;
+        }
+        others.extend(sets.into_iter().map(|set| (key.clone(), set.iter().map(|&i| members[i]).collect())));
+    }
+    others.sort_by_key(|(_, m)| m.iter().map(|c| c.bucket_id).min());
+    let capped = others.into_iter().take(max_groups).map(|(k, m)| (k, m, Vec::new()));
     with_tail.extend(capped);
     // Where the tail's rows went, by segment block (their moves entries).
     let mut tail_moves: BTreeMap<i64, (Vec<i64>, moves::RowMoves)> = BTreeMap::new();
@@ -244,14 +286,13 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize) -> (i64, i64, i64) 
         pg_sys::table_close(store_rel, pg_sys::NoLock as i32);
         pg_sys::table_close(rel, pg_sys::NoLock as i32);
     }
-    (before, after, moved)
+    Compaction { before, after, rows_moved: moved, deferred }
 }
 
-/// Whether merging the group can make fewer buckets: two or more members, and
-/// their rows do not already need as many buckets by count.
-fn worth_merging(members: &[Candidate], max_count: usize) -> bool {
-    let rows: usize = members.iter().map(|m| m.rows as usize).sum();
-    members.len() >= 2 && rows.div_ceil(max_count) < members.len()
+/// How many under-filled pieces a group keeps after merging `sets` of its
+/// `pieces` (a merge may leave a partial bucket: counted as one).
+fn pieces_after(pieces: usize, sets: &[Vec<usize>]) -> usize {
+    pieces - sets.iter().map(Vec::len).sum::<usize>() + sets.len()
 }
 
 /// Splits rows (in `order`) into buckets of at most `max_count` rows and

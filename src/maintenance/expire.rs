@@ -26,7 +26,7 @@ pub fn expire(relid: pg_sys::Oid) -> (i64, i64) {
     // SAFETY: in the caller's transaction, whose owner check (_expire) covers compaction too; the command counter
     // then moves on, so that expiry's scan sees the buckets the drain wrote.
     unsafe {
-        super::compact::compact(relid, 0);
+        super::compact::compact(relid, 0, true);
         pg_sys::CommandCounterIncrement();
     }
     // Cutoffs (now() minus each interval, as the time column's type) with built-in operators only.

@@ -13,8 +13,22 @@ fn _compact(
     crate::catalog::privileges::require_owner(relid);
     // SAFETY: compact's contract: this SQL function runs in the caller's transaction, and require_owner above checked
     // that the caller may compact `relid`; compact opens, locks and closes the relations it reads.
-    let result = unsafe { crate::maintenance::compact::compact(relid, max_groups.map_or(usize::MAX, |n| n.max(1) as usize)) };
-    TableIterator::once(result)
+    let c = unsafe { crate::maintenance::compact::compact(relid, max_groups.map_or(usize::MAX, |n| n.max(1) as usize), false) };
+    TableIterator::once((c.before, c.after, c.rows_moved))
+}
+
+/// The background worker's compaction round: as `_compact`, except that
+/// windows that have not ended keep their buckets growing size-tiered
+/// (src/maintenance/compact.rs); `deferred` counts the series-windows left so.
+#[pg_extern]
+fn _compact_round(
+    relid: pg_sys::Oid,
+    max_groups: i32,
+) -> TableIterator<'static, (name!(buckets_before, i64), name!(buckets_after, i64), name!(rows_moved, i64), name!(deferred, i64))> {
+    crate::catalog::privileges::require_owner(relid);
+    // SAFETY: as for _compact: the caller's transaction, its ownership checked just above.
+    let c = unsafe { crate::maintenance::compact::compact(relid, max_groups.max(1) as usize, true) };
+    TableIterator::once((c.before, c.after, c.rows_moved, c.deferred))
 }
 
 /// Whole-bucket expiry for `tsbucket.expire` and the worker. The caller must

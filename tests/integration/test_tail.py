@@ -67,6 +67,37 @@ def test_worker_drains_and_empties_segments(worker_cluster):
         assert c.execute("SELECT count(*) FROM tsbucket.jobs WHERE last_error IS NOT NULL").fetchone()[0] == 0
 
 
+def test_worker_round_leaves_an_open_window_growing(quiet_cluster):
+    """The worker's round (run here by hand, to count its drains): rows of the
+    current window become a bucket of their own at each drain instead of
+    rewriting the series' growing bucket; a window that has ended is merged;
+    an explicit compact merges everything."""
+    with quiet_cluster.connect() as c:
+        make(c, "ow")
+        pieces = "SELECT bucket_id FROM tsbucket.buckets('ow') WHERE meta = 'now' ORDER BY bucket_id"
+        seen = []
+        for round_ in range(3):
+            for i in range(200):
+                c.execute("INSERT INTO ow VALUES (now(), 'now', %s, %s)", (i, round_ * 200 + i))
+                c.execute("INSERT INTO ow VALUES ('2024-01-01'::timestamptz + %s * interval '1 s', 'old', %s, %s)",
+                          (round_ * 200 + i, i, round_ * 200 + i))
+            c.execute("SELECT tsbucket._run_jobs('ow')")
+            assert tail_rows(c, "ow") == 0
+            ids = [r[0] for r in c.execute(pieces).fetchall()]
+            # The earlier pieces are still there, untouched; this drain added one.
+            assert ids[:len(seen)] == seen and len(ids) == len(seen) + 1
+            seen = ids
+            # The ended window (2024) is merged at once.
+            assert c.execute("SELECT count(*), sum(rows) FROM tsbucket.buckets('ow') WHERE meta = 'old'").fetchone() == (1, 200 * (round_ + 1))
+        assert c.execute("SELECT buckets_merged, buckets_written FROM tsbucket.jobs WHERE table_name = 'ow'::regclass").fetchone() == (1, 2)
+        # Nothing new, but a window left growing: the next round looks again (no skip).
+        assert c.execute("SELECT compacted_through FROM tsbucket.job_state WHERE relid = 'ow'::regclass").fetchone()[0] is None
+        assert content(c, "ow") == (1200, 600, 2 * sum(range(600)))
+        c.execute("SELECT * FROM tsbucket.compact('ow')")
+        assert c.execute("SELECT count(*), sum(rows) FROM tsbucket.buckets('ow') WHERE meta = 'now'").fetchone() == (1, 600)
+        assert content(c, "ow") == (1200, 600, 2 * sum(range(600)))
+
+
 def test_executemany_in_one_transaction_fills_buckets_as_copy(quiet_cluster):
     start = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
     rows = [(start + datetime.timedelta(seconds=i), f"s{i % 100}", i / 3, i) for i in range(20000)]
