@@ -170,14 +170,12 @@ DECLARE
     meta_attnum int2;
     span interval;
     gran text;
+    partitioned boolean := (SELECT relkind FROM pg_class WHERE oid = relation) = 'p';
 BEGIN
-    IF (SELECT relkind FROM pg_class WHERE oid = relation) = 'p' THEN
-        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
-            MESSAGE = format('cannot configure partitioned table %s: its rows live in its partitions', relation),
-            HINT = 'Configure each partition: CREATE TABLE ... PARTITION OF ... USING tsbucket, then tsbucket.create_timeseries() on it.';
-    END IF;
     SELECT a.amname INTO amname FROM pg_class c LEFT JOIN pg_am a ON a.oid = c.relam WHERE c.oid = relation;
-    IF amname IS DISTINCT FROM 'tsbucket' THEN
+    -- A partitioned table holds no rows: its configuration is its label, which
+    -- every partition, present and future, takes (tsbucket._configure_partitions).
+    IF amname IS DISTINCT FROM 'tsbucket' AND NOT partitioned THEN
         RAISE EXCEPTION USING ERRCODE = 'wrong_object_type',
             MESSAGE = format('table %s does not use the tsbucket access method', relation),
             HINT = 'Create the table with CREATE TABLE ... USING tsbucket.';
@@ -194,7 +192,8 @@ BEGIN
             HINT = 'A time-series table''s rows live in an internal bucket store, which logical replication would not send; '
                    'remove the table (or its schema) from the publication first.';
     END IF;
-    IF EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation) THEN
+    IF EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation)
+       OR (partitioned AND tsbucket._partitioned_label(relation) IS NOT NULL) THEN
         RAISE EXCEPTION USING ERRCODE = 'duplicate_object',
             MESSAGE = format('table %s is already a time-series table', relation),
             HINT = 'The time and meta columns and the bucket span are fixed at creation.';
@@ -274,6 +273,15 @@ BEGIN
             MESSAGE = format('expire_after must be positive, not %s', expire_after);
     END IF;
 
+    IF partitioned THEN
+        -- The label, as tsbucket._label_of writes one; the label hook then
+        -- configures the partitions from it (as a restore would).
+        EXECUTE format('SECURITY LABEL FOR tsbucket ON TABLE %s IS %L', relation, jsonb_build_object(
+            'version', 1, 'time_column', time_column, 'meta_columns', to_jsonb(metas), 'granularity', gran,
+            'bucket_max_span', span::text, 'expire_after', expire_after::text, 'series_retention', '[]'::jsonb)::text);
+        PERFORM tsbucket._worker_notice();
+        RETURN;
+    END IF;
     PERFORM tsbucket._create_store_for(relation, time_att.attnum::int2, meta_attnums, gran, span,
                                        (extract(epoch FROM span) * 1000000)::int8, expire_after);
     PERFORM tsbucket._invalidate(relation);
@@ -347,6 +355,108 @@ BEGIN
     PERFORM tsbucket._invalidate(relation);
 END $$;
 REVOKE EXECUTE ON FUNCTION tsbucket._configure_from_label(regclass, text) FROM PUBLIC;
+
+-- A partitioned table's tsbucket label (its time-series configuration), or NULL.
+CREATE FUNCTION tsbucket._partitioned_label(relation regclass) RETURNS text
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT l.label FROM pg_seclabel l JOIN pg_class k ON k.oid = l.objoid
+     WHERE l.objoid = relation AND l.classoid = 'pg_class'::regclass AND l.objsubid = 0
+       AND l.provider = 'tsbucket' AND k.relkind = 'p'
+$$;
+
+-- The label hook's check of a label set on a partitioned table (by
+-- create_timeseries, or a restore), before it configures its partitions.
+CREATE FUNCTION tsbucket._label_partitioned(relation regclass, label text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    l jsonb;
+BEGIN
+    BEGIN
+        l := label::jsonb;
+    EXCEPTION WHEN OTHERS THEN
+        l := NULL;
+    END;
+    IF jsonb_typeof(l) IS DISTINCT FROM 'object' OR (l ->> 'version') IS DISTINCT FROM '1'
+       OR NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = relation AND attname = l ->> 'time_column'
+                       AND attnum > 0 AND NOT attisdropped AND atttypid IN ('timestamptz'::regtype, 'timestamp'::regtype)) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('security label of provider tsbucket on %s is not a tsbucket configuration', relation),
+            HINT = 'tsbucket writes this label itself; configure tables with tsbucket.create_timeseries().';
+    END IF;
+    PERFORM tsbucket._configure_partitions(relation, relation, label);
+END $$;
+
+-- Gives the leaf partitions of `relation` that are not yet time-series tables
+-- the configuration `label` (a partitioned table's), each through its own
+-- SECURITY LABEL as the caller: the label hook configures it as on a
+-- restore, and SECURITY LABEL checks that the caller owns it. Partitions
+-- already configured must have the same time and meta columns and bucket
+-- span; one that is not USING tsbucket is refused.
+CREATE FUNCTION tsbucket._configure_partitions(relation regclass, parent regclass, label text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    leaf regclass;
+    mine jsonb;
+    l jsonb := label::jsonb;
+BEGIN
+    FOR leaf IN SELECT t.relid FROM pg_partition_tree(relation) t JOIN pg_class k ON k.oid = t.relid
+                 WHERE t.isleaf AND k.relkind <> 'f' ORDER BY t.level, t.relid LOOP
+        IF EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = leaf) THEN
+            SELECT jsonb_build_object(
+                       'time_column', (SELECT attname FROM pg_attribute WHERE attrelid = c.relid AND attnum = c.time_attnum),
+                       'meta_columns', to_jsonb(ARRAY(SELECT a.attname FROM unnest(c.meta_attnums) WITH ORDINALITY AS m(attnum, ord)
+                                                        JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = m.attnum ORDER BY m.ord)),
+                       'bucket_max_span', c.bucket_max_span::text)
+              INTO mine FROM tsbucket.catalog c WHERE c.relid = leaf;
+            -- (Spans compared as intervals: the label's text is in the IntervalStyle of whoever wrote it.)
+            IF (mine -> 'time_column', mine -> 'meta_columns', (mine ->> 'bucket_max_span')::interval)
+               IS DISTINCT FROM (l -> 'time_column', l -> 'meta_columns', (l ->> 'bucket_max_span')::interval) THEN
+                RAISE EXCEPTION USING ERRCODE = 'invalid_table_definition',
+                    MESSAGE = format('partition %s is a time-series table configured unlike %s', leaf, parent),
+                    DETAIL = format('%s: %s; %s: %s', leaf, mine, parent, jsonb_build_object('time_column', l -> 'time_column',
+                                    'meta_columns', l -> 'meta_columns', 'bucket_max_span', l -> 'bucket_max_span')),
+                    HINT = 'A partition takes the time and meta columns and the bucket span of its time-series parent.';
+            END IF;
+            CONTINUE;
+        END IF;
+        IF (SELECT a.amname FROM pg_class k LEFT JOIN pg_am a ON a.oid = k.relam WHERE k.oid = leaf) IS DISTINCT FROM 'tsbucket' THEN
+            RAISE EXCEPTION USING ERRCODE = 'wrong_object_type',
+                MESSAGE = format('partition %s of time-series table %s does not use the tsbucket access method', leaf, parent),
+                HINT = 'Create its partitions with CREATE TABLE ... PARTITION OF ... USING tsbucket.';
+        END IF;
+        EXECUTE format('SECURITY LABEL FOR tsbucket ON TABLE %s IS %L', leaf, label);
+    END LOOP;
+END $$;
+
+-- New partitions of a time-series parent (CREATE TABLE ... PARTITION OF,
+-- ALTER TABLE ... ATTACH PARTITION) take its configuration, from the nearest
+-- ancestor that has one. Runs as whoever ran the DDL and costs a catalog
+-- look-up for any other table.
+CREATE FUNCTION tsbucket._partition_guard() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r record;
+    a record;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_seclabel l WHERE l.provider = 'tsbucket' AND l.classoid = 'pg_class'::regclass
+                    AND EXISTS (SELECT 1 FROM pg_class k WHERE k.oid = l.objoid AND k.relkind = 'p')) THEN
+        RETURN;
+    END IF;
+    FOR r IN SELECT DISTINCT d.objid FROM pg_event_trigger_ddl_commands() d JOIN pg_class k ON k.oid = d.objid
+              WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND k.relkind IN ('r', 'p') LOOP
+        -- The table itself (ATTACH reports the parent), or its nearest configured ancestor.
+        SELECT x.relid, tsbucket._partitioned_label(x.relid) AS label INTO a
+          FROM (SELECT r.objid::regclass AS relid, 0 AS level
+                UNION ALL SELECT p, row_number() OVER () FROM pg_partition_ancestors(r.objid) p WHERE p <> r.objid) x
+         WHERE tsbucket._partitioned_label(x.relid) IS NOT NULL ORDER BY x.level LIMIT 1;
+        IF FOUND THEN
+            PERFORM tsbucket._configure_partitions(r.objid, a.relid, a.label);
+        END IF;
+    END LOOP;
+END $$;
+CREATE EVENT TRIGGER tsbucket_partition_guard ON ddl_command_end
+    WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE')
+    EXECUTE FUNCTION tsbucket._partition_guard();
 
 CREATE VIEW tsbucket.timeseries AS
 SELECT c.relid::regclass AS table_name,
@@ -459,7 +569,19 @@ CREATE FUNCTION tsbucket._shard_rows(relation regclass, fn text, OUT shard text,
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     o record;
+    leaf regclass;
 BEGIN
+    IF tsbucket._partitioned_label(relation) IS NOT NULL THEN
+        -- A time-series parent: each of its partitions (that is configured).
+        FOR leaf IN SELECT t.relid FROM pg_partition_tree(relation) t JOIN tsbucket.catalog c ON c.relid = t.relid
+                     WHERE t.isleaf ORDER BY t.level, t.relid LOOP
+            shard := leaf::text;
+            FOR r IN EXECUTE format('SELECT to_json(x) FROM tsbucket.%I(%L) x', fn, leaf) LOOP
+                RETURN NEXT;
+            END LOOP;
+        END LOOP;
+        RETURN;
+    END IF;
     FOR o IN EXECUTE 'SELECT shard_name(s.logicalrelid, s.shardid) AS shard, o.success, o.result
                         FROM run_command_on_shards($1, $2) o JOIN pg_dist_shard s USING (shardid) ORDER BY o.shardid'
              USING relation, format('SELECT coalesce(json_agg(r), ''[]'')::text FROM tsbucket.%I(%%L) r', fn) LOOP
@@ -488,8 +610,8 @@ RETURNS TABLE (buckets bigint, rows bigint, avg_rows_per_bucket numeric, compres
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
-    IF tsbucket._citus_table(relation) THEN
-        -- A distributed table: the sum over its shards (the shell holds no rows).
+    IF tsbucket._citus_table(relation) OR tsbucket._partitioned_label(relation) IS NOT NULL THEN
+        -- A distributed or partitioned table: the sum over its shards (the shell holds no rows).
         RETURN QUERY
         WITH per AS (
             SELECT x.* FROM tsbucket._shard_rows(relation, 'stats') o,
@@ -525,7 +647,8 @@ END $$;
 CREATE FUNCTION tsbucket._require_timeseries(relation regclass) RETURNS void
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation) THEN
+    IF NOT EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = relation)
+       AND tsbucket._partitioned_label(relation) IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = format('table %s is not a time-series table', relation),
             HINT = 'Call tsbucket.create_timeseries() on it first.';
@@ -541,8 +664,8 @@ RETURNS TABLE (bucket_id bigint, meta text, window_start text, min_time text, ma
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
-    IF tsbucket._citus_table(relation) THEN
-        -- A distributed table: every shard's buckets (a bucket id is its shard's).
+    IF tsbucket._citus_table(relation) OR tsbucket._partitioned_label(relation) IS NOT NULL THEN
+        -- A distributed or partitioned table: every shard's buckets (a bucket id is its shard's).
         RETURN QUERY
         SELECT x.* FROM tsbucket._shard_rows(relation, 'buckets') o,
                json_to_record(o.r) AS x(bucket_id bigint, meta text, window_start text, min_time text,
@@ -561,8 +684,8 @@ DECLARE
     c tsbucket.catalog;
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
-    IF tsbucket._citus_table(relation) THEN
-        -- A distributed table: the sum over its shards (the shell holds no rows).
+    IF tsbucket._citus_table(relation) OR tsbucket._partitioned_label(relation) IS NOT NULL THEN
+        -- A distributed or partitioned table: the sum over its shards (the shell holds no rows).
         RETURN QUERY
         SELECT sum(x.table_bytes)::bigint, sum(x.toast_bytes)::bigint, sum(x.index_bytes)::bigint, sum(x.total_bytes)::bigint
           FROM tsbucket._shard_rows(relation, 'table_detailed_size') o,
@@ -593,8 +716,8 @@ RETURNS TABLE (bucket_id bigint, problem text)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
-    IF tsbucket._citus_table(relation) THEN
-        -- A distributed table: every shard checked, its problems named by shard.
+    IF tsbucket._citus_table(relation) OR tsbucket._partitioned_label(relation) IS NOT NULL THEN
+        -- A distributed or partitioned table: every shard checked, its problems named by shard.
         RETURN QUERY
         SELECT x.bucket_id, o.shard || ': ' || x.problem
           FROM tsbucket._shard_rows(relation, 'verify') o,
@@ -773,9 +896,37 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = format('expire_after must be positive, not %s', expire_after);
     END IF;
+    IF tsbucket._partitioned_label(relation) IS NOT NULL THEN
+        PERFORM tsbucket._partitioned_retention(relation, meta, format('%s', meta), expire_after, false);
+        RETURN;
+    END IF;
     PERFORM tsbucket._write_series_retention(relation, format('%s', meta), expire_after, false);
     PERFORM tsbucket._sync_label(relation);
     PERFORM tsbucket._worker_notice();
+END $$;
+
+-- Series retention of a partitioned table: each partition's, and its label's
+-- for later partitions (entries ordered by meta text, as tsbucket._label_of writes them).
+CREATE FUNCTION tsbucket._partitioned_retention(relation regclass, meta anyelement, meta_text text, expire_after interval,
+                                                reset boolean) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    l jsonb := tsbucket._partitioned_label(relation)::jsonb;
+    leaf regclass;
+BEGIN
+    FOR leaf IN SELECT t.relid FROM pg_partition_tree(relation) t JOIN tsbucket.catalog k ON k.relid = t.relid
+                 WHERE t.isleaf ORDER BY t.level, t.relid LOOP
+        IF reset THEN
+            PERFORM tsbucket.reset_series_retention(leaf, meta);
+        ELSE
+            PERFORM tsbucket.set_series_retention(leaf, meta, expire_after);
+        END IF;
+    END LOOP;
+    l := jsonb_set(l, '{series_retention}', coalesce((
+        SELECT jsonb_agg(e ORDER BY e ->> 0) FROM (
+            SELECT e FROM jsonb_array_elements(coalesce(l -> 'series_retention', '[]'::jsonb)) e WHERE e ->> 0 <> meta_text
+            UNION ALL SELECT jsonb_build_array(meta_text, expire_after::text) WHERE NOT reset) x), '[]'::jsonb));
+    PERFORM tsbucket._set_partitioned_label(relation, l::text);
 END $$;
 
 CREATE FUNCTION tsbucket.reset_series_retention(relation regclass, meta anyelement)
@@ -784,6 +935,10 @@ BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     PERFORM tsbucket._require_owner(relation);
     PERFORM tsbucket._refuse_on_citus_table(relation, 'reset a series retention of');
+    IF tsbucket._partitioned_label(relation) IS NOT NULL THEN
+        PERFORM tsbucket._partitioned_retention(relation, meta, format('%s', meta), NULL, true);
+        RETURN;
+    END IF;
     PERFORM tsbucket._write_series_retention(relation, format('%s', meta), NULL, true);
     PERFORM tsbucket._sync_label(relation);
 END $$;
@@ -801,6 +956,24 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     PERFORM tsbucket._require_owner(relation);
+    IF tsbucket._partitioned_label(relation) IS NOT NULL THEN
+        -- Its partitions that expire (a month's partition dropped whole is the bulk alternative).
+        IF NOT EXISTS (SELECT 1 FROM pg_partition_tree(relation) t JOIN tsbucket.catalog c ON c.relid = t.relid
+                        WHERE c.expire_after IS NOT NULL
+                           OR EXISTS (SELECT 1 FROM tsbucket.series_retention r WHERE r.relid = t.relid)) THEN
+            RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+                MESSAGE = format('no partition of table %s has an expire_after', relation),
+                HINT = 'Set one with tsbucket.alter_timeseries() or tsbucket.set_series_retention().';
+        END IF;
+        RETURN QUERY
+        SELECT coalesce(sum(x.buckets_expired), 0)::bigint, coalesce(sum(x.rows_expired), 0)::bigint
+          FROM pg_partition_tree(relation) t
+               JOIN tsbucket.catalog c ON c.relid = t.relid
+               CROSS JOIN LATERAL tsbucket.expire(t.relid) x
+         WHERE t.isleaf AND (c.expire_after IS NOT NULL
+                             OR EXISTS (SELECT 1 FROM tsbucket.series_retention r WHERE r.relid = t.relid));
+        RETURN;
+    END IF;
     IF (SELECT c.expire_after FROM tsbucket.catalog c WHERE c.relid = relation) IS NULL
        AND NOT EXISTS (SELECT 1 FROM tsbucket.series_retention r WHERE r.relid = relation) THEN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -818,6 +991,14 @@ RETURNS TABLE (buckets_before bigint, buckets_after bigint, rows_moved bigint)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
+    IF tsbucket._partitioned_label(relation) IS NOT NULL THEN
+        RETURN QUERY
+        SELECT coalesce(sum(x.buckets_before), 0)::bigint, coalesce(sum(x.buckets_after), 0)::bigint,
+               coalesce(sum(x.rows_moved), 0)::bigint
+          FROM tsbucket._shard_rows(relation, 'compact') o,
+               json_to_record(o.r) AS x(buckets_before bigint, buckets_after bigint, rows_moved bigint);
+        RETURN;
+    END IF;
     RETURN QUERY SELECT * FROM tsbucket._compact(relation);
 END $$;
 
@@ -837,11 +1018,21 @@ DECLARE
     new_span interval;
     new_gran text;
     rank_of jsonb := '{"seconds": 1, "minutes": 2, "hours": 3}';
+    parent jsonb;
+    leaf regclass;
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     PERFORM tsbucket._require_owner(relation);
     PERFORM tsbucket._refuse_on_citus_table(relation, 'alter');
-    SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
+    parent := tsbucket._partitioned_label(relation)::jsonb;
+    IF parent IS NULL THEN
+        SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
+    ELSE
+        -- A partitioned table: the same checks against its label.
+        c.granularity := parent ->> 'granularity';
+        c.bucket_max_span := (parent ->> 'bucket_max_span')::interval;
+        c.expire_after := (parent ->> 'expire_after')::interval;
+    END IF;
     IF granularity IS NOT NULL AND (bucket_max_span IS NOT NULL OR bucket_rounding IS NOT NULL) THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'granularity cannot be combined with bucket_max_span and bucket_rounding';
@@ -891,6 +1082,18 @@ BEGIN
         END IF;
         new_gran := NULL;
         new_span := bucket_max_span;
+    END IF;
+    IF parent IS NOT NULL THEN
+        -- Every partition changes, and the label later partitions take.
+        FOR leaf IN SELECT t.relid FROM pg_partition_tree(relation) t JOIN tsbucket.catalog k ON k.relid = t.relid
+                     WHERE t.isleaf ORDER BY t.level, t.relid LOOP
+            PERFORM tsbucket.alter_timeseries(leaf, granularity, bucket_max_span, bucket_rounding, expire_after, expire_never);
+        END LOOP;
+        PERFORM tsbucket._set_partitioned_label(relation, (parent || jsonb_build_object(
+            'granularity', new_gran, 'bucket_max_span', new_span::text,
+            'expire_after', (CASE WHEN alter_timeseries.expire_never THEN NULL
+                                  ELSE coalesce(alter_timeseries.expire_after, c.expire_after) END)::text))::text);
+        RETURN;
     END IF;
     -- A wider span changes where scans look for rows (a bucket's rows lie
     -- within the current span of its window start): wait for running readers,

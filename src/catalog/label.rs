@@ -35,6 +35,12 @@ unsafe extern "C-unwind" fn check_relabel(object: *const pg_sys::ObjectAddress, 
 
 fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
     let relid = object.objectId;
+    // SAFETY: get_rel_relkind reads the syscache entry of `relid` (0 when there is none); it has no other effect.
+    if object.classId == pg_sys::RelationRelationId && object.objectSubId == 0
+        && unsafe { pg_sys::get_rel_relkind(relid) } as u8 == pg_sys::RELKIND_PARTITIONED_TABLE
+    {
+        return relabel_partitioned(relid, label);
+    }
     if object.classId != pg_sys::RelationRelationId || object.objectSubId != 0 || !config::is_tsbucket_table(relid) {
         ts_error(
             FEATURE_NOT_SUPPORTED,
@@ -73,6 +79,36 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
     });
 }
 
+/// A partitioned table's label is its configuration (it holds no rows, and
+/// has no store): its partitions take it, those there now here, later ones
+/// as they are created or attached (tsbucket._partition_guard).
+fn relabel_partitioned(relid: pg_sys::Oid, label: Option<String>) {
+    let name = crate::pg::relation::relation_name(relid);
+    let Some(label) = label else {
+        ts_error(
+            FEATURE_NOT_SUPPORTED,
+            &format!("cannot remove the tsbucket label of table \"{name}\""),
+            "The label holds the time-series configuration its partitions take, which pg_dump needs.",
+        );
+    };
+    // SAFETY: IsBinaryUpgrade is only set at startup of a pg_upgrade (-b) server; a copy of it is read here.
+    if unsafe { pg_sys::IsBinaryUpgrade } {
+        return;
+    }
+    let current: Option<String> = Spi::get_one_with_args("SELECT tsbucket._partitioned_label($1)", &[relid.into()]).ok().flatten();
+    match current {
+        Some(current) if current == label => {}
+        Some(_) => ts_error(
+            FEATURE_NOT_SUPPORTED,
+            &format!("table \"{name}\" is already a time-series table; its tsbucket label is kept by tsbucket"),
+            "Its time and meta columns and bucket span are fixed at creation.",
+        ),
+        // As the caller: each partition's own SECURITY LABEL checks that the caller owns it.
+        None => Spi::run_with_args("SELECT tsbucket._label_partitioned($1, $2)", &[relid.into(), label.as_str().into()])
+            .unwrap_or_else(|e| ts_error(FEATURE_NOT_SUPPORTED, &e.to_string(), "Check the partitions' definitions against the label.")),
+    }
+}
+
 /// The label the catalog says the table should have. Read as the extension
 /// owner: the retention overrides in it are not readable by every role.
 fn current_label(relid: pg_sys::Oid) -> Option<String> {
@@ -102,4 +138,18 @@ pub fn sync_label(relid: pg_sys::Oid) {
         // does not recurse.
         unsafe { pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ref().map_or(std::ptr::null(), |l| l.as_ptr())) };
     }
+}
+
+/// Replaces the label of partitioned time-series table `relid` (the caller
+/// checked ownership).
+pub fn set_partitioned_label(relid: pg_sys::Oid, label: &str) {
+    // SAFETY: get_rel_relkind reads the syscache entry of `relid`; it has no other effect.
+    if unsafe { pg_sys::get_rel_relkind(relid) } as u8 != pg_sys::RELKIND_PARTITIONED_TABLE {
+        ts_error(FEATURE_NOT_SUPPORTED, "only a partitioned table's tsbucket label is set this way", "");
+    }
+    let label = CString::new(label).expect("jsonb text has no NUL");
+    let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
+    // SAFETY: `address` is a local ObjectAddress of table `relid`, PROVIDER a static NUL-terminated name and `label` a
+    // CString alive until the end of this function; SetSecurityLabel does not call the provider's hook.
+    unsafe { pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ptr()) };
 }

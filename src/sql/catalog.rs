@@ -36,6 +36,16 @@ fn _write_series_retention(relid: pg_sys::Oid, meta: &str, expire_after: Option<
     });
 }
 
+/// Writes the configuration label of a partitioned time-series table the
+/// caller owns (tsbucket.alter_timeseries and the series retention functions
+/// change it): SetSecurityLabel, which does not call the label hook, since the
+/// hook keeps a configured table's label from changing by SECURITY LABEL.
+#[pg_extern]
+fn _set_partitioned_label(relid: pg_sys::Oid, label: &str) {
+    crate::catalog::privileges::require_owner(relid);
+    crate::catalog::label::set_partitioned_label(relid, label);
+}
+
 /// Checks that the caller owns the table (for the SQL wrappers, which check
 /// ownership before validating their other arguments).
 #[pg_extern]

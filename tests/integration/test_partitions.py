@@ -1,13 +1,16 @@
 """Declarative partitioning by time, the single-node way to split a table:
-each partition is a time-series table of its own (configured one by one);
-a partitioned parent itself is refused with a hint. Rows routed through the
-parent land in the right partition and every query answers as over a heap
-copy."""
+each partition is a time-series table of its own, configured by
+create_timeseries on the parent (those there then, and every later one) or
+one by one. Rows routed through the parent land in the right partition,
+every query answers as over a heap copy, the DBA functions answer for the
+whole table, and pg_dump / pg_restore carry it all."""
+
+import os
 
 import psycopg
 import pytest
 
-from conftest import Cluster, one_row_buckets
+from conftest import Cluster, as_postgres, one_row_buckets, wait_for
 
 SCHEMA = "time timestamptz NOT NULL, sensor text, temp float8, hum int4"
 
@@ -19,22 +22,116 @@ def cluster():
     c.destroy()
 
 
-def test_partitioned_parent_is_refused_with_a_hint(cluster):
+def configured(c, *tables):
+    return c.execute("SELECT count(*) FROM tsbucket.catalog WHERE relid::regclass::text = ANY (%s)", (list(tables),)).fetchone()[0]
+
+
+def test_a_partitioned_parent_configures_its_partitions(cluster):
+    """create_timeseries on the parent configures the partitions there now and
+    every later one (PARTITION OF, ATTACH PARTITION, a sub-partition's), as a
+    non-superuser owner; a partition that is not USING tsbucket, or configured
+    differently, is refused with a hint."""
     with cluster.connect() as c:
+        c.execute("DROP ROLE IF EXISTS powner")
+        c.execute("CREATE ROLE powner LOGIN")
+        c.execute("GRANT CREATE ON SCHEMA public TO powner")
+        c.execute("SET ROLE powner")
         c.execute(f"CREATE TABLE pp ({SCHEMA}) PARTITION BY RANGE (time)")
-        with pytest.raises(psycopg.errors.FeatureNotSupported, match="its rows live in its partitions") as e:
+        c.execute(f"CREATE TABLE pp_heap ({SCHEMA})")
+        c.execute("CREATE TABLE pp_01 PARTITION OF pp FOR VALUES FROM ('2024-01-01') TO ('2024-02-01') USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('pp', 'time', 'sensor', expire_after => '3650 days')")
+        assert configured(c, "pp_01") == 1 and configured(c, "pp") == 0
+        with pytest.raises(psycopg.errors.DuplicateObject):
             c.execute("SELECT tsbucket.create_timeseries('pp', 'time', 'sensor')")
-        assert "PARTITION OF" in e.value.diag.message_hint
+        # Later partitions: PARTITION OF, and a table attached.
+        c.execute("CREATE TABLE pp_02 PARTITION OF pp FOR VALUES FROM ('2024-02-01') TO ('2024-03-01') USING tsbucket")
+        c.execute(f"CREATE TABLE pp_03 ({SCHEMA}) USING tsbucket")
+        c.execute("ALTER TABLE pp ATTACH PARTITION pp_03 FOR VALUES FROM ('2024-03-01') TO ('2024-04-01')")
+        # A sub-partitioned month: its leaves take the configuration of the nearest configured ancestor.
+        c.execute("CREATE TABLE pp_04 PARTITION OF pp FOR VALUES FROM ('2024-04-01') TO ('2024-05-01') PARTITION BY LIST (sensor)")
+        c.execute("CREATE TABLE pp_04a PARTITION OF pp_04 FOR VALUES IN ('s1', 's2') USING tsbucket")
+        c.execute("CREATE TABLE pp_04b PARTITION OF pp_04 DEFAULT USING tsbucket")
+        assert configured(c, "pp_02", "pp_03", "pp_04a", "pp_04b") == 4
+        assert c.execute("SELECT count(DISTINCT (time_column, meta_columns::text, bucket_max_span, expire_after)) FROM tsbucket.timeseries "
+                         "WHERE table_name::text LIKE 'pp\\_%'").fetchone()[0] == 1
+        # Refused: a heap partition, by CREATE and by ATTACH; a partition configured otherwise.
+        with pytest.raises(psycopg.errors.WrongObjectType, match="does not use the tsbucket access method") as e:
+            c.execute("CREATE TABLE pp_05 PARTITION OF pp FOR VALUES FROM ('2024-05-01') TO ('2024-06-01')")
+        assert "USING tsbucket" in e.value.diag.message_hint
+        with pytest.raises(psycopg.errors.WrongObjectType):
+            c.execute("ALTER TABLE pp ATTACH PARTITION pp_heap FOR VALUES FROM ('2024-05-01') TO ('2024-06-01')")
+        c.execute(f"CREATE TABLE pp_06 ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('pp_06', 'time')")
+        with pytest.raises(psycopg.errors.InvalidTableDefinition, match="configured unlike"):
+            c.execute("ALTER TABLE pp ATTACH PARTITION pp_06 FOR VALUES FROM ('2024-06-01') TO ('2024-07-01')")
+        assert c.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'pp'::regclass").fetchone()[0] == 4
+        # Rows through the parent; the DBA functions answer for the whole table.
+        c.execute("INSERT INTO pp SELECT '2024-01-01'::timestamptz + i * interval '10 min', 's' || (i % 5), i, i "
+                  "FROM generate_series(0, 17000) i")
+        for i in range(30):
+            c.execute("INSERT INTO pp VALUES ('2024-04-20'::timestamptz + %s * interval '1 s', 's1', %s, %s)", (i, i, i))
+        n = c.execute("SELECT count(*) FROM pp").fetchone()[0]
+        assert n == 17031
+        assert c.execute("SELECT rows + tail_rows FROM tsbucket.stats('pp')").fetchone()[0] == n
+        c.execute("SELECT * FROM tsbucket.compact('pp')")
+        stats = c.execute("SELECT rows, tail_rows, buckets FROM tsbucket.stats('pp')").fetchone()
+        assert stats[:2] == (n, 0)
+        assert c.execute("SELECT count(*), sum(rows) FROM tsbucket.buckets('pp')").fetchone() == (stats[2], n)
+        # (Sizes are not transactional: the worker may be emptying a segment meanwhile.)
+        assert wait_for(lambda: c.execute("SELECT tsbucket.table_size('pp')").fetchone()[0] == sum(
+            c.execute(f"SELECT tsbucket.table_size('{t}')").fetchone()[0] for t in ("pp_01", "pp_02", "pp_03", "pp_04a", "pp_04b")))
+        assert c.execute("SELECT count(*) FROM tsbucket.verify('pp')").fetchone()[0] == 0
+        assert c.execute("SELECT * FROM tsbucket.expire('pp')").fetchone() == (0, 0)
+        # Settings reach every partition, and the ones made later.
+        c.execute("SELECT tsbucket.alter_timeseries('pp', expire_after => '7300 days')")
+        c.execute("SELECT tsbucket.set_series_retention('pp', 's3'::text, '9000 days')")
+        c.execute("CREATE TABLE pp_07 PARTITION OF pp FOR VALUES FROM ('2024-07-01') TO ('2024-08-01') USING tsbucket")
+        assert c.execute("SELECT count(*) FROM tsbucket.timeseries WHERE table_name::text LIKE 'pp\\_%' "
+                         "AND table_name::text <> 'pp_06' AND expire_after = '7300 days'").fetchone()[0] == 6
+        assert c.execute("SELECT count(*) FROM tsbucket.series_retention WHERE meta = 's3' AND expire_after = '9000 days'"
+                         ).fetchone()[0] == 6
+        c.execute("SELECT tsbucket.reset_series_retention('pp', 's3'::text)")
+        assert c.execute("SELECT count(*) FROM tsbucket.series_retention WHERE meta = 's3'").fetchone()[0] == 0
+        # The label itself is tsbucket's.
+        with pytest.raises(psycopg.errors.FeatureNotSupported):
+            c.execute("SECURITY LABEL FOR tsbucket ON TABLE pp IS NULL")
         if c.execute("SHOW server_version_num").fetchone()[0] >= "170000":
             # From PostgreSQL 17 on a parent can name the access method its partitions get.
-            c.execute(f"CREATE TABLE pp2 ({SCHEMA}) PARTITION BY RANGE (time) USING tsbucket")
-            with pytest.raises(psycopg.errors.FeatureNotSupported, match="its rows live in its partitions"):
-                c.execute("SELECT tsbucket.create_timeseries('pp2', 'time', 'sensor')")
-            c.execute("CREATE TABLE pp2_1 PARTITION OF pp2 FOR VALUES FROM ('2024-01-01') TO ('2024-02-01')")
-            c.execute("SELECT tsbucket.create_timeseries('pp2_1', 'time', 'sensor')")
-            c.execute("INSERT INTO pp2 VALUES ('2024-01-05', 's1', 1, 1)")
-            assert c.execute("SELECT count(*) FROM pp2").fetchone()[0] == 1
-        assert c.execute("SELECT count(*) FROM tsbucket.catalog WHERE relid IN ('pp'::regclass, 'pp'::regclass)").fetchone()[0] == 0
+            c.execute(f"CREATE TABLE pq ({SCHEMA}) PARTITION BY RANGE (time) USING tsbucket")
+            c.execute("SELECT tsbucket.create_timeseries('pq', 'time', 'sensor')")
+            c.execute("CREATE TABLE pq_1 PARTITION OF pq FOR VALUES FROM ('2024-01-01') TO ('2024-02-01')")
+            assert configured(c, "pq_1") == 1
+            c.execute("INSERT INTO pq VALUES ('2024-01-05', 's1', 1, 1)")
+            assert c.execute("SELECT count(*) FROM pq").fetchone()[0] == 1
+        c.execute("RESET ROLE")
+
+
+def test_a_partitioned_time_series_table_survives_dump_and_restore(cluster):
+    with cluster.connect() as c:
+        c.execute(f"CREATE TABLE pd ({SCHEMA}) PARTITION BY RANGE (time)")
+        c.execute("SELECT tsbucket.create_timeseries('pd', 'time', 'sensor', granularity => 'minutes')")
+        for month in (1, 2):
+            c.execute(f"CREATE TABLE pd_{month} PARTITION OF pd FOR VALUES FROM ('2024-0{month}-01') TO ('2024-0{month + 1}-01') USING tsbucket")
+        c.execute("INSERT INTO pd SELECT '2024-01-01'::timestamptz + i * interval '5 min', 's' || (i % 3), i, i FROM generate_series(0, 15000) i")
+        c.execute("SELECT tsbucket.set_series_retention('pd', 's1'::text, '4000 days')")
+        expected = c.execute("SELECT count(*), sum(hum), max(time) FROM pd").fetchone()
+    out = os.path.join(cluster.dir, "pd.dump")
+    as_postgres([f"{cluster.bindir}/pg_dump", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres", "-F", "c",
+                 "-t", "pd*", "-f", out, "test"])
+    with cluster.connect(dbname="postgres") as c:
+        c.execute("DROP DATABASE IF EXISTS pd_restored WITH (FORCE)")
+        c.execute("CREATE DATABASE pd_restored")
+    with cluster.connect(dbname="pd_restored") as c:
+        c.execute("CREATE EXTENSION tsbucket")
+    as_postgres([f"{cluster.bindir}/pg_restore", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres",
+                 "--exit-on-error", "-d", "pd_restored", out])
+    with cluster.connect(dbname="pd_restored") as c:
+        assert c.execute("SELECT count(*), sum(hum), max(time) FROM pd").fetchone() == expected
+        assert configured(c, "pd_1", "pd_2") == 2
+        assert c.execute("SELECT rows + tail_rows FROM tsbucket.stats('pd')").fetchone()[0] == expected[0]
+        c.execute("CREATE TABLE pd_3 PARTITION OF pd FOR VALUES FROM ('2024-03-01') TO ('2024-04-01') USING tsbucket")
+        assert c.execute("SELECT granularity FROM tsbucket.timeseries WHERE table_name = 'pd_3'::regclass").fetchone()[0] == "minutes"
+        assert c.execute("SELECT count(*) FROM tsbucket.series_retention WHERE meta = 's1'").fetchone()[0] == 3
 
 
 def test_partitions_configured_one_by_one(cluster):

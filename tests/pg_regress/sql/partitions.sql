@@ -1,0 +1,51 @@
+-- A partitioned time-series table: create_timeseries on the parent
+-- configures every partition, present and future; what is refused.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tsbucket;
+\set SHOW_CONTEXT never
+SET timezone = 'UTC';
+CREATE TABLE pw (time timestamptz NOT NULL, sensor text, v float8) PARTITION BY RANGE (time);
+CREATE TABLE pw_01 PARTITION OF pw FOR VALUES FROM ('2024-01-01') TO ('2024-02-01') USING tsbucket;
+SELECT tsbucket.create_timeseries('pw', 'time', 'sensor', granularity => 'minutes');
+-- A later partition is configured as it is created; so is one attached.
+CREATE TABLE pw_02 PARTITION OF pw FOR VALUES FROM ('2024-02-01') TO ('2024-03-01') USING tsbucket;
+CREATE TABLE pw_03 (time timestamptz NOT NULL, sensor text, v float8) USING tsbucket;
+ALTER TABLE pw ATTACH PARTITION pw_03 FOR VALUES FROM ('2024-03-01') TO ('2024-04-01');
+SELECT table_name, time_column, meta_columns, granularity, bucket_max_span
+  FROM tsbucket.timeseries WHERE table_name::text LIKE 'pw%' ORDER BY 1;
+-- Refused: a partition that is not USING tsbucket, created or attached.
+CREATE TABLE pw_04 PARTITION OF pw FOR VALUES FROM ('2024-04-01') TO ('2024-05-01');
+CREATE TABLE pw_heap (time timestamptz NOT NULL, sensor text, v float8);
+ALTER TABLE pw ATTACH PARTITION pw_heap FOR VALUES FROM ('2024-04-01') TO ('2024-05-01');
+-- Refused: a time-series table with another bucket span.
+CREATE TABLE pw_other (time timestamptz NOT NULL, sensor text, v float8) USING tsbucket;
+SELECT tsbucket.create_timeseries('pw_other', 'time', 'sensor');
+ALTER TABLE pw ATTACH PARTITION pw_other FOR VALUES FROM ('2024-04-01') TO ('2024-05-01');
+SELECT count(*) AS partitions FROM pg_inherits WHERE inhparent = 'pw'::regclass;
+-- Refused: configuring it twice; its label changed or removed by hand.
+SELECT tsbucket.create_timeseries('pw', 'time', 'sensor');
+SECURITY LABEL FOR tsbucket ON TABLE pw IS NULL;
+SECURITY LABEL FOR tsbucket ON TABLE pw IS '{"version": 1}';
+CREATE TABLE pw_bad (time timestamptz NOT NULL, sensor text, v float8) PARTITION BY RANGE (time);
+SECURITY LABEL FOR tsbucket ON TABLE pw_bad IS '{"version": 1, "time_column": "nope"}';
+-- Rows through the parent; the DBA functions answer for every partition.
+INSERT INTO pw SELECT '2024-01-01'::timestamptz + i * interval '1 hour', 's' || (i % 3), i FROM generate_series(0, 2000) i;
+SELECT count(*), sum(v) FROM pw;
+SELECT * FROM tsbucket.compact('pw');
+SELECT buckets, rows, tail_rows FROM tsbucket.stats('pw');
+SELECT count(*), sum(rows) FROM tsbucket.buckets('pw');
+SELECT * FROM tsbucket.verify('pw');
+SELECT * FROM tsbucket.expire('pw');
+-- Settings reach every partition, and those made later.
+SELECT tsbucket.alter_timeseries('pw', expire_after => '3650 days');
+SELECT tsbucket.alter_timeseries('pw', granularity => 'seconds');
+SELECT tsbucket.set_series_retention('pw', 's1'::text, '7300 days');
+CREATE TABLE pw_05 PARTITION OF pw FOR VALUES FROM ('2024-05-01') TO ('2024-06-01') USING tsbucket;
+SELECT table_name, granularity, expire_after FROM tsbucket.timeseries WHERE table_name::text LIKE 'pw%' ORDER BY 1;
+SELECT relid::regclass, meta, expire_after FROM tsbucket.series_retention WHERE relid::regclass::text LIKE 'pw%' ORDER BY 1;
+SELECT * FROM tsbucket.expire('pw');
+-- A detached partition stays a time-series table; dropping the parent drops the rest.
+ALTER TABLE pw DETACH PARTITION pw_03;
+DROP TABLE pw, pw_heap, pw_other, pw_bad;
+SELECT table_name FROM tsbucket.timeseries WHERE table_name::text LIKE 'pw%' ORDER BY 1;
+DROP TABLE pw_03;
