@@ -153,3 +153,11 @@ pub fn set_partitioned_label(relid: pg_sys::Oid, label: &str) {
     // CString alive until the end of this function; SetSecurityLabel does not call the provider's hook.
     unsafe { pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ptr()) };
 }
+
+/// Whether partitioned table `relid` is a time-series table (has a tsbucket label).
+pub fn is_partitioned_timeseries(relid: pg_sys::Oid) -> bool {
+    let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
+    // SAFETY: `address` is a local ObjectAddress of table `relid` and PROVIDER a static NUL-terminated name;
+    // GetSecurityLabel returns NULL or a label palloc'd in the current memory context (left to it).
+    !unsafe { pg_sys::GetSecurityLabel(&address, PROVIDER.as_ptr()) }.is_null()
+}

@@ -33,19 +33,75 @@ unsafe extern "C-unwind" fn planner(
 ) -> *mut pg_sys::PlannedStmt {
     // SAFETY: PREV_PLANNER is written only by install() in _PG_init, before any planning; this copies it.
     let prev = unsafe { PREV_PLANNER };
+    // SAFETY: `parse` is the Query being planned, which partitionwise_level only reads.
+    let level = unsafe { partitionwise_level(parse) };
     let stmt = match prev {
         // SAFETY: planner()'s `parse`, `query_string`, `cursor_options` and `bound_params` go to the earlier planner_hook unchanged.
         Some(prev) => unsafe { prev(parse, query_string, cursor_options, bound_params) },
         // SAFETY: standard_planner gets planner()'s own arguments; nothing with a destructor lives in this frame if it raises.
         None => unsafe { standard_planner_raw(parse, query_string, cursor_options, bound_params) },
     };
-    // SAFETY: `stmt` is the PlannedStmt just returned, allocated in the caller's memory context and not yet used by anyone.
-    unsafe { rewrite_plan(stmt) };
+    // SAFETY: `stmt` is the PlannedStmt just returned, allocated in the caller's memory context and not yet used by anyone;
+    // `level` is the GUC nest level partitionwise_level opened for this planning, if any.
+    unsafe { rewrite_plan(stmt, level) };
     stmt
 }
 
+/// An aggregate over a partitioned time-series table is planned partitionwise
+/// (`enable_partitionwise_aggregate` on for this planning only, as a
+/// function's SET clause sets it): each partition's Partial Aggregate then
+/// goes into its TsBucketScan (rewrite::partial_agg). Postgres leaves the
+/// setting off by default for its planning cost on many partitions; here it
+/// is what lets a partition's scan aggregate bucket by bucket. Returns the
+/// GUC nest level to close after planning (an error closes it with the
+/// (sub)transaction).
+///
+/// # Safety
+/// `parse` is the Query being planned.
 #[pg_guard]
-unsafe extern "C-unwind" fn rewrite_plan(stmt: *mut pg_sys::PlannedStmt) {
+unsafe extern "C-unwind" fn partitionwise_level(parse: *mut pg_sys::Query) -> i32 {
+    // SAFETY: enable_partitionwise_aggregate is the planner's GUC variable, read by value.
+    if !crate::catalog::gucs::VECTORIZED_AGGREGATION.get() || unsafe { pg_sys::enable_partitionwise_aggregate } {
+        return 0;
+    }
+    // SAFETY: `parse` is the Query being planned (the contract): its flags and range table are read in place.
+    let (aggregates, rtable) = unsafe { ((*parse).hasAggs || !(*parse).groupClause.is_null(), (*parse).rtable) };
+    // SAFETY: the range table is NIL or a List of RangeTblEntry nodes.
+    let partitioned_timeseries = aggregates && unsafe { crate::pg::nodes::list_ptrs(rtable) }.into_iter().any(|rte| {
+        let rte = rte as *mut pg_sys::RangeTblEntry;
+        // SAFETY: `rte` is a RangeTblEntry of the query; relkind and relid are read for plain relations only.
+        let (partitioned, relid) = unsafe {
+            ((*rte).rtekind == pg_sys::RTEKind::RTE_RELATION && (*rte).relkind as u8 == pg_sys::RELKIND_PARTITIONED_TABLE, (*rte).relid)
+        };
+        partitioned && crate::catalog::label::is_partitioned_timeseries(relid)
+    });
+    if !partitioned_timeseries {
+        return 0;
+    }
+    // SAFETY: in a transaction (planning); the nest level is closed by AtEOXact_GUC after planning, or by the
+    // (sub)transaction's abort if planning fails. The setting is a valid boolean of a user-settable GUC.
+    unsafe {
+        let level = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"enable_partitionwise_aggregate".as_ptr(),
+            c"on".as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        level
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn rewrite_plan(stmt: *mut pg_sys::PlannedStmt, level: i32) {
+    if level > 0 {
+        // SAFETY: `level` is the nest level partitionwise_level opened for this planning, still the innermost one.
+        unsafe { pg_sys::AtEOXact_GUC(true, level) };
+    }
     // SAFETY: `stmt` is the plan planner() just received from standard_planner (or the earlier hook): freshly planned,
     // as partial_agg::rewrite requires.
     unsafe { crate::rewrite::partial_agg::rewrite(stmt) }

@@ -18,6 +18,15 @@ pub unsafe fn list_ptrs(list: *mut pg_sys::List) -> Vec<*mut std::ffi::c_void> {
     (0..n).map(|i| unsafe { (*(*list).elements.add(i)).ptr_value }).collect()
 }
 
+/// Replaces cell `i` of pointer List `list` with `ptr`.
+///
+/// # Safety
+/// `list` must be a non-NIL pointer List with more than `i` cells.
+pub unsafe fn list_set_ptr(list: *mut pg_sys::List, i: usize, ptr: *mut std::ffi::c_void) {
+    // SAFETY: cell `i` exists in this pointer List (the contract); only its pointer is written.
+    unsafe { (*(*list).elements.add(i)).ptr_value = ptr };
+}
+
 /// Attribute numbers of range-table entry `rtindex` that `nodes` refer to
 /// (0 = the whole row, negative = system columns).
 ///

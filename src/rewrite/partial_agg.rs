@@ -34,7 +34,7 @@
 //! Anything else keeps Postgres's plan and gives the same answers row by row.
 
 use crate::catalog::config::{self, Config};
-use crate::pg::nodes::{list_ptrs, strip};
+use crate::pg::nodes::{list_ptrs, list_set_ptr, strip};
 use crate::scan::agg_plan::{KeyPlan, classify_aggref, classify_key};
 use crate::scan::plan::MODE_SCAN;
 use pgrx::pg_sys;
@@ -74,9 +74,20 @@ unsafe fn walk(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStmt) {
     let walk_list = |list: *mut pg_sys::List| {
         // SAFETY: `list` is the appendplans, mergeplans or custom_plans List of `plan` below: NIL or a List of plan nodes.
         let children = unsafe { list_ptrs(list) };
-        for p in children {
-            // SAFETY: `p` is a child plan node of `plan`, part of `stmt` like `plan` itself.
-            unsafe { walk(p as *mut pg_sys::Plan, stmt) };
+        for (i, p) in children.into_iter().enumerate() {
+            // A partitionwise aggregate's Partial Aggregate over one partition's
+            // scan (an Append's child) gives way to the scan, as under Gather.
+            // SAFETY: `p` is a child plan node of `plan`, part of `stmt` like `plan` itself; cell `i` of `list` holds it.
+            let p = match unsafe { partial_in_scan(p as *mut pg_sys::Plan, stmt) } {
+                Some(scan) => {
+                    // SAFETY: cell `i` of `list` exists (it held `p`); the scan takes its place in the plan tree.
+                    unsafe { list_set_ptr(list, i, scan as *mut std::ffi::c_void) };
+                    scan
+                }
+                None => p as *mut pg_sys::Plan,
+            };
+            // SAFETY: `p` is that child (or the scan now in its place), part of `stmt`.
+            unsafe { walk(p, stmt) };
         }
     };
     // SAFETY: `plan` is non-null, and every plan node starts with its NodeTag.

@@ -116,13 +116,22 @@ class Round:
                 30 * 86400: "granularity => 'hours'"}.get(s.span_seconds)
         if span is None:
             span = f"bucket_max_span => interval '{s.span_seconds} seconds', bucket_rounding => interval '{s.span_seconds} seconds'"
-        for side, using in ((ts, " USING tsbucket"), (heap, "")):
+        partitioned = self.fz.partitioned
+        for side, using in ((ts, " PARTITION BY RANGE (time)" if partitioned else " USING tsbucket"), (heap, "")):
             # psycopg forgets its prepared statements (whose result types may change with the new table) when it
             # sees a DROP, but only the first time it sees that statement's text: a text of this round's own.
             side.conn.execute(f"DROP TABLE IF EXISTS {side.table} /* round {self.number} */")
             side.conn.execute(f"CREATE TABLE {side.table} ({cols}){using}")
         meta_arg = f", meta_columns => {metas}" if s.metas else ""
         ts.conn.execute(f"SELECT tsbucket.create_timeseries('{ts.table}', 'time'{meta_arg}, {span})")
+        if partitioned:
+            # Two partitions over the round's main range (configured as they are made), the rest in a default one.
+            mid = model.T0 + dt.timedelta(seconds=self.times.spread // 2)
+            end = model.T0 + dt.timedelta(seconds=self.times.spread)
+            for i, (lo, hi) in enumerate(((model.T0, mid), (mid, end))):
+                ts.conn.execute(f"CREATE TABLE {ts.table}_p{i} PARTITION OF {ts.table} "
+                                f"FOR VALUES FROM ('{lo.isoformat()}') TO ('{hi.isoformat()}') USING tsbucket")
+            ts.conn.execute(f"CREATE TABLE {ts.table}_pd PARTITION OF {ts.table} DEFAULT USING tsbucket")
         ts.conn.execute(f"SET tsbucket.bucket_max_count = {self.max_count}")
 
     # -- writes -----------------------------------------------------------
@@ -424,8 +433,10 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
 
 
 class Fuzzer:
-    def __init__(self, dsn, seed, plant, force_parallel, row_by_row=False):
+    def __init__(self, dsn, seed, plant, force_parallel, row_by_row=False, partitioned=False):
         self.row_by_row = row_by_row
+        # The time-series side a table partitioned by time (two ranges and a default partition).
+        self.partitioned = partitioned
         self.with_tail = 0
         self.dsn = dsn
         self.seed = seed
@@ -663,6 +674,7 @@ def main():
     ap.add_argument("--minimize", action="store_true")
     ap.add_argument("--plant", action="store_true", help="switch the planted bug on (debug builds); succeed if it is found")
     ap.add_argument("--row-by-row", action="store_true", help="every row in a statement of its own (the tail)")
+    ap.add_argument("--partitioned", action="store_true", help="the time-series table partitioned by time")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1, 10**9)
     print(f"fuzz: seed {seed}", flush=True)
@@ -676,7 +688,7 @@ def main():
         dsn = f"host={cluster.dir} port={cluster.port} user=postgres dbname=test"
     try:
         force = prepare_database(dsn)
-        fz = Fuzzer(dsn, seed, args.plant, force, row_by_row=args.row_by_row)
+        fz = Fuzzer(dsn, seed, args.plant, force, row_by_row=args.row_by_row, partitioned=args.partitioned)
         found = fz.run(args.seconds, minimize=args.minimize, log=lambda s: print(s, flush=True))
         print(fz.report(), flush=True)
     finally:

@@ -29,12 +29,18 @@ SECURITY LABEL FOR tsbucket ON TABLE pw IS '{"version": 1}';
 CREATE TABLE pw_bad (time timestamptz NOT NULL, sensor text, v float8) PARTITION BY RANGE (time);
 SECURITY LABEL FOR tsbucket ON TABLE pw_bad IS '{"version": 1, "time_column": "nope"}';
 -- Rows through the parent; the DBA functions answer for every partition.
-INSERT INTO pw SELECT '2024-01-01'::timestamptz + i * interval '1 hour', 's' || (i % 3), i FROM generate_series(0, 2000) i;
+INSERT INTO pw SELECT '2024-01-01'::timestamptz + i * interval '5 min', 's' || (i % 3), i FROM generate_series(0, 20000) i;
 SELECT count(*), sum(v) FROM pw;
 SELECT * FROM tsbucket.compact('pw');
 SELECT buckets, rows, tail_rows FROM tsbucket.stats('pw');
 SELECT count(*), sum(rows) FROM tsbucket.buckets('pw');
 SELECT * FROM tsbucket.verify('pw');
+-- Aggregates are planned partitionwise, each partition's scan aggregating bucket by bucket.
+EXPLAIN (COSTS OFF) SELECT sensor, count(*), max(v) FROM pw WHERE time >= '2024-02-01' GROUP BY sensor;
+SELECT sensor, count(*), max(v) FROM pw WHERE time >= '2024-02-01' GROUP BY sensor ORDER BY sensor;
+SET tsbucket.vectorized_aggregation = off;
+SELECT sensor, count(*), max(v) FROM pw WHERE time >= '2024-02-01' GROUP BY sensor ORDER BY sensor;
+RESET tsbucket.vectorized_aggregation;
 SELECT * FROM tsbucket.expire('pw');
 -- Settings reach every partition, and those made later.
 SELECT tsbucket.alter_timeseries('pw', expire_after => '3650 days');
