@@ -591,11 +591,12 @@ BEGIN
 
     IF partitioned THEN
         -- The label, as tsbucket._label_of writes one; the label hook then
-        -- configures the partitions from it (as a restore would).
+        -- configures the partitions from it (as a restore would). A call into
+        -- the library first: it registers the label provider in this session.
+        PERFORM tsbucket._worker_notice();
         EXECUTE format('SECURITY LABEL FOR tsbucket ON TABLE %s IS %L', relation, jsonb_build_object(
             'version', 1, 'time_column', time_column, 'meta_columns', to_jsonb(metas), 'granularity', gran,
             'bucket_max_span', span::text, 'expire_after', expire_after::text, 'series_retention', '[]'::jsonb)::text);
-        PERFORM tsbucket._worker_notice();
         RETURN;
     END IF;
     PERFORM tsbucket._create_store_for(relation, time_att.attnum::int2, meta_attnums, gran, span,
@@ -726,15 +727,27 @@ BEGIN
     END IF;
     IF parent IS NOT NULL THEN
         -- Every partition changes, and the label later partitions take.
+        PERFORM set_config('tsbucket_internal.altering_partitions', 'on', true);
         FOR leaf IN SELECT t.relid FROM pg_partition_tree(relation) t JOIN tsbucket.catalog k ON k.relid = t.relid
                      WHERE t.isleaf ORDER BY t.level, t.relid LOOP
             PERFORM tsbucket.alter_timeseries(leaf, granularity, bucket_max_span, bucket_rounding, expire_after, expire_never);
         END LOOP;
+        PERFORM set_config('tsbucket_internal.altering_partitions', '', true);
         PERFORM tsbucket._set_partitioned_label(relation, (parent || jsonb_build_object(
             'granularity', new_gran, 'bucket_max_span', new_span::text,
             'expire_after', (CASE WHEN alter_timeseries.expire_never THEN NULL
                                   ELSE coalesce(alter_timeseries.expire_after, c.expire_after) END)::text))::text);
         RETURN;
+    END IF;
+    -- The partitions of a time-series parent share its span (ATTACH and
+    -- pg_restore check it): it changes through the parent only.
+    IF new_span IS DISTINCT FROM c.bucket_max_span
+       AND current_setting('tsbucket_internal.altering_partitions', true) IS DISTINCT FROM 'on'
+       AND EXISTS (SELECT 1 FROM pg_partition_ancestors(relation) p
+                    WHERE p <> relation AND tsbucket._partitioned_label(p) IS NOT NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('cannot change the bucket span of partition %s alone', relation),
+            HINT = 'Alter its partitioned time-series parent: its partitions share its bucket span.';
     END IF;
     -- A wider span changes where scans look for rows (a bucket's rows lie
     -- within the current span of its window start): wait for running readers,
@@ -904,12 +917,32 @@ DECLARE
     r record;
     a record;
 BEGIN
+    -- A new partitioned table may get a tsbucket label next (a restore): a
+    -- call into tsbucket's library registers the label provider in this
+    -- session, also without shared_preload_libraries.
+    IF TG_TAG = 'CREATE TABLE' AND EXISTS (SELECT 1 FROM pg_event_trigger_ddl_commands() d JOIN pg_class k ON k.oid = d.objid
+                                            WHERE d.classid = 'pg_class'::regclass AND k.relkind = 'p') THEN
+        PERFORM count(*) FROM tsbucket.worker_status();
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_seclabel l WHERE l.provider = 'tsbucket' AND l.classoid = 'pg_class'::regclass
                     AND EXISTS (SELECT 1 FROM pg_class k WHERE k.oid = l.objoid AND k.relkind = 'p')) THEN
         RETURN;
     END IF;
     FOR r IN SELECT DISTINCT d.objid FROM pg_event_trigger_ddl_commands() d JOIN pg_class k ON k.oid = d.objid
-              WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND k.relkind IN ('r', 'p') LOOP
+              WHERE d.classid = 'pg_class'::regclass AND k.relkind IN ('r', 'p') LOOP
+        -- The label names the time and meta columns (for pg_dump): renaming
+        -- them on the parent (which renames them in every partition) would
+        -- leave it naming columns that are gone.
+        SELECT l.label::jsonb AS label INTO a FROM pg_seclabel l
+         WHERE l.objoid = r.objid AND l.classoid = 'pg_class'::regclass AND l.objsubid = 0 AND l.provider = 'tsbucket';
+        IF FOUND AND EXISTS (SELECT 1 FROM (SELECT a.label ->> 'time_column' AS c
+                                            UNION ALL SELECT jsonb_array_elements_text(a.label -> 'meta_columns')) n
+                              WHERE NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = r.objid AND attname = n.c
+                                                 AND attnum > 0 AND NOT attisdropped)) THEN
+            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+                MESSAGE = format('cannot rename the time or meta columns of partitioned time-series table %s', r.objid::regclass),
+                HINT = 'A partitioned time-series table''s time and meta columns are fixed at creation.';
+        END IF;
         -- The table itself (ATTACH reports the parent), or its nearest configured ancestor.
         SELECT x.relid, tsbucket._partitioned_label(x.relid) AS label INTO a
           FROM (SELECT r.objid::regclass AS relid, 0 AS level

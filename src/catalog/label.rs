@@ -36,9 +36,8 @@ unsafe extern "C-unwind" fn check_relabel(object: *const pg_sys::ObjectAddress, 
 fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
     let relid = object.objectId;
     // SAFETY: get_rel_relkind reads the syscache entry of `relid` (0 when there is none); it has no other effect.
-    if object.classId == pg_sys::RelationRelationId && object.objectSubId == 0
-        && unsafe { pg_sys::get_rel_relkind(relid) } as u8 == pg_sys::RELKIND_PARTITIONED_TABLE
-    {
+    let relkind = unsafe { pg_sys::get_rel_relkind(relid) } as u8;
+    if object.classId == pg_sys::RelationRelationId && object.objectSubId == 0 && relkind == pg_sys::RELKIND_PARTITIONED_TABLE {
         return relabel_partitioned(relid, label);
     }
     if object.classId != pg_sys::RelationRelationId || object.objectSubId != 0 || !config::is_tsbucket_table(relid) {
@@ -146,6 +145,9 @@ pub fn set_partitioned_label(relid: pg_sys::Oid, label: &str) {
     // SAFETY: get_rel_relkind reads the syscache entry of `relid`; it has no other effect.
     if unsafe { pg_sys::get_rel_relkind(relid) } as u8 != pg_sys::RELKIND_PARTITIONED_TABLE {
         ts_error(FEATURE_NOT_SUPPORTED, "only a partitioned table's tsbucket label is set this way", "");
+    }
+    if !is_partitioned_timeseries(relid) {
+        ts_error(FEATURE_NOT_SUPPORTED, "the table is not a partitioned time-series table", "Call tsbucket.create_timeseries() on it first.");
     }
     let label = CString::new(label).expect("jsonb text has no NUL");
     let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };

@@ -46,6 +46,13 @@ SELECT * FROM tsbucket.expire('pw');
 SELECT tsbucket.alter_timeseries('pw', expire_after => '3650 days');
 SELECT tsbucket.alter_timeseries('pw', granularity => 'seconds');
 SELECT tsbucket.set_series_retention('pw', 's1'::text, '7300 days');
+-- Refused: one partition's span alone, and renaming the time or meta columns (others may be renamed).
+SELECT tsbucket.alter_timeseries('pw_01', granularity => 'hours');
+ALTER TABLE pw RENAME COLUMN sensor TO device;
+ALTER TABLE pw RENAME COLUMN v TO value;
+ALTER TABLE pw RENAME COLUMN value TO v;
+-- Through the parent, every partition's span changes.
+SELECT tsbucket.alter_timeseries('pw', granularity => 'hours');
 CREATE TABLE pw_05 PARTITION OF pw FOR VALUES FROM ('2024-05-01') TO ('2024-06-01') USING tsbucket;
 SELECT table_name, granularity, expire_after FROM tsbucket.timeseries WHERE table_name::text LIKE 'pw%' ORDER BY 1;
 SELECT relid::regclass, meta, expire_after FROM tsbucket.series_retention WHERE relid::regclass::text LIKE 'pw%' ORDER BY 1;
