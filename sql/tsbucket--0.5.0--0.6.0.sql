@@ -284,7 +284,11 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM tsbucket.job_state WHERE relid = relation
                             AND last_analyze > now() - coalesce(current_setting('tsbucket.worker_interval', true), '1min')::interval) THEN
             PERFORM tsbucket._analyze(relation);
-            UPDATE tsbucket.job_state SET last_analyze = now(), analyzed_through = ids_now WHERE relid = relation;
+            -- Bucket ids are drawn outside transactions: with a writer still
+            -- running as the round began, ids up to ids_now may belong to
+            -- buckets this sample could not see, so the next round samples again.
+            UPDATE tsbucket.job_state SET last_analyze = now(),
+                   analyzed_through = CASE WHEN quiet THEN ids_now ELSE last_analyzed END WHERE relid = relation;
         END IF;
     EXCEPTION WHEN OTHERS THEN
         UPDATE tsbucket.job_state SET last_error = SQLERRM, last_error_at = now() WHERE relid = relation;
