@@ -387,6 +387,14 @@ BEGIN
     PERFORM tsbucket._configure_partitions(relation, relation, label);
 END $$;
 
+-- The partitions of `relation` that are time-series tables (its leaves, in
+-- tree order), which the DBA functions on a partitioned table act on.
+CREATE FUNCTION tsbucket._leaves(relation regclass) RETURNS SETOF regclass
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT t.relid FROM pg_partition_tree(relation) t JOIN tsbucket.catalog c ON c.relid = t.relid
+     WHERE t.isleaf ORDER BY t.level, t.relid
+$$;
+
 -- Gives the leaf partitions of `relation` that are not yet time-series tables
 -- the configuration `label` (a partitioned table's), each through its own
 -- SECURITY LABEL as the caller: the label hook configures it as on a
@@ -455,9 +463,8 @@ BEGIN
         -- The label names the time and meta columns (for pg_dump): renaming
         -- them on the parent (which renames them in every partition) would
         -- leave it naming columns that are gone.
-        SELECT l.label::jsonb AS label INTO a FROM pg_seclabel l
-         WHERE l.objoid = r.objid AND l.classoid = 'pg_class'::regclass AND l.objsubid = 0 AND l.provider = 'tsbucket';
-        IF FOUND AND EXISTS (SELECT 1 FROM (SELECT a.label ->> 'time_column' AS c
+        SELECT tsbucket._partitioned_label(r.objid)::jsonb AS label INTO a;
+        IF a.label IS NOT NULL AND EXISTS (SELECT 1 FROM (SELECT a.label ->> 'time_column' AS c
                                             UNION ALL SELECT jsonb_array_elements_text(a.label -> 'meta_columns')) n
                               WHERE NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = r.objid AND attname = n.c
                                                  AND attnum > 0 AND NOT attisdropped)) THEN
@@ -594,8 +601,7 @@ DECLARE
 BEGIN
     IF tsbucket._partitioned_label(relation) IS NOT NULL THEN
         -- A time-series parent: each of its partitions (that is configured).
-        FOR leaf IN SELECT t.relid FROM pg_partition_tree(relation) t JOIN tsbucket.catalog c ON c.relid = t.relid
-                     WHERE t.isleaf ORDER BY t.level, t.relid LOOP
+        FOR leaf IN SELECT tsbucket._leaves(relation) LOOP
             shard := leaf::text;
             FOR r IN EXECUTE format('SELECT to_json(x) FROM tsbucket.%I(%L) x', fn, leaf) LOOP
                 RETURN NEXT;
@@ -935,8 +941,7 @@ DECLARE
     l jsonb := tsbucket._partitioned_label(relation)::jsonb;
     leaf regclass;
 BEGIN
-    FOR leaf IN SELECT t.relid FROM pg_partition_tree(relation) t JOIN tsbucket.catalog k ON k.relid = t.relid
-                 WHERE t.isleaf ORDER BY t.level, t.relid LOOP
+    FOR leaf IN SELECT tsbucket._leaves(relation) LOOP
         IF reset THEN
             PERFORM tsbucket.reset_series_retention(leaf, meta);
         ELSE
@@ -974,25 +979,24 @@ END $$;
 CREATE FUNCTION tsbucket.expire(relation regclass)
 RETURNS TABLE (buckets_expired bigint, rows_expired bigint)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    expiring regclass[];
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     PERFORM tsbucket._require_owner(relation);
     IF tsbucket._partitioned_label(relation) IS NOT NULL THEN
         -- Its partitions that expire (a month's partition dropped whole is the bulk alternative).
-        IF NOT EXISTS (SELECT 1 FROM pg_partition_tree(relation) t JOIN tsbucket.catalog c ON c.relid = t.relid
-                        WHERE c.expire_after IS NOT NULL
-                           OR EXISTS (SELECT 1 FROM tsbucket.series_retention r WHERE r.relid = t.relid)) THEN
+        expiring := ARRAY(SELECT l FROM tsbucket._leaves(relation) l JOIN tsbucket.catalog c ON c.relid = l
+                           WHERE c.expire_after IS NOT NULL
+                              OR EXISTS (SELECT 1 FROM tsbucket.series_retention r WHERE r.relid = l));
+        IF cardinality(expiring) = 0 THEN
             RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
                 MESSAGE = format('no partition of table %s has an expire_after', relation),
                 HINT = 'Set one with tsbucket.alter_timeseries() or tsbucket.set_series_retention().';
         END IF;
         RETURN QUERY
         SELECT coalesce(sum(x.buckets_expired), 0)::bigint, coalesce(sum(x.rows_expired), 0)::bigint
-          FROM pg_partition_tree(relation) t
-               JOIN tsbucket.catalog c ON c.relid = t.relid
-               CROSS JOIN LATERAL tsbucket.expire(t.relid) x
-         WHERE t.isleaf AND (c.expire_after IS NOT NULL
-                             OR EXISTS (SELECT 1 FROM tsbucket.series_retention r WHERE r.relid = t.relid));
+          FROM unnest(expiring) l CROSS JOIN LATERAL tsbucket.expire(l) x;
         RETURN;
     END IF;
     IF (SELECT c.expire_after FROM tsbucket.catalog c WHERE c.relid = relation) IS NULL
@@ -1107,8 +1111,7 @@ BEGIN
     IF parent IS NOT NULL THEN
         -- Every partition changes, and the label later partitions take.
         PERFORM set_config('tsbucket_internal.altering_partitions', 'on', true);
-        FOR leaf IN SELECT t.relid FROM pg_partition_tree(relation) t JOIN tsbucket.catalog k ON k.relid = t.relid
-                     WHERE t.isleaf ORDER BY t.level, t.relid LOOP
+        FOR leaf IN SELECT tsbucket._leaves(relation) LOOP
             PERFORM tsbucket.alter_timeseries(leaf, granularity, bucket_max_span, bucket_rounding, expire_after, expire_never);
         END LOOP;
         PERFORM set_config('tsbucket_internal.altering_partitions', '', true);

@@ -94,8 +94,7 @@ fn relabel_partitioned(relid: pg_sys::Oid, label: Option<String>) {
     if unsafe { pg_sys::IsBinaryUpgrade } {
         return;
     }
-    let current: Option<String> = Spi::get_one_with_args("SELECT tsbucket._partitioned_label($1)", &[relid.into()]).ok().flatten();
-    match current {
+    match stored_label(relid) {
         Some(current) if current == label => {}
         Some(_) => ts_error(
             FEATURE_NOT_SUPPORTED,
@@ -117,49 +116,44 @@ fn current_label(relid: pg_sys::Oid) -> Option<String> {
 /// Writes the table's label from its current configuration (or removes it
 /// when the table is not a time-series table): only ever what the catalog says.
 pub fn sync_label(relid: pg_sys::Oid) {
-    let label = current_label(relid).map(|l| CString::new(l).expect("jsonb text has no NUL"));
+    let label = current_label(relid);
+    if stored_label(relid) != label {
+        write_label(relid, label.as_deref());
+    }
+}
+
+/// The tsbucket label stored on table `relid`, if any.
+fn stored_label(relid: pg_sys::Oid) -> Option<String> {
     let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
     // SAFETY: `address` is a local ObjectAddress of table `relid` and PROVIDER a static NUL-terminated name;
-    // GetSecurityLabel returns NULL or a label palloc'd in the current memory context.
-    let stored = unsafe { pg_sys::GetSecurityLabel(&address, PROVIDER.as_ptr()) };
-    let same = match (&label, stored.is_null()) {
-        (None, true) => true,
-        (Some(l), false) => {
-            // SAFETY: `stored` is not NULL in this arm: the NUL-terminated label GetSecurityLabel just returned.
-            let stored = unsafe { CStr::from_ptr(stored) };
-            stored == l.as_c_str()
-        }
-        _ => false,
-    };
-    if !same {
-        // SAFETY: `address` and PROVIDER as for GetSecurityLabel above; the label is NULL or `label`'s NUL-terminated
-        // CString, alive until the end of this function. SetSecurityLabel does not call the provider's hook, so this
-        // does not recurse.
-        unsafe { pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ref().map_or(std::ptr::null(), |l| l.as_ptr())) };
+    // GetSecurityLabel returns NULL or a NUL-terminated label palloc'd in the current memory context, copied here.
+    unsafe {
+        let stored = pg_sys::GetSecurityLabel(&address, PROVIDER.as_ptr());
+        (!stored.is_null()).then(|| CStr::from_ptr(stored).to_string_lossy().into_owned())
     }
+}
+
+/// Stores `label` (None: none) as table `relid`'s tsbucket label, without the
+/// provider's hook: SetSecurityLabel does not call it, so this does not recurse.
+fn write_label(relid: pg_sys::Oid, label: Option<&str>) {
+    let label = label.map(|l| CString::new(l).expect("jsonb text has no NUL"));
+    let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
+    // SAFETY: `address` is a local ObjectAddress of table `relid` and PROVIDER a static NUL-terminated name; the label
+    // is NULL or `label`'s NUL-terminated CString, alive until the end of this function.
+    unsafe { pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ref().map_or(std::ptr::null(), |l| l.as_ptr())) };
 }
 
 /// Replaces the label of partitioned time-series table `relid` (the caller
 /// checked ownership).
 pub fn set_partitioned_label(relid: pg_sys::Oid, label: &str) {
     // SAFETY: get_rel_relkind reads the syscache entry of `relid`; it has no other effect.
-    if unsafe { pg_sys::get_rel_relkind(relid) } as u8 != pg_sys::RELKIND_PARTITIONED_TABLE {
-        ts_error(FEATURE_NOT_SUPPORTED, "only a partitioned table's tsbucket label is set this way", "");
-    }
-    if !is_partitioned_timeseries(relid) {
+    if unsafe { pg_sys::get_rel_relkind(relid) } as u8 != pg_sys::RELKIND_PARTITIONED_TABLE || stored_label(relid).is_none() {
         ts_error(FEATURE_NOT_SUPPORTED, "the table is not a partitioned time-series table", "Call tsbucket.create_timeseries() on it first.");
     }
-    let label = CString::new(label).expect("jsonb text has no NUL");
-    let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
-    // SAFETY: `address` is a local ObjectAddress of table `relid`, PROVIDER a static NUL-terminated name and `label` a
-    // CString alive until the end of this function; SetSecurityLabel does not call the provider's hook.
-    unsafe { pg_sys::SetSecurityLabel(&address, PROVIDER.as_ptr(), label.as_ptr()) };
+    write_label(relid, Some(label));
 }
 
 /// Whether partitioned table `relid` is a time-series table (has a tsbucket label).
 pub fn is_partitioned_timeseries(relid: pg_sys::Oid) -> bool {
-    let address = pg_sys::ObjectAddress { classId: pg_sys::RelationRelationId, objectId: relid, objectSubId: 0 };
-    // SAFETY: `address` is a local ObjectAddress of table `relid` and PROVIDER a static NUL-terminated name;
-    // GetSecurityLabel returns NULL or a label palloc'd in the current memory context (left to it).
-    !unsafe { pg_sys::GetSecurityLabel(&address, PROVIDER.as_ptr()) }.is_null()
+    stored_label(relid).is_some()
 }

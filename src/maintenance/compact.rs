@@ -123,28 +123,27 @@ pub unsafe fn compact(relid: pg_sys::Oid, max_groups: usize, lazy: bool) -> Comp
     let settle = |window_start: i64| !lazy || window_start.saturating_add(config.span_micros) <= now;
     let mut deferred = 0i64;
     let mut with_tail: Vec<(GroupKey, Vec<Candidate>, TailRows)> = Vec::new();
-    for (key, tail_rows) in tails {
+    let mut others: Vec<(GroupKey, Vec<Candidate>)> = Vec::new();
+    let keys: std::collections::BTreeSet<GroupKey> = groups.keys().chain(tails.keys()).cloned().collect();
+    for key in keys {
         let members = groups.remove(&key).unwrap_or_default();
+        let tail_rows = tails.remove(&key).unwrap_or_default();
         let mut pieces: Vec<Piece> = members.iter().map(|m| Piece { rows: m.rows as usize, new: false }).collect();
-        pieces.push(Piece { rows: tail_rows.iter().map(|g| g.rows()).sum(), new: true });
+        if !tail_rows.is_empty() {
+            pieces.push(Piece { rows: tail_rows.iter().map(|g| g.rows()).sum(), new: true });
+        }
         let sets = merge_plan::plan(&pieces, max_count, settle(key.1));
         if !settle(key.1) && pieces_after(pieces.len(), &sets) > 1 {
             deferred += 1;
         }
         for set in sets {
-            let with_new = set.contains(&members.len());
             let chosen: Vec<Candidate> = set.iter().filter(|&&i| i < members.len()).map(|&i| members[i]).collect();
-            with_tail.push((key.clone(), chosen, if with_new { tail_rows.clone() } else { Vec::new() }));
+            if set.contains(&members.len()) {
+                with_tail.push((key.clone(), chosen, tail_rows.clone()));
+            } else {
+                others.push((key.clone(), chosen));
+            }
         }
-    }
-    let mut others: Vec<(GroupKey, Vec<Candidate>)> = Vec::new();
-    for (key, members) in groups {
-        let pieces: Vec<Piece> = members.iter().map(|m| Piece { rows: m.rows as usize, new: false }).collect();
-        let sets = merge_plan::plan(&pieces, max_count, settle(key.1));
-        if !settle(key.1) && pieces_after(pieces.len(), &sets) > 1 {
-            deferred += 1;
-        }
-        others.extend(sets.into_iter().map(|set| (key.clone(), set.iter().map(|&i| members[i]).collect())));
     }
     others.sort_by_key(|(_, m)| m.iter().map(|c| c.bucket_id).min());
     let capped = others.into_iter().take(max_groups).map(|(k, m)| (k, m, Vec::new()));

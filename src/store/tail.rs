@@ -487,26 +487,20 @@ pub(super) struct GroupReader<'a> {
     /// The key of the row being added, its buffers reused from row to row
     /// (a scan reads every tail row: no allocation per row for its lookup).
     probe: GroupKey,
+    /// The row being added, deformed (values, nulls): reused likewise.
+    deformed: (Vec<pg_sys::Datum>, Vec<bool>),
 }
 
 impl<'a> GroupReader<'a> {
     pub(super) fn new(config: &'a Config, shape: &'a TableShape) -> Self {
-        GroupReader { config, shape, groups: Vec::new(), index: HashMap::default(), probe: Default::default() }
+        GroupReader { config, shape, groups: Vec::new(), index: HashMap::default(), probe: Default::default(), deformed: Default::default() }
     }
 
     /// # Safety
     /// `relid` is segment `segment` of the tail; `snapshot` an MVCC snapshot.
     unsafe fn read_segment(&mut self, segment: usize, relid: pg_sys::Oid, snapshot: pg_sys::Snapshot) {
-        let mut scratch = (Vec::new(), Vec::new());
         // SAFETY: the contract is for_each_tuple's; each tuple is added while valid, described by `tupdesc`.
-        unsafe {
-            for_each_tuple(relid, snapshot, |tupdesc, tuple| {
-                let natts = (*tupdesc).natts as usize;
-                scratch.0.resize(natts, pg_sys::Datum::from(0));
-                scratch.1.resize(natts, false);
-                self.add_tuple(segment, relid, tupdesc, tuple, &mut scratch.0, &mut scratch.1)
-            })
-        };
+        unsafe { for_each_tuple(relid, snapshot, |tupdesc, tuple| self.add_tuple(segment, relid, tupdesc, tuple)) };
     }
 
     /// Adds the segment tuple `slot` holds.
@@ -515,32 +509,25 @@ impl<'a> GroupReader<'a> {
     /// `slot` holds a tuple of the open segment `seg`, number `segment` of the tail.
     pub(super) unsafe fn add_slot(&mut self, segment: usize, seg: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlot) {
         // SAFETY: `seg` is open and `slot` holds one of its tuples (the contract); the tuple fetched from it stays valid
-        // while the slot holds it, and the scratch arrays have one entry per segment attribute.
+        // while the slot holds it, described by the segment's descriptor.
         unsafe {
-            let natts = (*(*seg).rd_att).natts as usize;
-            let mut values = vec![pg_sys::Datum::from(0); natts];
-            let mut nulls = vec![false; natts];
             let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
-            self.add_tuple(segment, (*seg).rd_id, (*seg).rd_att, tuple, &mut values, &mut nulls);
+            self.add_tuple(segment, (*seg).rd_id, (*seg).rd_att, tuple);
         }
     }
 
-    /// Adds one segment tuple (`values`/`nulls` are scratch space, one entry
-    /// per attribute of `tupdesc`).
+    /// Adds one segment tuple.
     ///
     /// # Safety
     /// `tuple` is a valid tuple of segment `relid`, which `tupdesc` describes.
-    pub(super) unsafe fn add_tuple(
-        &mut self,
-        segment: usize,
-        relid: pg_sys::Oid,
-        tupdesc: pg_sys::TupleDesc,
-        tuple: pg_sys::HeapTuple,
-        values: &mut [pg_sys::Datum],
-        nulls: &mut [bool],
-    ) {
+    unsafe fn add_tuple(&mut self, segment: usize, relid: pg_sys::Oid, tupdesc: pg_sys::TupleDesc, tuple: pg_sys::HeapTuple) {
+        let (mut values, mut nulls) = std::mem::take(&mut self.deformed);
+        // SAFETY: `tupdesc` describes the valid `tuple` (the contract).
+        let natts = unsafe { (*tupdesc).natts } as usize;
+        values.resize(natts, pg_sys::Datum::from(0));
+        nulls.resize(natts, false);
         // SAFETY: `tuple` is valid and `tupdesc` its descriptor, with as many attributes as `values`/`nulls` have
-        // entries (the contract); its header is read for the row's identity.
+        // entries (resized above); its header is read for the row's identity.
         let (tid, version) = unsafe {
             pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
             let data = (*tuple).t_data;
@@ -552,7 +539,8 @@ impl<'a> GroupReader<'a> {
             ((*tuple).t_self, version)
         };
         // SAFETY: `values`/`nulls` hold the deformed tuple, still valid (the caller's tuple is).
-        unsafe { self.add_row(segment, relid, &tid, version, values, nulls) };
+        unsafe { self.add_row(segment, relid, &tid, version, &values, &nulls) };
+        self.deformed = (values, nulls);
     }
 
     /// # Safety
