@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     pub relid: pg_sys::Oid,
     pub store_relid: pg_sys::Oid,
@@ -33,7 +33,7 @@ pub struct Config {
 /// A table's tail (src/store/tail.rs): its three segments, the sequence whose
 /// value names the segment new rows go to, and the table of drained segments
 /// with its primary key (shared by every table).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TailConfig {
     pub segments: [pg_sys::Oid; 3],
     pub current: pg_sys::Oid,

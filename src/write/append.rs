@@ -271,8 +271,11 @@ unsafe fn table_of(rel: pg_sys::Relation) -> (Rc<Config>, Rc<TableShape>) {
     // SAFETY: `rel` is an open tsbucket table (table_of's contract), so its relcache entry is readable.
     let relid = unsafe { (*rel).rd_id };
     if let Some((config, shape)) = BUFFER.with(|b| b.borrow().tables.get(&relid).map(|t| (t.config.clone(), t.shape.clone()))) {
+        // The table stays registered across transactions: its configuration
+        // may have changed since (the cache gives a new one after an invalidation).
+        let current = config::require(relid);
         // SAFETY: as above: the open table's descriptor, whose attributes 0..natts exist.
-        let same = unsafe {
+        let same = (Rc::ptr_eq(&current, &config) || current == config) && unsafe {
             let tupdesc = (*rel).rd_att;
             let natts = (*tupdesc).natts as usize;
             natts == shape.attrs.len()
@@ -281,8 +284,9 @@ unsafe fn table_of(rel: pg_sys::Relation) -> (Rc<Config>, Rc<TableShape>) {
         if same {
             return (config, shape);
         }
-        // Its columns changed since its rows were buffered (a DDL command in a
-        // function the INSERT runs): those rows are written as they are first.
+        // Its columns or configuration changed since its rows were buffered (a
+        // DDL command in a function the INSERT runs): those rows are written as
+        // they are first.
         super::flush::flush_table(relid);
     }
     let config = config::require(relid);

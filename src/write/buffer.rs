@@ -125,19 +125,33 @@ pub(super) fn take_buckets(buffer: &mut WriteBuffer, only: Option<pg_sys::Oid>, 
     out
 }
 
-/// Forgets tables and series that hold nothing any more.
+/// Tables a backend keeps registered while they hold nothing: a device's
+/// backend inserts into a few tables, one row a transaction, and need not
+/// register its table again (configuration, shape, maps) every time.
+const KEPT_EMPTY_TABLES: usize = 16;
+const KEPT_SERIES_CAPACITY: usize = 1024;
+
+impl TableBuffer {
+    fn holds_rows(&self) -> bool {
+        !self.series.is_empty() || !self.closed.is_empty()
+    }
+}
+
+/// Forgets series that hold nothing any more (and tables, beyond a few).
 pub fn prune(buffer: &mut WriteBuffer) {
     for table in buffer.tables.values_mut() {
         table.series.retain(|_, s| !s.open.is_empty());
         let series = &table.series;
         table.touched.retain(|k| series.contains_key(k));
     }
-    buffer.tables.retain(|_, t| !t.series.is_empty() || !t.closed.is_empty());
+    if buffer.tables.len() > KEPT_EMPTY_TABLES {
+        buffer.tables.retain(|_, t| t.holds_rows());
+    }
 }
 
 /// Whether rows of `relid` wait in the buffer (cheap: scans ask before flushing).
 pub fn has_buffered(relid: pg_sys::Oid) -> bool {
-    BUFFER.with(|b| b.borrow().tables.contains_key(&relid))
+    BUFFER.with(|b| b.borrow().tables.get(&relid).is_some_and(TableBuffer::holds_rows))
 }
 
 /// ROLLBACK (TO SAVEPOINT): forget the rows of the aborted subtransaction;
@@ -242,12 +256,29 @@ pub fn carry(relid: Option<pg_sys::Oid>, from_cid: Option<pg_sys::CommandId>) {
 
 /// Whether anything is buffered (cheap: statements ask before sealing).
 pub fn is_empty() -> bool {
-    BUFFER.with(|b| b.borrow().tables.is_empty())
+    BUFFER.with(|b| !b.borrow().tables.values().any(TableBuffer::holds_rows))
 }
 
-/// Transaction end: nothing buffered may survive it.
+/// Transaction end: nothing buffered may survive it (the tables stay
+/// registered, empty: `append::table_of` checks their configuration).
 pub fn discard_all() {
-    BUFFER.with(|b| *b.borrow_mut() = WriteBuffer::default());
+    BUFFER.with(|b| {
+        let mut buffer = b.borrow_mut();
+        buffer.bytes = 0;
+        for table in buffer.tables.values_mut() {
+            // (A big load's maps are given back, not kept for the next transaction.)
+            if table.series.capacity() > KEPT_SERIES_CAPACITY {
+                table.series = HashMap::default();
+                table.touched = Vec::new();
+            }
+            table.series.clear();
+            table.closed.clear();
+            table.touched.clear();
+        }
+        if buffer.tables.len() > KEPT_EMPTY_TABLES {
+            buffer.tables.clear();
+        }
+    });
     RESCUED.with(|r| r.borrow_mut().clear());
 }
 
