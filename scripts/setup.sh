@@ -14,7 +14,8 @@ citus_apt=()
 [ -x "$citus_vendor/build-citus.sh" ] && citus_apt=(build-essential libssl-dev liblz4-dev libzstd-dev libkrb5-dev)
 
 need_apt=()
-for pkg in postgresql-15 postgresql-server-dev-15 clang libclang-dev sudo python3-venv pkg-config ${citus_apt[@]+"${citus_apt[@]}"}; do
+# pg_partman (PostgreSQL 15 only: Debian packages none for the wheel's 18) for test_partitions.py.
+for pkg in postgresql-15 postgresql-server-dev-15 postgresql-15-partman clang libclang-dev sudo python3-venv pkg-config ${citus_apt[@]+"${citus_apt[@]}"}; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

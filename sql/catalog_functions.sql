@@ -515,27 +515,87 @@ BEGIN
     RETURN found;
 END $$;
 
--- Settings reach a Citus table's shards only when it is distributed (each
--- shard is made from the shell's label): a change of a distributed table's
--- settings would reach its shell alone, so it is refused. (Citus makes a
--- node's shell from its DDL, label included, before that node's metadata
--- lists the table: configuring it from its label is not refused.)
-CREATE FUNCTION tsbucket._refuse_on_citus_table(relation regclass, what text) RETURNS void
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+-- A settings change of a Citus table (alter_timeseries, series retention)
+-- reaches every shard: made on the shell here, its new label goes to the
+-- other nodes' shells through Citus (tsbucket._configure_citus_shards), and
+-- each node's label hook gives it to that node's shards (tsbucket._take_label).
+CREATE FUNCTION tsbucket._citus_follow(relation regclass) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF tsbucket._citus_table(relation) THEN
-        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
-            MESSAGE = format('cannot %s table %s: it is distributed by Citus, and the change would not reach its shards', what, relation),
-            HINT = 'Configure the table (tsbucket.create_timeseries, alter_timeseries, series retention) before create_distributed_table(); this version does not yet change the shards of a distributed table.';
+    IF current_setting('tsbucket_internal.applying_label', true) IS DISTINCT FROM 'on' AND tsbucket._citus_table(relation) THEN
+        PERFORM tsbucket._configure_citus_shards(relation);
     END IF;
 END $$;
 
--- A Citus table configured after it was distributed: its shards were made
--- unconfigured. On the node where create_timeseries was called, its label
+-- The label hook's answer to a new label on a configured table: taken (its
+-- settings applied) only from tsbucket itself, or from Citus carrying a
+-- shell's new label to this node, whose shards then take it too; false
+-- otherwise (the hook refuses: settings change through alter_timeseries).
+-- Runs as the caller, whom SECURITY LABEL found owning the table.
+CREATE FUNCTION tsbucket._take_label(relation regclass, label text) RETURNS boolean
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    shell boolean := tsbucket._citus_table(relation);
+BEGIN
+    IF current_setting('tsbucket_internal.applying_label', true) IS DISTINCT FROM 'on'
+       AND NOT (shell AND current_setting('citus.enable_ddl_propagation', true) = 'off'
+                AND current_setting('application_name') LIKE 'citus_internal%') THEN
+        RETURN false;
+    END IF;
+    PERFORM tsbucket._apply_label(relation, label);
+    IF shell THEN
+        PERFORM tsbucket._configure_citus_shards(relation);
+    END IF;
+    RETURN true;
+END $$;
+
+-- Makes a configured table's settings those of `label` (its time and meta
+-- columns must be the same), through the functions a DBA calls, with their checks.
+CREATE FUNCTION tsbucket._apply_label(relation regclass, label text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    l jsonb := label::jsonb;
+    cur jsonb := (SELECT s.label FROM pg_seclabel s WHERE s.objoid = relation AND s.classoid = 'pg_class'::regclass
+                     AND s.objsubid = 0 AND s.provider = 'tsbucket')::jsonb;
+    changed_span boolean;
+    r record;
+BEGIN
+    IF l -> 'time_column' IS DISTINCT FROM cur -> 'time_column' OR l -> 'meta_columns' IS DISTINCT FROM cur -> 'meta_columns' THEN
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('the time and meta columns of time-series table %s cannot change', relation),
+            HINT = 'They are fixed when the table is configured.';
+    END IF;
+    PERFORM set_config('tsbucket_internal.applying_label', 'on', true);
+    changed_span := l ->> 'granularity' IS NULL AND (l ->> 'bucket_max_span') IS DISTINCT FROM (cur ->> 'bucket_max_span');
+    IF (l ->> 'granularity') IS DISTINCT FROM (cur ->> 'granularity') OR changed_span
+       OR (l ->> 'expire_after') IS DISTINCT FROM (cur ->> 'expire_after') THEN
+        PERFORM tsbucket.alter_timeseries(relation,
+            granularity => CASE WHEN (l ->> 'granularity') IS DISTINCT FROM (cur ->> 'granularity') THEN l ->> 'granularity' END,
+            bucket_max_span => CASE WHEN changed_span THEN (l ->> 'bucket_max_span')::interval END,
+            bucket_rounding => CASE WHEN changed_span THEN (l ->> 'bucket_max_span')::interval END,
+            expire_after => (l ->> 'expire_after')::interval,
+            expire_never => l ->> 'expire_after' IS NULL);
+    END IF;
+    FOR r IN SELECT o ->> 0 AS meta FROM jsonb_array_elements(coalesce(cur -> 'series_retention', '[]')) o
+              WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(l -> 'series_retention', '[]')) n WHERE n ->> 0 = o ->> 0) LOOP
+        PERFORM tsbucket._write_series_retention(relation, r.meta, NULL, true);
+    END LOOP;
+    FOR r IN SELECT n ->> 0 AS meta, (n ->> 1)::interval AS expire_after FROM jsonb_array_elements(coalesce(l -> 'series_retention', '[]')) n
+              WHERE NOT coalesce(cur -> 'series_retention', '[]') @> jsonb_build_array(n) LOOP
+        PERFORM tsbucket._write_series_retention(relation, r.meta, r.expire_after, false);
+    END LOOP;
+    PERFORM tsbucket._invalidate(relation);
+    PERFORM tsbucket._sync_label(relation);
+    PERFORM set_config('tsbucket_internal.applying_label', '', true);
+END $$;
+
+-- A Citus table configured after it was distributed (its shards were made
+-- unconfigured), or whose settings changed. On the node where the call was made, its label
 -- goes to the other nodes' shells through Citus (SECURITY LABEL, carried in
 -- this distributed transaction); every node, that one included, configures
 -- its own shards from the label (Citus applies the label on the others with
--- DDL propagation off: there create_timeseries runs from the label hook).
+-- DDL propagation off: there the label hook configures the shell, or gives it
+-- the new settings, and calls this for the node's shards).
 -- Runs as the caller, who owns the table and so its shards.
 CREATE FUNCTION tsbucket._configure_citus_shards(relation regclass) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -586,6 +646,12 @@ BEGIN
         END IF;
         IF NOT EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = rel) THEN
             EXECUTE format('SECURITY LABEL FOR tsbucket ON TABLE %s IS %L', rel, label);
+        ELSIF (SELECT l.label FROM pg_seclabel l WHERE l.objoid = rel AND l.classoid = 'pg_class'::regclass
+                  AND l.objsubid = 0 AND l.provider = 'tsbucket') IS DISTINCT FROM label THEN
+            -- A configured shard takes the shell's new settings (tsbucket._take_label).
+            PERFORM set_config('tsbucket_internal.applying_label', 'on', true);
+            EXECUTE format('SECURITY LABEL FOR tsbucket ON TABLE %s IS %L', rel, label);
+            PERFORM set_config('tsbucket_internal.applying_label', '', true);
         END IF;
     END LOOP;
 END $$;
@@ -913,7 +979,6 @@ RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     PERFORM tsbucket._require_owner(relation);
-    PERFORM tsbucket._refuse_on_citus_table(relation, 'set a series retention of');
     IF meta IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'the series of NULL meta values has no retention of its own',
@@ -929,6 +994,7 @@ BEGIN
     END IF;
     PERFORM tsbucket._write_series_retention(relation, format('%s', meta), expire_after, false);
     PERFORM tsbucket._sync_label(relation);
+    PERFORM tsbucket._citus_follow(relation);
     PERFORM tsbucket._worker_notice();
 END $$;
 
@@ -960,13 +1026,13 @@ RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     PERFORM tsbucket._require_owner(relation);
-    PERFORM tsbucket._refuse_on_citus_table(relation, 'reset a series retention of');
     IF tsbucket._partitioned_label(relation) IS NOT NULL THEN
         PERFORM tsbucket._partitioned_retention(relation, meta, format('%s', meta), NULL, true);
         RETURN;
     END IF;
     PERFORM tsbucket._write_series_retention(relation, format('%s', meta), NULL, true);
     PERFORM tsbucket._sync_label(relation);
+    PERFORM tsbucket._citus_follow(relation);
 END $$;
 
 -- Expiry by hand (the background worker calls the same): deletes every
@@ -1048,7 +1114,6 @@ DECLARE
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
     PERFORM tsbucket._require_owner(relation);
-    PERFORM tsbucket._refuse_on_citus_table(relation, 'alter');
     parent := tsbucket._partitioned_label(relation)::jsonb;
     IF parent IS NULL THEN
         SELECT * INTO c FROM tsbucket.catalog WHERE relid = relation;
@@ -1142,6 +1207,7 @@ BEGIN
         CASE WHEN alter_timeseries.expire_never THEN NULL ELSE coalesce(alter_timeseries.expire_after, c.expire_after) END);
     PERFORM tsbucket._invalidate(relation);
     PERFORM tsbucket._sync_label(relation);
+    PERFORM tsbucket._citus_follow(relation);
     PERFORM tsbucket._worker_notice();
 END $$;
 

@@ -61,7 +61,7 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
         return;
     }
     if config::lookup(relid).is_some() {
-        if current_label(relid).as_deref() != Some(label.as_str()) {
+        if current_label(relid).as_deref() != Some(label.as_str()) && !take_label(relid, &label) {
             ts_error(
                 FEATURE_NOT_SUPPORTED,
                 &format!("table \"{}\" is already a time-series table; its tsbucket label is kept by tsbucket", crate::pg::relation::relation_name(relid)),
@@ -76,6 +76,16 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
         Spi::run_with_args("SELECT tsbucket._configure_from_label($1, $2)", &[relid.into(), label.as_str().into()])
             .unwrap_or_else(|e| ts_error(FEATURE_NOT_SUPPORTED, &e.to_string(), "Check the table's definition against the label."))
     });
+}
+
+/// A new label on a configured table: its settings taken from tsbucket's
+/// own relabelling of a Citus table's shards, or from Citus carrying a
+/// shell's new label (tsbucket._take_label); refused otherwise. As the caller,
+/// whom SECURITY LABEL found owning the table.
+fn take_label(relid: pg_sys::Oid, label: &str) -> bool {
+    Spi::get_one_with_args::<bool>("SELECT tsbucket._take_label($1, $2)", &[relid.into(), label.into()])
+        .unwrap_or_else(|e| ts_error(FEATURE_NOT_SUPPORTED, &e.to_string(), "Check the table's definition against the label."))
+        .unwrap_or(false)
 }
 
 /// A partitioned table's label is its configuration (it holds no rows, and

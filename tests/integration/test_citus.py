@@ -209,17 +209,135 @@ def test_distribute_then_configure(citus):
         c.rollback()
 
 
-def test_settings_of_a_distributed_table_are_refused(citus):
-    """Changes after distribution would reach the shell alone: refused with
-    a hint, never half applied."""
+SETTINGS = ("SELECT row(t.granularity, t.bucket_max_span, t.expire_after, (SELECT string_agg(r.meta || '=' || r.expire_after, ',' "
+            "ORDER BY r.meta) FROM tsbucket.series_retention r WHERE r.relid = t.table_name))::text "
+            "FROM tsbucket.timeseries t WHERE t.table_name = %L::regclass")
+
+
+def settings_everywhere(citus, c, table):
+    """The settings of every shard, and of the table's shell on every node."""
+    shards = citus.on_shards(c, table, SETTINGS)
+    shells = []
+    for n in citus.nodes:
+        with n.connect() as nc:
+            shells.append(nc.execute(SETTINGS.replace("%L", "%s"), (table,)).fetchone()[0])
+    return set(shards), set(shells)
+
+
+def test_settings_reach_every_shard(citus):
+    """alter_timeseries and series retention on a distributed table change
+    its shell on every node and every shard, in one distributed transaction
+    (a rollback changes none); a shard made later by a split takes them; the
+    workers expire by them on every shard."""
     import psycopg
     with citus.connect() as c:
-        for call in ("SELECT tsbucket.alter_timeseries('w1', expire_after => interval '1 year')",
-                     "SELECT tsbucket.set_series_retention('w1', 's1'::text, interval '1 day')",
-                     "SELECT tsbucket.reset_series_retention('w1', 's1'::text)"):
-            with pytest.raises(psycopg.errors.FeatureNotSupported, match="would not reach its shards"):
-                c.execute(call)
-        assert c.execute("SELECT count(*) FROM w1").fetchone()[0] == 5000
+        c.execute(f"CREATE TABLE w8 ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('w8', 'time', 'sensor', granularity => 'seconds')")
+        c.execute("SELECT create_distributed_table('w8', 'sensor')")
+        c.execute(f"INSERT INTO w8 {rows_sql(2000, start='2000-01-01')}")
+        before = settings_everywhere(citus, c, "w8")
+        assert len(before[0]) == 1 and before[0] == before[1], before
+        with citus.connect(autocommit=False) as t:
+            t.execute("SELECT tsbucket.alter_timeseries('w8', expire_after => interval '1 day')")
+            t.rollback()
+        assert settings_everywhere(citus, c, "w8") == before
+        c.execute("SELECT tsbucket.alter_timeseries('w8', granularity => 'minutes', expire_after => interval '100 years')")
+        c.execute("SELECT tsbucket.set_series_retention('w8', 's1'::text, interval '1 day')")
+        c.execute("SELECT tsbucket.set_series_retention('w8', 's2'::text, interval '50 years')")
+        c.execute("SELECT tsbucket.reset_series_retention('w8', 's2'::text)")
+        expected = '(minutes,"1 day","100 years","s1=1 day")'
+        assert settings_everywhere(citus, c, "w8") == ({expected}, {expected})
+        # A split makes new shards from the shell's definition, label included.
+        with citus.connect(user="postgres") as su:
+            shard, lo, hi, node = su.execute(
+                """SELECT s.shardid, s.shardminvalue::int8, s.shardmaxvalue::int8, n.nodeid FROM pg_dist_shard s
+                     JOIN pg_dist_placement p USING (shardid) JOIN pg_dist_node n USING (groupid)
+                    WHERE s.logicalrelid = 'w8'::regclass ORDER BY s.shardid LIMIT 1""").fetchone()
+            su.execute("SELECT citus_split_shard_by_split_points(%s, ARRAY[%s], ARRAY[%s, %s]::int[], 'block_writes')",
+                       (shard, str((lo + hi) // 2), node, node))
+        assert c.execute("SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'w8'::regclass").fetchone()[0] == SHARDS + 1
+        assert settings_everywhere(citus, c, "w8") == ({expected}, {expected})
+        # (The workers may have expired s1 already.)
+        assert c.execute("SELECT count(*) FROM w8 WHERE sensor <> 's1'").fetchone()[0] == 1900
+        # The workers expire series s1 (rows of 2000) on its shard, by its retention.
+        wait_for(lambda: c.execute("SELECT count(*) FROM w8 WHERE sensor = 's1'").fetchone()[0] == 0, what="s1 expired")
+        assert c.execute("SELECT count(*) FROM w8").fetchone()[0] == 1900
+        # Time and meta columns stay fixed, whatever the path.
+        with pytest.raises(psycopg.errors.FeatureNotSupported):
+            c.execute("""SECURITY LABEL FOR tsbucket ON TABLE w8 IS '{"version": 1, "time_column": "time", "meta_columns": []}'""")
+
+
+def test_shard_moves(citus):
+    """Shard moves and the rebalancer: their default mode (logical
+    replication) fails before anything moves, with a hint naming
+    block_writes; block_writes moves every row, while a client inserts and
+    deletes; moved shards keep their settings and are maintained."""
+    import threading
+
+    import psycopg
+    with citus.connect() as c:
+        c.execute(f"CREATE TABLE w9 ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('w9', 'time', 'sensor', expire_after => interval '100 years')")
+        c.execute("SELECT create_distributed_table('w9', 'sensor', colocate_with => 'none')")
+        c.execute(f"INSERT INTO w9 {rows_sql(3000)}")
+    ports = [w.port for w in citus.workers]
+    placement = """SELECT s.shardid, n.nodeport FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+                     JOIN pg_dist_node n USING (groupid) WHERE s.logicalrelid = 'w9'::regclass ORDER BY s.shardid"""
+    with citus.connect(user="postgres") as su:
+        before = su.execute(placement).fetchall()
+        shard, source = before[0]
+        target = next(p for p in ports if p != source)
+        move = "SELECT citus_move_shard_placement(%s, '127.0.0.1', %s, '127.0.0.1', %s{})"
+        for mode in ("", ", shard_transfer_mode => 'force_logical'"):
+            with pytest.raises(psycopg.Error) as e:
+                su.execute(move.format(mode), (shard, source, target))
+            if not mode:
+                assert "block_writes" in f"{e.value} {e.value.diag.message_hint}", e.value
+        assert su.execute(placement).fetchall() == before
+        assert su.execute("SELECT count(*) FROM w9").fetchone()[0] == 3000
+
+        # A client writes and deletes while the shard moves with block_writes.
+        stop, done, errors = threading.Event(), [0, 0], []
+
+        def writer():
+            try:
+                with citus.connect() as w:
+                    i = 0
+                    while not stop.is_set():
+                        w.execute("INSERT INTO w9 VALUES ('2025-01-01'::timestamptz + %s * interval '1 s', %s, 1, 1)", (i, f"s{i % 20}"))
+                        done[0] += 1
+                        if i % 3 == 0:
+                            w.execute("DELETE FROM w9 WHERE time = '2025-01-01'::timestamptz + %s * interval '1 s'", (i,))
+                            done[1] += 1
+                        i += 1
+            except psycopg.Error as e:
+                errors.append(e)
+
+        t = threading.Thread(target=writer)
+        t.start()
+        time.sleep(1)
+        su.execute(move.format(", shard_transfer_mode => 'block_writes'"), (shard, source, target))
+        time.sleep(1)
+        stop.set()
+        t.join(timeout=60)
+        assert not errors, errors
+        assert su.execute(placement).fetchall()[0] == (shard, target)
+        assert su.execute("SELECT count(*) FROM w9").fetchone()[0] == 3000 + done[0] - done[1]
+        # Now unbalanced (3 shards against 1): the rebalancer's default mode is refused too, then block_writes works.
+        moved = su.execute(placement).fetchall()
+        with pytest.raises(psycopg.Error) as e:
+            su.execute("SELECT rebalance_table_shards('w9', rebalance_strategy => 'by_shard_count')")
+        assert "block_writes" in f"{e.value} {e.value.diag.message_hint}", e.value
+        assert su.execute(placement).fetchall() == moved
+        su.execute("SELECT rebalance_table_shards('w9', rebalance_strategy => 'by_shard_count', shard_transfer_mode => 'block_writes')")
+        assert su.execute(placement).fetchall() != moved
+        assert su.execute("SELECT count(*) FROM w9").fetchone()[0] == 3000 + done[0] - done[1]
+    with citus.connect() as c:
+        assert len(set(citus.on_shards(c, "w9", SETTINGS))) == 1
+        assert c.execute("SELECT count(*) FROM tsbucket.verify('w9')").fetchone()[0] == 0
+        # The moved shard's tail is drained on its new node.
+        c.execute("INSERT INTO w9 VALUES (now(), 's1', 1, 1)")
+        wait_for(lambda: c.execute("SELECT tail_rows FROM tsbucket.stats('w9')").fetchone()[0] == 0, what="tails drained")
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -176,3 +176,61 @@ def test_partitions_configured_one_by_one(cluster):
         c.execute("DROP TABLE pw_2024_01")
         assert c.execute("SELECT count(*) FROM tsbucket.catalog WHERE relid::regclass::text LIKE 'pw_2024_%'").fetchone()[0] == 3
         assert c.execute("SELECT count(*) FROM pw WHERE time < '2024-02-01'").fetchone()[0] == 0
+
+
+def partman_installed():
+    import subprocess
+    from conftest import pg_config
+    share = subprocess.check_output([pg_config(os.environ.get("TSBUCKET_PG", "pg15")), "--sharedir"], text=True).strip()
+    return os.path.exists(os.path.join(share, "extension", "pg_partman.control"))
+
+
+@pytest.mark.skipif(not partman_installed(), reason="pg_partman is not installed (Debian's postgresql-15-partman; scripts/setup.sh installs it for PostgreSQL 15)")
+def test_pg_partman_makes_and_drops_partitions(cluster):
+    """pg_partman (4.7, Debian's package for PostgreSQL 15) makes a
+    time-series parent's partitions and drops old ones by its retention, as
+    a non-superuser owner, with the one setup step the README gives: its
+    calls run with default_table_access_method = tsbucket (it creates each
+    partition LIKE the parent, then attaches it). Without it the attach is
+    refused with a hint."""
+    with cluster.connect() as c:
+        c.execute("CREATE SCHEMA partman")
+        c.execute("CREATE EXTENSION pg_partman SCHEMA partman")
+        c.execute("DROP ROLE IF EXISTS pmowner")
+        c.execute("CREATE ROLE pmowner LOGIN")
+        for grant in ("GRANT CREATE ON SCHEMA public TO pmowner", "GRANT ALL ON SCHEMA partman TO pmowner",
+                      "GRANT ALL ON ALL TABLES IN SCHEMA partman TO pmowner",
+                      "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA partman TO pmowner",
+                      "GRANT EXECUTE ON ALL PROCEDURES IN SCHEMA partman TO pmowner"):
+            c.execute(grant)
+        c.execute("SET ROLE pmowner")
+        c.execute(f"CREATE TABLE pm ({SCHEMA}) PARTITION BY RANGE (time)")
+        c.execute("SELECT tsbucket.create_timeseries('pm', 'time', 'sensor')")
+        # Without the setup step partman's partitions are heap tables: refused when attached, nothing half made.
+        # (partman re-raises errors with their hint in its own message.)
+        with pytest.raises(psycopg.Error, match="does not use the tsbucket access method") as e:
+            c.execute("SELECT partman.create_parent('public.pm', 'time', 'native', 'daily', p_premake => 2)")
+        assert "USING tsbucket" in f"{e.value} {e.value.diag.message_hint}"
+        assert c.execute("SELECT count(*) FROM partman.part_config").fetchone()[0] == 0
+        # The setup step: partman's calls run with tsbucket as the default access method.
+        c.execute("ALTER ROLE pmowner SET default_table_access_method = tsbucket")
+    with cluster.connect() as c:
+        c.execute("SET ROLE pmowner")
+        c.execute("SET default_table_access_method = tsbucket")  # (SET ROLE does not apply the role's settings)
+        c.execute("SELECT partman.create_parent('public.pm', 'time', 'native', 'daily', p_premake => 2, "
+                  "p_start_partition => (current_date - 6)::text)")
+        leaves = [r[0] for r in c.execute("SELECT tsbucket._leaves('pm')::text")]
+        partitions = c.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'pm'::regclass").fetchone()[0]
+        assert len(leaves) == partitions >= 9, (leaves, partitions)  # 6 days back, today, 2 ahead, the default
+        c.execute("INSERT INTO pm SELECT current_date - 5 + i * interval '1 minute', 's' || (i % 5), i, i "
+                  "FROM generate_series(0, 6 * 1440 - 1) i")
+        assert c.execute("SELECT count(*), count(DISTINCT tableoid) FROM pm").fetchone() == (6 * 1440, 6)
+        assert c.execute("SELECT count(*) FROM pm_default").fetchone()[0] == 0
+        # partman's retention drops whole old partitions (the bulk alternative to bucket expiry).
+        c.execute("UPDATE partman.part_config SET retention = '3 days', retention_keep_table = false WHERE parent_table = 'public.pm'")
+        c.execute("SELECT partman.run_maintenance('public.pm')")
+        assert c.execute("SELECT min(time) >= current_date - 3 FROM pm").fetchone()[0]
+        assert c.execute("SELECT count(*) FROM tsbucket.catalog WHERE relid::regclass::text LIKE 'pm\\_%'").fetchone()[0] == \
+            c.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'pm'::regclass").fetchone()[0]
+        assert c.execute("SELECT sum(rows + tail_rows) FROM tsbucket.stats('pm')").fetchone()[0] == \
+            c.execute("SELECT count(*) FROM pm").fetchone()[0]
