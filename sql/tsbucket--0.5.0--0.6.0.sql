@@ -527,12 +527,19 @@ BEGIN
         PERFORM tsbucket._write_series_retention(relation, r.meta, NULL, true);
     END LOOP;
     FOR r IN SELECT n ->> 0 AS meta, (n ->> 1)::interval AS expire_after FROM jsonb_array_elements(coalesce(l -> 'series_retention', '[]')) n
-              WHERE NOT coalesce(cur -> 'series_retention', '[]') @> jsonb_build_array(n) LOOP
+              WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(cur -> 'series_retention', '[]')) o WHERE o = n) LOOP
         PERFORM tsbucket._write_series_retention(relation, r.meta, r.expire_after, false);
     END LOOP;
     PERFORM tsbucket._invalidate(relation);
     PERFORM tsbucket._sync_label(relation);
     PERFORM set_config('tsbucket_internal.applying_label', '', true);
+    -- SECURITY LABEL stores the text given: only ever what the catalog now says.
+    IF (SELECT s.label FROM pg_seclabel s WHERE s.objoid = relation AND s.classoid = 'pg_class'::regclass
+           AND s.objsubid = 0 AND s.provider = 'tsbucket')::jsonb IS DISTINCT FROM l THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('security label of provider tsbucket on %s is not a tsbucket configuration', relation),
+            HINT = 'tsbucket writes this label itself; change settings with tsbucket.alter_timeseries().';
+    END IF;
 END $$;
 
 CREATE OR REPLACE FUNCTION tsbucket.create_timeseries(

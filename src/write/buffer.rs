@@ -181,6 +181,12 @@ pub fn discard_subxact(subxid: u32) {
                 closed: Vec::new(),
                 touched: Vec::new(),
             });
+            // An entry left empty is that of the aborted subtransaction's
+            // inserts: its shape or configuration may be rolled back with it.
+            if !table.holds_rows() {
+                table.config = e.config.clone();
+                table.shape = e.shape.clone();
+            }
             table.closed.push(e.bucket);
         }
     });

@@ -320,7 +320,8 @@ def test_shard_moves(citus):
         time.sleep(1)
         stop.set()
         t.join(timeout=60)
-        assert not errors, errors
+        assert not t.is_alive() and not errors, errors
+        assert done[0] > 0
         assert su.execute(placement).fetchall()[0] == (shard, target)
         assert su.execute("SELECT count(*) FROM w9").fetchone()[0] == 3000 + done[0] - done[1]
         # Now unbalanced (3 shards against 1): the rebalancer's default mode is refused too, then block_writes works.
@@ -335,8 +336,9 @@ def test_shard_moves(citus):
     with citus.connect() as c:
         assert len(set(citus.on_shards(c, "w9", SETTINGS))) == 1
         assert c.execute("SELECT count(*) FROM tsbucket.verify('w9')").fetchone()[0] == 0
-        # The moved shard's tail is drained on its new node.
-        c.execute("INSERT INTO w9 VALUES (now(), 's1', 1, 1)")
+        # Every shard's tail (the moved ones' on their new nodes) is drained.
+        for i in range(20):
+            c.execute("INSERT INTO w9 VALUES (now(), %s, 1, 1)", (f"s{i}",))
         wait_for(lambda: c.execute("SELECT tail_rows FROM tsbucket.stats('w9')").fetchone()[0] == 0, what="tails drained")
 
 

@@ -214,9 +214,9 @@ def test_pg_partman_makes_and_drops_partitions(cluster):
         assert c.execute("SELECT count(*) FROM partman.part_config").fetchone()[0] == 0
         # The setup step: partman's calls run with tsbucket as the default access method.
         c.execute("ALTER ROLE pmowner SET default_table_access_method = tsbucket")
-    with cluster.connect() as c:
-        c.execute("SET ROLE pmowner")
-        c.execute("SET default_table_access_method = tsbucket")  # (SET ROLE does not apply the role's settings)
+    # The owner's own sessions now make tsbucket tables (SET ROLE would not apply the role's settings).
+    with psycopg.connect(host=cluster.dir, port=cluster.port, user="pmowner", dbname="test", autocommit=True) as c:
+        assert c.execute("SHOW default_table_access_method").fetchone()[0] == "tsbucket"
         c.execute("SELECT partman.create_parent('public.pm', 'time', 'native', 'daily', p_premake => 2, "
                   "p_start_partition => (current_date - 6)::text)")
         leaves = [r[0] for r in c.execute("SELECT tsbucket._leaves('pm')::text")]

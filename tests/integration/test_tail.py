@@ -316,3 +316,26 @@ def test_standby_reads_the_tail(worker_cluster):
             assert caught_up()
             assert s.execute("SELECT count(*), sum(hum) FROM st").fetchone() == (80, sum(range(80)))
             assert s.execute("SELECT tail_rows FROM tsbucket.stats('st')").fetchone()[0] == 0
+
+
+def test_rows_rescued_from_a_rolled_back_subtransaction_keep_their_shape(quiet_cluster):
+    """A backend keeps a table registered while its buffer is empty: rows an
+    aborted subtransaction gave back (written there by its ALTER TABLE, then
+    buffered again) are written with the shape they were buffered for, not
+    with the rolled-back ADD COLUMN's."""
+    with quiet_cluster.connect() as c:
+        make(c, "tsub")
+        c.execute("""DO $$
+            BEGIN
+                INSERT INTO tsub VALUES ('2024-01-01', 's1', 1, 1), ('2024-01-01 00:00:01', 's1', 2, 2);
+                BEGIN
+                    ALTER TABLE tsub ADD COLUMN extra int;
+                    INSERT INTO tsub VALUES ('2024-01-01 00:00:02', 's1', 3, 3, 3);
+                    RAISE EXCEPTION 'undo';
+                EXCEPTION WHEN raise_exception THEN NULL;
+                END;
+                INSERT INTO tsub VALUES ('2024-01-01 00:00:03', 's1', 4, 4);
+            END $$""")
+        assert content(c, "tsub") == (3, 3, 7)
+        assert c.execute("SELECT count(*) FROM tsbucket.verify('tsub')").fetchone()[0] == 0
+        assert c.execute("SELECT array_agg(temp ORDER BY time) FROM tsub").fetchone()[0] == [1, 2, 4]
