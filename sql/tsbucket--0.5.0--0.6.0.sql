@@ -461,6 +461,13 @@ BEGIN
     RETURN QUERY SELECT v.bucket_id, v.problem FROM tsbucket._verify(relation) v;
 END $$;
 
+-- A table's tsbucket label as stored (what pg_dump writes), or NULL.
+CREATE FUNCTION tsbucket._stored_label(relation regclass) RETURNS text
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT l.label FROM pg_seclabel l
+     WHERE l.objoid = relation AND l.classoid = 'pg_class'::regclass AND l.objsubid = 0 AND l.provider = 'tsbucket'
+$$;
+
 -- A settings change of a Citus table (alter_timeseries, series retention)
 -- reaches every shard: made on the shell here, its new label goes to the
 -- other nodes' shells through Citus (tsbucket._configure_citus_shards), and
@@ -501,8 +508,7 @@ CREATE FUNCTION tsbucket._apply_label(relation regclass, label text) RETURNS voi
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     l jsonb := label::jsonb;
-    cur jsonb := (SELECT s.label FROM pg_seclabel s WHERE s.objoid = relation AND s.classoid = 'pg_class'::regclass
-                     AND s.objsubid = 0 AND s.provider = 'tsbucket')::jsonb;
+    cur jsonb := tsbucket._stored_label(relation)::jsonb;
     changed_span boolean;
     r record;
 BEGIN
@@ -534,8 +540,7 @@ BEGIN
     PERFORM tsbucket._sync_label(relation);
     PERFORM set_config('tsbucket_internal.applying_label', '', true);
     -- SECURITY LABEL stores the text given: only ever what the catalog now says.
-    IF (SELECT s.label FROM pg_seclabel s WHERE s.objoid = relation AND s.classoid = 'pg_class'::regclass
-           AND s.objsubid = 0 AND s.provider = 'tsbucket')::jsonb IS DISTINCT FROM l THEN
+    IF tsbucket._stored_label(relation)::jsonb IS DISTINCT FROM l THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = format('security label of provider tsbucket on %s is not a tsbucket configuration', relation),
             HINT = 'tsbucket writes this label itself; change settings with tsbucket.alter_timeseries().';
@@ -840,8 +845,7 @@ END $$;
 CREATE FUNCTION tsbucket._configure_citus_shards(relation regclass) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    label text := (SELECT l.label FROM pg_seclabel l WHERE l.objoid = relation AND l.classoid = 'pg_class'::regclass
-                      AND l.objsubid = 0 AND l.provider = 'tsbucket');
+    label text := tsbucket._stored_label(relation);
     originating boolean := current_setting('citus.enable_ddl_propagation', true) IS DISTINCT FROM 'off';
     shard text;
     rel regclass;
@@ -886,8 +890,7 @@ BEGIN
         END IF;
         IF NOT EXISTS (SELECT 1 FROM tsbucket.catalog WHERE relid = rel) THEN
             EXECUTE format('SECURITY LABEL FOR tsbucket ON TABLE %s IS %L', rel, label);
-        ELSIF (SELECT l.label FROM pg_seclabel l WHERE l.objoid = rel AND l.classoid = 'pg_class'::regclass
-                  AND l.objsubid = 0 AND l.provider = 'tsbucket') IS DISTINCT FROM label THEN
+        ELSIF tsbucket._stored_label(rel) IS DISTINCT FROM label THEN
             -- A configured shard takes the shell's new settings (tsbucket._take_label).
             PERFORM set_config('tsbucket_internal.applying_label', 'on', true);
             EXECUTE format('SECURITY LABEL FOR tsbucket ON TABLE %s IS %L', rel, label);
