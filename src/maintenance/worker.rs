@@ -65,7 +65,8 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
         });
         g
     };
-    let tables: Vec<(pg_sys::Oid, bool)> = BackgroundWorker::transaction(|| {
+    // None: the extension is absent here, or its SQL is another version's.
+    let tables: Option<Vec<(pg_sys::Oid, bool)>> = BackgroundWorker::transaction(|| {
         let installed = crate::catalog::config::installed_version();
         let library = env!("CARGO_PKG_VERSION");
         if let Some(sql) = installed.as_deref().filter(|v| *v != library) {
@@ -83,9 +84,9 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
                     e.absent = true;
                 }
             });
-            return Vec::new();
+            return None;
         }
-        Spi::connect(|c| {
+        Some(Spi::connect(|c| {
             c.select(
                 // A Citus table's shell holds no rows (its shards do, here or on other nodes).
                 "SELECT c.relid, c.expire_after IS NOT NULL OR EXISTS (SELECT 1 FROM tsbucket.series_retention_data r WHERE r.relid = c.relid)
@@ -95,8 +96,10 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
             )
             .map(|rows| rows.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<bool>(2).ok()??))).collect())
             .unwrap_or_default()
-        })
+        }))
     });
+    // Without the extension's catalog there is nothing more to read here.
+    let Some(tables) = tables else { return };
     let has_expiry = tables.iter().any(|(_, e)| *e);
     update_my_database(|e| e.has_expiry = has_expiry);
     for (relid, _) in tables {

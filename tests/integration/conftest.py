@@ -35,6 +35,15 @@ def as_postgres(args, **kw):
     return subprocess.run(args, check=True, capture_output=True, text=True, **kw)
 
 
+def _running(pid):
+    """Whether a process exists and is not a zombie (a zombie holds no shared memory)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 class Cluster:
     _next_port = 5600 + os.getpid() % 200
 
@@ -78,21 +87,39 @@ class Cluster:
                     continue
 
     def start(self):
-        as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-l", f"{self.dir}/server.log", "-w", "start"])
+        try:
+            as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-l", f"{self.dir}/server.log", "-w", "start"])
+        except subprocess.CalledProcessError as e:
+            # Say why: the server log's end is what a failed start leaves behind.
+            try:
+                with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
+                    tail = "".join(f.readlines()[-40:])
+            except OSError:
+                tail = "(no server log)"
+            raise RuntimeError(f"pg_ctl start failed: {e.stderr}\n--- server.log (end) ---\n{tail}") from e
 
     def stop(self, mode="fast"):
         as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", mode, "-w", "stop"])
 
     def crash(self):
-        """kill -9 of the postmaster and every backend: recovery must replay WAL."""
-        pid = open(os.path.join(self.data, "postmaster.pid")).readline().strip()
-        subprocess.run(["pkill", "-9", "-P", pid], check=False)
-        subprocess.run(["kill", "-9", pid], check=False)
-        for _ in range(100):
-            if subprocess.run(["kill", "-0", pid], capture_output=True).returncode != 0:
+        """kill -9 of the postmaster and every backend: recovery must replay WAL.
+        The postmaster is stopped first so that it forks no child between the
+        two kills (a worker it starts then would outlive it, hold the shared
+        memory and keep the next start from succeeding), and the next start
+        waits until every process of this cluster is gone."""
+        pid = int(open(os.path.join(self.data, "postmaster.pid")).readline().strip())
+        subprocess.run(["kill", "-STOP", str(pid)], check=False)
+        children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        for child in children:
+            subprocess.run(["kill", "-9", child], check=False)
+        subprocess.run(["kill", "-9", str(pid)], check=False)
+        # The postmaster must be gone, reaped too: a start refuses while the lock
+        # file's PID exists, and a zombie does (PID 1 here reaps orphans about once a second).
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if not os.path.exists(f"/proc/{pid}") and not any(_running(c) for c in children):
                 break
             time.sleep(0.05)
-        time.sleep(0.5)
 
     def connect(self, dbname="test", autocommit=True):
         return psycopg.connect(host=self.dir, port=self.port, user="postgres", dbname=dbname, autocommit=autocommit)

@@ -60,3 +60,27 @@ def test_refused_drop_database_disturbs_no_worker():
             assert wait_for(lambda: conn.execute("SELECT count(*) FROM tsbucket.buckets('t')").fetchone()[0] == 1)
     finally:
         c.destroy()
+
+
+def test_databases_without_the_extension_are_visited_quietly():
+    """The first visit to a database finds out whether it has the extension;
+    where it has none, the worker leaves without an error (it used to read
+    the tail's catalog there and exit with code 1)."""
+    c = Cluster(worker=True, extra_conf=["tsbucket.worker_interval = 1"])
+    try:
+        with c.connect(dbname="postgres") as conn:
+            for i in range(3):
+                conn.execute(f"CREATE DATABASE plain{i}")
+        deadline = time.time() + 20
+        with c.connect() as conn:
+            while time.time() < deadline:
+                visited = conn.execute("SELECT count(*) FROM tsbucket.worker_status() WHERE extension_absent").fetchone()[0]
+                if visited >= 3:
+                    break
+                time.sleep(0.25)
+            assert visited >= 3, "the launcher did not visit the new databases"
+        with open(f"{c.dir}/server.log", errors="replace") as f:
+            log = f.read()
+        assert "ERROR" not in log and "exited with exit code 1" not in log, log[-3000:]
+    finally:
+        c.destroy()
