@@ -229,10 +229,16 @@ DECLARE
 BEGIN
     -- The user table first (as TRUNCATE and DROP lock it), then tsbucket's
     -- catalog rows and the store: maintenance never deadlocks with them.
+    -- Without waiting, as autovacuum: a table someone holds (DDL, a DBA's
+    -- compact) is left for the next visit, and the worker never queues in
+    -- front of another session's lock (a DROP behind it would wait too).
     BEGIN
-        EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', relation);
+        EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE NOWAIT', relation);
     EXCEPTION WHEN undefined_table THEN
         RETURN;  -- dropped since the worker listed it
+    WHEN lock_not_available THEN
+        PERFORM tsbucket._worker_notice();  -- come back at the next interval
+        RETURN;
     WHEN OTHERS THEN
         -- (Not recorded: that needs the lock.) The other tables still get their turn.
         RAISE WARNING 'tsbucket background job on %: %', relation, SQLERRM;
@@ -397,6 +403,14 @@ CREATE  FUNCTION tsbucket."_compact_round"(
 STRICT
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_compact_round_wrapper';
+
+-- compact and expire of a distributed table refuse a transaction block (src/sql/maintenance.rs).
+CREATE  FUNCTION tsbucket."_outside_transaction_block"(
+	"what" TEXT /* &str */
+) RETURNS void
+STRICT
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_outside_transaction_block_wrapper';
 
 -- Writes a partitioned time-series table's label (src/sql/catalog.rs).
 CREATE  FUNCTION tsbucket."_set_partitioned_label"(
@@ -1072,7 +1086,11 @@ RETURNS TABLE (buckets_before bigint, buckets_after bigint, rows_moved bigint)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM tsbucket._require_timeseries(relation);
-    IF tsbucket._partitioned_label(relation) IS NOT NULL THEN
+    IF tsbucket._citus_table(relation) THEN
+        -- Each shard compacts in a transaction of its own (run_command_on_shards), as the worker does it there.
+        PERFORM tsbucket._outside_transaction_block('tsbucket.compact of a distributed table');
+    END IF;
+    IF tsbucket._citus_table(relation) OR tsbucket._partitioned_label(relation) IS NOT NULL THEN
         RETURN QUERY
         SELECT coalesce(sum(x.buckets_before), 0)::bigint, coalesce(sum(x.buckets_after), 0)::bigint,
                coalesce(sum(x.rows_moved), 0)::bigint
@@ -1111,6 +1129,15 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = format('table %s has no expire_after', relation),
             HINT = 'Set one with tsbucket.alter_timeseries() or tsbucket.set_series_retention().';
+    END IF;
+    IF tsbucket._citus_table(relation) THEN
+        -- Each shard expires in a transaction of its own (run_command_on_shards), as the worker does it there.
+        PERFORM tsbucket._outside_transaction_block('tsbucket.expire of a distributed table');
+        RETURN QUERY
+        SELECT coalesce(sum(x.buckets_expired), 0)::bigint, coalesce(sum(x.rows_expired), 0)::bigint
+          FROM tsbucket._shard_rows(relation, 'expire') o,
+               json_to_record(o.r) AS x(buckets_expired bigint, rows_expired bigint);
+        RETURN;
     END IF;
     RETURN QUERY SELECT * FROM tsbucket._expire(relation);
 END $$;

@@ -518,10 +518,13 @@ unsafe fn series_order_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::R
             }
             if i + 1 == config.meta_attnums.len() {
                 // SAFETY: as for the meta columns, meta_pathkey finds the PathKey of the time column `config.time_attnum`,
-                // and lappend appends it to `pathkeys`.
+                // and lappend appends it to `pathkeys`; a time pinned to a constant adds nothing either (a pathkey
+                // of a constant class is one Postgres never sorts by: a Merge Append over partitions could not).
                 unsafe {
                     if let Some(tk) = meta_pathkey(root, rel, relid, config.time_attnum, descending) {
-                        pathkeys = pg_sys::lappend(pathkeys, tk as *mut std::ffi::c_void);
+                        if !(*(*tk).pk_eclass).ec_has_const {
+                            pathkeys = pg_sys::lappend(pathkeys, tk as *mut std::ffi::c_void);
+                        }
                     }
                 }
             }

@@ -73,3 +73,19 @@ fn worker_status() -> TableIterator<
 > {
     TableIterator::new(crate::maintenance::schedule::status())
 }
+
+/// Refuses to run `what` inside a transaction block (25001, as VACUUM): on a
+/// Citus table it works through each shard's own transaction
+/// (run_command_on_shards), which a rollback of the caller's would not undo.
+#[pg_extern]
+fn _outside_transaction_block(what: &str) {
+    // SAFETY: IsTransactionBlock and IsSubTransaction read this backend's transaction state; no pointers.
+    let (block, sub) = unsafe { (pg_sys::IsTransactionBlock(), pg_sys::IsSubTransaction()) };
+    if block || sub {
+        crate::pg::error::ts_error(
+            pgrx::PgSqlErrorCode::ERRCODE_ACTIVE_SQL_TRANSACTION,
+            &format!("{what} cannot run inside a transaction block"),
+            "On a distributed table it runs on each shard in a transaction of its own, which a rollback here would not undo: run it on its own.",
+        );
+    }
+}

@@ -11,7 +11,6 @@ use crate::store::bucket::CloseReason;
 use crate::write::buffer::{BUFFER, KEY, Meta, OpenBucket, Owner, Series, TableBuffer, current_subxid, take_buckets};
 use super::flush::{flush_bucket, new_bucket_id, write_all};
 use pgrx::pg_sys;
-use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 use tsbucket_format::Column;
 use tsbucket_format::window::pg_window_start;
@@ -126,7 +125,9 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
         let step = BUFFER.with(|b| {
             let mut buffer = b.borrow_mut();
             let buffer = &mut *buffer;
-            let table = buffer.tables.get_mut(&relid).expect("registered by table_of");
+            // (A write of closed buckets below runs SQL, whose statement end may prune
+            // the buffer's empty registrations, this table's among them: it comes back.)
+            let table = buffer.tables.entry(relid).or_insert_with(|| TableBuffer::new(config.clone(), shape.clone()));
             let series = match table.series.get_mut(key.as_slice()) {
                 Some(s) => s,
                 None => {
@@ -293,10 +294,7 @@ unsafe fn table_of(rel: pg_sys::Relation) -> (Rc<Config>, Rc<TableShape>) {
     // SAFETY: rd_att of the open `rel` is the valid descriptor of the table `config` describes, as TableShape::new needs.
     let shape = Rc::new(unsafe { TableShape::new((*rel).rd_att, &config) });
     BUFFER.with(|b| {
-        b.borrow_mut().tables.insert(
-            relid,
-            TableBuffer { config: config.clone(), shape: shape.clone(), series: HashMap::default(), closed: Vec::new(), touched: Vec::new() },
-        )
+        b.borrow_mut().tables.insert(relid, TableBuffer::new(config.clone(), shape.clone()))
     });
     (config, shape)
 }

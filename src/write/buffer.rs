@@ -132,6 +132,10 @@ const KEPT_EMPTY_TABLES: usize = 16;
 const KEPT_SERIES_CAPACITY: usize = 1024;
 
 impl TableBuffer {
+    pub(super) fn new(config: Rc<Config>, shape: Rc<TableShape>) -> TableBuffer {
+        TableBuffer { config, shape, series: HashMap::default(), closed: Vec::new(), touched: Vec::new() }
+    }
+
     fn holds_rows(&self) -> bool {
         !self.series.is_empty() || !self.closed.is_empty()
     }
@@ -174,13 +178,7 @@ pub fn discard_subxact(subxid: u32) {
         prune(&mut buffer);
         for e in restored {
             buffer.bytes += e.bucket.bytes;
-            let table = buffer.tables.entry(e.relid).or_insert_with(|| TableBuffer {
-                config: e.config.clone(),
-                shape: e.shape.clone(),
-                series: HashMap::default(),
-                closed: Vec::new(),
-                touched: Vec::new(),
-            });
+            let table = buffer.tables.entry(e.relid).or_insert_with(|| TableBuffer::new(e.config.clone(), e.shape.clone()));
             // An entry left empty is that of the aborted subtransaction's
             // inserts: its shape or configuration may be rolled back with it.
             if !table.holds_rows() {

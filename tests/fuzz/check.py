@@ -79,7 +79,7 @@ def close_ok(q, vals, aux, hvals, haux):
             if not float_agg_ok(a, b, hx, False, o.f4):
                 return False
         elif o.cls == "floatagg_avg":
-            if not float_agg_ok(a, b, hx, True, False):
+            if not float_agg_ok(a, b, hx, True, o.f4 and q.citus):
                 return False
         elif o.cls == "var":
             if (a is None) != (b is None):

@@ -24,6 +24,10 @@ script that reproduces it.
 transaction) of its own, as devices do: rows wait in the table's tail, and
 most queries run before the worker drains it (it counts how many did).
 
+--partitioned makes the time-series side a table partitioned by time;
+--distributed (with --dsn of a Citus coordinator) distributes both tables by
+their first meta column, so both sides go through Citus's planner.
+
 --plant switches on a planted bug (debug builds only: an off-by-one in the
 time-pruning bound) to show the fuzzer finds it; the run then succeeds when
 a mismatch is found. Without --dsn the fuzzer starts its own cluster
@@ -99,7 +103,7 @@ class Round:
         self.number = number
         self.rng = random.Random(f"{fz.seed}:{number}")
         rng = self.rng
-        self.schema = model.new_schema(rng)
+        self.schema = model.new_schema(rng, need_meta=fz.distributed)
         self.schema.span_seconds = rng.choice([3600, 86400, 30 * 86400, 60, 600])
         self.times = model.TimeGen(rng, self.schema.span_seconds)
         self.max_count = rng.choice([10, 100, 1000, 1000])
@@ -108,7 +112,9 @@ class Round:
 
     # -- setup ------------------------------------------------------------
 
-    def create(self, ts, heap):
+    def setup_sql(self, ts_table, heap_table):
+        """The statements that make the round's tables: (side, SQL), side
+        "ts" or "heap" (create() runs them, the minimizer's script prints them)."""
         s = self.schema
         cols = ", ".join(f"{c.name} {c.type}{' NOT NULL' if c.role == 'time' else ''}" for c in s.columns)
         metas = "ARRAY[" + ", ".join(f"'{m}'" for m in s.metas) + "]::name[]"
@@ -117,22 +123,33 @@ class Round:
         if span is None:
             span = f"bucket_max_span => interval '{s.span_seconds} seconds', bucket_rounding => interval '{s.span_seconds} seconds'"
         partitioned = self.fz.partitioned
-        for side, using in ((ts, " PARTITION BY RANGE (time)" if partitioned else " USING tsbucket"), (heap, "")):
-            # psycopg forgets its prepared statements (whose result types may change with the new table) when it
-            # sees a DROP, but only the first time it sees that statement's text: a text of this round's own.
-            side.conn.execute(f"DROP TABLE IF EXISTS {side.table} /* round {self.number} */")
-            side.conn.execute(f"CREATE TABLE {side.table} ({cols}){using}")
+        out = [("ts", f"CREATE TABLE {ts_table} ({cols}){' PARTITION BY RANGE (time)' if partitioned else ' USING tsbucket'}"),
+               ("heap", f"CREATE TABLE {heap_table} ({cols})")]
         meta_arg = f", meta_columns => {metas}" if s.metas else ""
-        ts.conn.execute(f"SELECT tsbucket.create_timeseries('{ts.table}', 'time'{meta_arg}, {span})")
+        out.append(("ts", f"SELECT tsbucket.create_timeseries('{ts_table}', 'time'{meta_arg}, {span})"))
+        if self.fz.distributed:
+            # Both sides distributed by the first meta column, as MongoDB shards by metaField: the same
+            # Citus planner and refusals on both, so answers and errors compare.
+            out += [(side, f"SELECT create_distributed_table('{t}', '{s.metas[0]}')")
+                    for side, t in (("ts", ts_table), ("heap", heap_table))]
         if partitioned:
             # Two partitions over the round's main range (configured as they are made), the rest in a default one.
             mid = model.T0 + dt.timedelta(seconds=self.times.spread // 2)
             end = model.T0 + dt.timedelta(seconds=self.times.spread)
             for i, (lo, hi) in enumerate(((model.T0, mid), (mid, end))):
-                ts.conn.execute(f"CREATE TABLE {ts.table}_p{i} PARTITION OF {ts.table} "
-                                f"FOR VALUES FROM ('{lo.isoformat()}') TO ('{hi.isoformat()}') USING tsbucket")
-            ts.conn.execute(f"CREATE TABLE {ts.table}_pd PARTITION OF {ts.table} DEFAULT USING tsbucket")
-        ts.conn.execute(f"SET tsbucket.bucket_max_count = {self.max_count}")
+                out.append(("ts", f"CREATE TABLE {ts_table}_p{i} PARTITION OF {ts_table} "
+                                  f"FOR VALUES FROM ('{lo.isoformat()}') TO ('{hi.isoformat()}') USING tsbucket"))
+            out.append(("ts", f"CREATE TABLE {ts_table}_pd PARTITION OF {ts_table} DEFAULT USING tsbucket"))
+        out.append(("ts", f"SET tsbucket.bucket_max_count = {self.max_count}"))
+        return out
+
+    def create(self, ts, heap):
+        for side in (ts, heap):
+            # psycopg forgets its prepared statements (whose result types may change with the new table) when it
+            # sees a DROP, but only the first time it sees that statement's text: a text of this round's own.
+            side.conn.execute(f"DROP TABLE IF EXISTS {side.table} /* round {self.number} */")
+        for side, sql in self.setup_sql(ts.table, heap.table):
+            (ts if side == "ts" else heap).conn.execute(sql)
 
     # -- writes -----------------------------------------------------------
 
@@ -192,7 +209,11 @@ class Round:
         if not metas:
             return
         gen = QueryGen(rng, self.schema, self.times, params=False)
-        target = rng.choice(metas)
+        # (Citus never changes a distribution column.)
+        targets = [m for m in metas if not (self.fz.distributed and m.name == self.schema.metas[0])]
+        if not targets:
+            return
+        target = rng.choice(targets)
         if target.name == "site" and rng.random() < 0.3:
             new = "site + 1"
         else:
@@ -254,7 +275,9 @@ class Round:
             generic = True
         if rng.random() < 0.1:
             sets[rng.choice(["enable_hashagg", "enable_sort", "enable_nestloop"])] = "off"
-        if rng.random() < 0.1:
+        # (Citus does not send a session's time zone to the shards' connections: a pushed-down
+        # date_trunc would run in UTC there, and in the session's zone where Citus pulls rows up.)
+        if rng.random() < 0.1 and not self.fz.distributed:
             sets["timezone"] = "'America/New_York'"
         return sets, generic
 
@@ -263,6 +286,7 @@ class Round:
             self.fz.with_tail += 1
         sets, generic = self.settings()
         q = QueryGen(self.rng, self.schema, self.times, params=generic or self.rng.random() < 0.1).query()
+        q.citus = self.fz.distributed
         self.fz.queries += 1
         run_query(self.fz, ts, heap, q, sets, generic, coverage=True, trace=self.trace)
 
@@ -391,11 +415,18 @@ def paths_of(plan_json):
                 found.add("header answers")
             if node.get("Parallel Aware"):
                 found.add("parallel")
-        for child in node.get("Plans", []):
-            walk(child)
+        # Children, and on Citus the remote plans of the tasks ("Distributed Query").
+        for v in node.values():
+            for child in (v if isinstance(v, list) else [v]):
+                if isinstance(child, dict):
+                    walk(child)
+                elif isinstance(child, list):
+                    for c in child:
+                        if isinstance(c, dict):
+                            walk(c)
 
     for stmt in plan_json:
-        walk(stmt["Plan"])
+        walk(stmt)
     return found
 
 
@@ -423,6 +454,12 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
             fz.tolerated += 1
             fz.just_tolerated = True
             return
+        if fz.distributed and (ea is None) != (eb is None) and (ea or eb)[0] == "0A000" and citus_refusal(heap, sql_ts, params, ea):
+            # Citus could not plan one side's form of the query (the oracle's
+            # rewrite, or a form it refuses on the heap as well).
+            fz.citus_refused += 1
+            fz.just_tolerated = True
+            return
         if ea is None or eb is None or ea[0] != eb[0]:
             raise Mismatch(f"query {sql_ts}\n  params {params}\n  settings {sets}\n  tsbucket {ea or 'ok'}, heap {eb or 'ok'}",
                            q, sets, generic)
@@ -432,11 +469,27 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
         raise Mismatch(f"query {sql_ts}\n  params {params}\n  settings {sets}\n  {problem}", q, sets, generic)
 
 
+def citus_refusal(heap, sql_ts, params, ea):
+    """On distributed tables, one side failed with 0A000 and the other did
+    not. The heap side runs the oracle's rewrite of the query (extra columns,
+    subqueries), which Citus may be unable to plan where it plans the
+    tsbucket side's form: tolerated. If the tsbucket side failed, its very
+    form must fail on the distributed heap too."""
+    if ea is None:
+        return True
+    if heap.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+        return False
+    _, err = heap.run(sql_ts, params)
+    return err is not None and err[0] == "0A000"
+
+
 class Fuzzer:
-    def __init__(self, dsn, seed, plant, force_parallel, row_by_row=False, partitioned=False):
+    def __init__(self, dsn, seed, plant, force_parallel, row_by_row=False, partitioned=False, distributed=False):
         self.row_by_row = row_by_row
         # The time-series side a table partitioned by time (two ranges and a default partition).
         self.partitioned = partitioned
+        # Both sides Citus distributed tables (dsn: a coordinator), by the first meta column.
+        self.distributed = distributed
         self.with_tail = 0
         self.dsn = dsn
         self.seed = seed
@@ -446,6 +499,7 @@ class Fuzzer:
         self.queries = 0
         self.rounds = 0
         self.tolerated = 0
+        self.citus_refused = 0
         self.just_tolerated = False
 
     def sides(self, suffix=""):
@@ -477,6 +531,7 @@ class Fuzzer:
         lines = [f"seed {self.seed}: {self.rounds} rounds, {self.queries} queries ({self.tolerated} with an "
                  f"order-dependent float overflow on one side"
                  + (f"; {self.with_tail} with rows waiting in the tail" if self.row_by_row else "")
+                 + (f"; {self.citus_refused} that Citus could not plan on one side" if self.distributed else "")
                  + "); paths taken (from EXPLAIN):"]
         lines += [f"  {p:24} {self.paths[p]}" for p in PATHS]
         return "\n".join(lines)
@@ -609,18 +664,11 @@ def script(fz, rnd, entries, q, sets, compact):
     """A psql script reproducing the failure on tables t_ts and t_heap."""
     conn = psycopg.connect(fz.dsn, autocommit=True)
     cur = psycopg.ClientCursor(conn)
-    s = model.new_schema(random.Random(f"{fz.seed}:{rnd.number}"))
-    cols = ", ".join(f"{c.name} {c.type}{' NOT NULL' if c.role == 'time' else ''}" for c in s.columns)
     out = ["-- minimized by tests/fuzz/fuzz.py", "SET timezone = 'UTC';"]
     if fz.plant:
         out.append("SET tsbucket.debug_plant_bug = 1;  -- the planted bug (debug builds)")
-    out += [
-           f"CREATE TABLE t_ts ({cols}) USING tsbucket;", f"CREATE TABLE t_heap ({cols});"]
-    metas = ", ".join(f"'{m}'" for m in s.metas)
     out.append(f"-- span {rnd.schema.span_seconds} s, bucket_max_count {rnd.max_count}")
-    out.append(f"SELECT tsbucket.create_timeseries('t_ts', 'time'{', meta_columns => ARRAY[' + metas + ']::name[]' if metas else ''}, "
-               f"bucket_max_span => interval '{rnd.schema.span_seconds} s', bucket_rounding => interval '{rnd.schema.span_seconds} s');")
-    out.append(f"SET tsbucket.bucket_max_count = {rnd.max_count};")
+    out += [sql + ";" for _, sql in Round(fz, rnd.number).setup_sql("t_ts", "t_heap")]
     names = None
     for e in entries:
         for t in ("t_ts", "t_heap"):
@@ -675,6 +723,8 @@ def main():
     ap.add_argument("--plant", action="store_true", help="switch the planted bug on (debug builds); succeed if it is found")
     ap.add_argument("--row-by-row", action="store_true", help="every row in a statement of its own (the tail)")
     ap.add_argument("--partitioned", action="store_true", help="the time-series table partitioned by time")
+    ap.add_argument("--distributed", action="store_true",
+                    help="both tables distributed with Citus (--dsn: a coordinator whose workers are added)")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1, 10**9)
     print(f"fuzz: seed {seed}", flush=True)
@@ -688,7 +738,8 @@ def main():
         dsn = f"host={cluster.dir} port={cluster.port} user=postgres dbname=test"
     try:
         force = prepare_database(dsn)
-        fz = Fuzzer(dsn, seed, args.plant, force, row_by_row=args.row_by_row, partitioned=args.partitioned)
+        fz = Fuzzer(dsn, seed, args.plant, force, row_by_row=args.row_by_row, partitioned=args.partitioned,
+                    distributed=args.distributed)
         found = fz.run(args.seconds, minimize=args.minimize, log=lambda s: print(s, flush=True))
         print(fz.report(), flush=True)
     finally:

@@ -59,6 +59,9 @@ class Query:
     distinct_on: int = 0
     join_values: list = None
     meta_key: str = None
+    # On Citus, avg() over several shards is sum() / count() of the shards'
+    # partial sums, and sum(float4) adds in float4: within float4's error.
+    citus: bool = False
 
     def params(self):
         return [p for _, ps in self.where for p in ps]
@@ -337,7 +340,7 @@ class QueryGen:
             finite = f"{n} <> 'NaN' AND {n} <> 'Infinity' AND {n} <> '-Infinity'"
             aux = [f"sum(abs({v})) FILTER (WHERE {finite})", f"count(*) FILTER (WHERE {n} = 'NaN')",
                    f"count(*) FILTER (WHERE {n} = 'Infinity')", f"count(*) FILTER (WHERE {n} = '-Infinity')", f"count({n})"]
-            options += [Out(f"sum({n})", "floatagg", aux=aux, f4=f4), Out(f"avg({n})", "floatagg_avg", aux=aux),
+            options += [Out(f"sum({n})", "floatagg", aux=aux, f4=f4), Out(f"avg({n})", "floatagg_avg", aux=aux, f4=f4),
                         Out(f"min({n})", "minmax_float"), Out(f"max({n})", "minmax_float")]
             if col.tame:
                 options += [Out(f"variance({n})", "var"), Out(f"stddev({n})", "var"), Out(f"stddev_pop({n})", "var")]

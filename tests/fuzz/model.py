@@ -70,9 +70,11 @@ class Schema:
         return next(c for c in self.columns if c.name == name)
 
 
-def new_schema(rng):
+def new_schema(rng, need_meta=False):
+    """need_meta: at least one meta column (a distributed table's distribution
+    column is its first, and never NULL)."""
     time_type = "timestamptz" if rng.random() < 0.8 else "timestamp"
-    metas = rng.choice([["dev"], ["dev"], ["dev", "site"], ["site"], []])
+    metas = rng.choice([["dev"], ["dev"], ["dev", "site"], ["site"]] + ([] if need_meta else [[]]))
     cols = [
         Column("time", time_type, "time"),
         Column("dev", "text", "meta" if "dev" in metas else "measurement", null_p=0.05),
@@ -91,6 +93,8 @@ def new_schema(rng):
     ]
     for c in cols[3:]:
         c.null_p = rng.choice([0.0, 0.05, 0.2, 0.6, 1.0]) if rng.random() < 0.3 else 0.1
+    if need_meta:
+        next(c for c in cols if c.name == metas[0]).null_p = 0.0
     return Schema(time_type=time_type, metas=metas, columns=cols)
 
 

@@ -134,6 +134,78 @@ class Cluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def citus_installed():
+    """Whether Citus is built for the PostgreSQL under test (scripts/setup.sh builds it from ../shared/vendor)."""
+    libdir = subprocess.check_output([pg_config(os.environ.get("TSBUCKET_PG", "pg15")), "--pkglibdir"], text=True).strip()
+    return os.path.exists(os.path.join(libdir, "citus.so"))
+
+
+class CitusFormation:
+    """A Citus coordinator and `workers` worker nodes on this machine, tsbucket
+    preloaded after Citus on each, the worker every second (`extra_conf` may
+    change that), and login roles `roles` made on every node (as a DBA makes
+    roles), each allowed to create in schema public."""
+
+    def __init__(self, shards=4, roles=("alice",), workers=2, extra_conf=(), worker=True):
+        conf = ["tsbucket.worker_interval = 1", f"citus.shard_count = {shards}", "max_worker_processes = 32",
+                "citus.max_background_task_executors_per_node = 1", "wal_level = logical"] + list(extra_conf)
+        self.nodes = []
+        try:
+            for _ in range(1 + workers):
+                self.nodes.append(Cluster(worker=worker, extra_conf=conf, libraries="citus,tsbucket",
+                                          extensions=("citus", "tsbucket"), tcp=True))
+        except Exception:
+            self.destroy()
+            raise
+        self.coordinator, self.workers = self.nodes[0], self.nodes[1:]
+        for n in self.nodes:
+            with n.connect() as c:
+                c.execute("SET citus.enable_ddl_propagation = off")
+                for role in roles:
+                    c.execute(f"CREATE ROLE {role} LOGIN")
+                    c.execute(f"GRANT ALL ON SCHEMA public TO {role}")
+        with self.coordinator.connect() as c:
+            c.execute("SELECT citus_set_coordinator_host('127.0.0.1', %s)", (self.coordinator.port,))
+            for w in self.workers:
+                c.execute("SELECT citus_add_node('127.0.0.1', %s)", (w.port,))
+
+    def connect(self, user="alice", **kw):
+        return psycopg.connect(host="127.0.0.1", port=self.coordinator.port, user=user, dbname="test",
+                               autocommit=kw.get("autocommit", True))
+
+    @contextlib.contextmanager
+    def maintenance_paused(self):
+        """tsbucket's background worker off on every node while the block runs
+        (for exact counts from a DBA's own compact or expire)."""
+        def set_enabled(value):
+            for n in self.nodes:
+                with n.connect() as c:
+                    c.execute(f"ALTER SYSTEM SET tsbucket.worker_enabled = {value}")
+                    c.execute("SELECT pg_reload_conf()")
+        set_enabled("off")
+        try:
+            time.sleep(1)  # (each launcher reads the new setting at its next wake)
+            for n in self.nodes:
+                with n.connect() as c:
+                    # A visit under way finishes its round.
+                    wait_for(lambda: c.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'tsbucket worker'")
+                             .fetchone()[0] == 0, timeout=60)
+            yield
+        finally:
+            set_enabled("on")
+
+    def on_shards(self, conn, table, sql):
+        """`sql` (with %L for the shard's name) on every shard, as run_command_on_shards runs it."""
+        rows = conn.execute("SELECT shardid, success, result FROM run_command_on_shards(%s, %s) ORDER BY shardid",
+                            (table, sql)).fetchall()
+        assert all(ok for _, ok, _ in rows), rows
+        return [r for _, _, r in rows]
+
+    def destroy(self):
+        for n in self.nodes:
+            n.destroy()
+
+
 @pytest.fixture(scope="module")
 def cluster():
     c = Cluster()

@@ -133,19 +133,26 @@ def normalized(rows):
     return [tuple(norm(v) for v in r) for r in rows]
 
 
-@pytest.mark.parametrize("seed, metas", [(1, 2), (2, 3), (3, 2), (4, 3)])
-def test_tsbucket_answers_like_heap(cluster, seed, metas):
+@pytest.mark.parametrize("seed, metas, partitioned", [(1, 2, False), (2, 3, False), (3, 2, False), (4, 3, False),
+                                                      (5, 2, True), (6, 3, True)])
+def test_tsbucket_answers_like_heap(cluster, seed, metas, partitioned):
+    """partitioned: the tsbucket side a table partitioned by time (configured
+    on the parent, two ranges and a default partition made after it)."""
     rng = random.Random(seed)
     t0 = dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc)
     with cluster.connect() as c:
         c.execute("SET ROLE diff_owner")
         c.execute("SET timezone = 'UTC'")
-        for t, using in (("diff_ts", "USING tsbucket"), ("diff_heap", "")):
+        for t, using in (("diff_ts", "PARTITION BY RANGE (time)" if partitioned else "USING tsbucket"), ("diff_heap", "")):
             c.execute(f"DROP TABLE IF EXISTS {t}")
             c.execute(f"CREATE TABLE {t} ({COLUMNS}) {using}")
         meta_columns = ["device", "site", "ok"][:metas]
         c.execute("SELECT tsbucket.create_timeseries('diff_ts', 'time', meta_columns => %s::name[], "
                   "granularity => %s)", (meta_columns, rng.choice(["seconds", "minutes", "hours"])))
+        if partitioned:
+            c.execute("CREATE TABLE diff_ts_a PARTITION OF diff_ts FOR VALUES FROM ('2024-03-01') TO ('2024-03-03') USING tsbucket")
+            c.execute("CREATE TABLE diff_ts_b PARTITION OF diff_ts FOR VALUES FROM ('2024-03-03') TO ('2024-03-05') USING tsbucket")
+            c.execute("CREATE TABLE diff_ts_d PARTITION OF diff_ts DEFAULT USING tsbucket")
         c.execute("SET tsbucket.bucket_max_count = %s" % rng.choice([10, 100, 1000]))
         for _ in range(rng.randrange(8, 16)):
             rows = [random_row(rng, t0) for _ in range(rng.choice([1, 5, 50, 300, 1500]))]
@@ -193,5 +200,5 @@ def test_tsbucket_answers_like_heap(cluster, seed, metas):
             for q in QUERIES + [last_point]:
                 a = normalized(c.execute(q.format(t="diff_ts")).fetchall())
                 b = normalized(c.execute(q.format(t="diff_heap")).fetchall())
-                assert a == b, f"seed {seed}, analyzed {analyzed}, parallel {parallel}: {q}"
+                assert a == b, f"seed {seed}, partitioned {partitioned}, analyzed {analyzed}, parallel {parallel}: {q}"
         assert problems(c, "diff_ts") == []

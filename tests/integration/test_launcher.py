@@ -43,9 +43,11 @@ def test_refused_drop_database_disturbs_no_worker():
         with c.connect() as conn:
             conn.execute("CREATE ROLE intruder LOGIN")
             make_trickled_table(conn)
-        # Hold the table so that the worker's next round waits in this database.
+        # Hold the table's store so that the worker's next round waits in this database
+        # (it takes the table's own lock without waiting, and skips a table someone holds).
         with c.connect(autocommit=False) as holder, c.connect(dbname="postgres") as admin:
-            holder.execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
+            store = holder.execute("SELECT store_relid::regclass::text FROM tsbucket.catalog WHERE relid = 't'::regclass").fetchone()[0]
+            holder.execute(f"LOCK TABLE {store} IN ACCESS EXCLUSIVE MODE")
             worker = "SELECT pid FROM pg_stat_activity WHERE datname = 'test' AND backend_type = 'tsbucket worker'"
             assert wait_for(lambda: admin.execute(worker).fetchone() is not None), "no worker came to the database"
             pid = admin.execute(worker).fetchone()[0]
@@ -82,5 +84,29 @@ def test_databases_without_the_extension_are_visited_quietly():
         with open(f"{c.dir}/server.log", errors="replace") as f:
             log = f.read()
         assert "ERROR" not in log and "exited with exit code 1" not in log, log[-3000:]
+    finally:
+        c.destroy()
+
+
+def test_the_worker_skips_a_table_someone_holds():
+    """The worker takes a table's lock without waiting (as autovacuum): while
+    another session holds the table, the worker does not queue for it (a DROP
+    behind it would wait too), and it comes back at a later visit."""
+    c = Cluster(worker=True, extra_conf=["tsbucket.worker_interval = 1"])
+    try:
+        with c.connect() as conn:
+            make_trickled_table(conn)
+        with c.connect(autocommit=False) as holder, c.connect() as watcher:
+            holder.execute("LOCK TABLE t IN SHARE MODE")
+            time.sleep(3)
+            waiting = watcher.execute("""SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+                                          WHERE a.backend_type = 'tsbucket worker' AND NOT l.granted""").fetchone()[0]
+            assert waiting == 0, "the worker queued for a table another session holds"
+            assert watcher.execute("SELECT count(*) FROM tsbucket.buckets('t')").fetchone()[0] == 0
+            holder.rollback()
+        from conftest import wait_for
+        with c.connect() as conn:
+            assert wait_for(lambda: conn.execute("SELECT count(*) FROM tsbucket.buckets('t')").fetchone()[0] == 1), \
+                "the worker did not come back to the table"
     finally:
         c.destroy()

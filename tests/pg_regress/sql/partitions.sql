@@ -62,3 +62,14 @@ ALTER TABLE pw DETACH PARTITION pw_03;
 DROP TABLE pw, pw_heap, pw_other, pw_bad;
 SELECT table_name FROM tsbucket.timeseries WHERE table_name::text LIKE 'pw%' ORDER BY 1;
 DROP TABLE pw_03;
+-- Series-ordered scans under a Merge Append: a time pinned to a constant is
+-- no sort key (the plan failed with "could not find pathkey item to sort").
+CREATE TABLE pk (time timestamp NOT NULL, dev text, v int) PARTITION BY RANGE (time);
+SELECT tsbucket.create_timeseries('pk', 'time', 'dev');
+CREATE TABLE pk_a PARTITION OF pk FOR VALUES FROM ('2024-03-01') TO ('2024-03-02') USING tsbucket;
+CREATE TABLE pk_d PARTITION OF pk DEFAULT USING tsbucket;
+INSERT INTO pk SELECT t + i * interval '1 min', 'd' || (i % 5), i
+  FROM generate_series(0, 3000) i, (VALUES ('2024-03-01'::timestamp), ('1970-01-01')) s(t);
+SELECT dev FROM pk WHERE '1970-01-01 00:05'::timestamp = time GROUP BY dev ORDER BY 1 LIMIT 1;
+SELECT dev, count(*) FROM pk WHERE time = '2024-03-01 00:10' GROUP BY dev ORDER BY 1 DESC LIMIT 2;
+DROP TABLE pk;

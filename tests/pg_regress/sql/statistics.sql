@@ -27,7 +27,10 @@ BEGIN
 END $$;
 SELECT count(*) FROM pg_stats WHERE tablename = 'st';
 ANALYZE st;
-SELECT attname, null_frac > 0.05 AS has_nulls, n_distinct, most_common_vals IS NOT NULL AS mcv, histogram_bounds IS NOT NULL AS histogram
+-- (Whether a column of 900 evenly spread values gets a most-common-values list
+-- from a sample is a close call, which PostgreSQL 15 and 18 make differently.)
+SELECT attname, null_frac > 0.05 AS has_nulls, n_distinct,
+       CASE WHEN n_distinct BETWEEN 1 AND 100 THEN most_common_vals IS NOT NULL END AS mcv, histogram_bounds IS NOT NULL AS histogram
   FROM pg_stats WHERE tablename = 'st' ORDER BY attname;
 -- The table's size, as ANALYZE records a heap table's (the planner scales it
 -- by the store's growth since).
