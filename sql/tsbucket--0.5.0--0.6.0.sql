@@ -328,7 +328,10 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
                 MESSAGE = format('time-series table %s cannot be published for logical replication', published),
                 HINT = 'Its rows live in an internal bucket store, so a subscriber would receive no changes. '
-                       'Use streaming replication, or copy the data with pg_dump.';
+                       'Use streaming replication, or copy the data with pg_dump.'
+                       || CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+                              ' On Citus: create_distributed_table rather than create_distributed_table_concurrently, '
+                              'and shard moves and splits with shard_transfer_mode => ''block_writes''.' ELSE '' END;
         END IF;
         -- Nor the internal relations themselves (stores, tails): a subscriber
         -- would get rows of tables it cannot read, without the catalog naming them.

@@ -44,7 +44,9 @@ fn relabel(object: pg_sys::ObjectAddress, label: Option<String>) {
         ts_error(
             FEATURE_NOT_SUPPORTED,
             "security labels of provider tsbucket apply only to tables created USING tsbucket",
-            "tsbucket writes these labels itself; they hold a time-series table's configuration for pg_dump.",
+            "tsbucket writes these labels itself; they hold a time-series table's configuration for pg_dump. \
+             A time-series table cannot change its access method (Citus's alter_table_set_access_method copies \
+             the label): create a table of the other kind and copy the rows (INSERT ... SELECT).",
         );
     }
     let Some(label) = label else {

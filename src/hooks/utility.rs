@@ -192,7 +192,12 @@ unsafe fn check_alter_table(stmt: *mut pg_sys::AlterTableStmt) {
     let relid = unsafe {
         pg_sys::RangeVarGetRelidExtended(relation, pg_sys::NoLock as i32, pg_sys::RVROption::RVR_MISSING_OK, None, std::ptr::null_mut())
     };
-    if relid == pg_sys::InvalidOid || !config::is_tsbucket_table(relid) {
+    if relid == pg_sys::InvalidOid {
+        return;
+    }
+    if !config::is_tsbucket_table(relid) {
+        // SAFETY: as above; `relid` was just resolved and is only read here.
+        unsafe { check_set_tsbucket(stmt, relid) };
         return;
     }
     let Some(config) = config::lookup(relid) else { return };
@@ -236,6 +241,57 @@ unsafe fn check_alter_table(stmt: *mut pg_sys::AlterTableStmt) {
             _ => {}
         }
     }
+}
+
+/// `ALTER TABLE ... SET ACCESS METHOD tsbucket` of a table that holds rows
+/// elsewhere: the rewrite would insert them into an unconfigured table (no
+/// time or meta columns chosen). A partitioned table's (PostgreSQL 17+) only
+/// names its future partitions' method, and is left alone.
+///
+/// # Safety
+/// `stmt` is an AlterTableStmt parse node naming `relid`.
+unsafe fn check_set_tsbucket(stmt: *mut pg_sys::AlterTableStmt, relid: pg_sys::Oid) {
+    // SAFETY: get_rel_relkind reads `relid`'s syscache entry (0 when there is none).
+    if unsafe { pg_sys::get_rel_relkind(relid) } as u8 != pg_sys::RELKIND_RELATION {
+        return;
+    }
+    // SAFETY: `stmt.cmds` is the AlterTableStmt's List of AlterTableCmd nodes (this function's contract).
+    for cmd in unsafe { list_ptrs((*stmt).cmds) } {
+        let cmd = cmd as *mut pg_sys::AlterTableCmd;
+        // SAFETY: `cmd` is an AlterTableCmd of `stmt.cmds`; for SET ACCESS METHOD its name is the method's (or null).
+        let (subtype, method) = unsafe { ((*cmd).subtype, (*cmd).name) };
+        // SAFETY: `method` is non-null: the command's NUL-terminated access method name.
+        if subtype == pg_sys::AlterTableType::AT_SetAccessMethod
+            && !method.is_null()
+            && unsafe { std::ffi::CStr::from_ptr(method) } == c"tsbucket"
+            && holds_rows(relid)
+        {
+            ts_error(
+                FEATURE_NOT_SUPPORTED,
+                &format!("cannot change the access method of table \"{}\" to tsbucket", crate::pg::relation::relation_name(relid)),
+                "Create a table USING tsbucket, configure it with tsbucket.create_timeseries(), and copy the rows into it (INSERT ... SELECT).",
+            );
+        }
+    }
+}
+
+/// Whether the table's owner (the caller: anyone else is refused by Postgres
+/// itself, after this hook) sees a row in it, read as that owner; an empty
+/// table may become a tsbucket table and then be configured.
+fn holds_rows(relid: pg_sys::Oid) -> bool {
+    let owner = crate::catalog::privileges::table_owner(relid);
+    // SAFETY: GetUserId reads this backend's current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    // SAFETY: has_privs_of_role compares two role oids through the role membership cache.
+    if unsafe { !pg_sys::superuser() && !pg_sys::has_privs_of_role(user, owner) } {
+        return false;
+    }
+    crate::pg::role::as_user(owner, true, || {
+        Spi::get_one::<bool>(&format!("SELECT EXISTS (SELECT 1 FROM ONLY {})", crate::pg::relation::qualified_name(relid)))
+            .ok()
+            .flatten()
+            .unwrap_or(false)
+    })
 }
 
 /// Installs ProcessUtility (from _PG_init).

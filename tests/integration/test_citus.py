@@ -444,3 +444,81 @@ def test_fuzzer_on_distributed_tables(citus, capsys):
             print(line)
     assert found is None, f"seed {seed}: {found}"
     assert fz.queries > 0 and sum(fz.paths.values()) > 0, f"seed {seed}: no TsBucketScan seen in the shards' plans"
+
+
+def test_citus_table_operations(citus):
+    """Citus's other ways to make and change tables: undistribute_table and
+    alter_distributed_table keep the configuration and every row;
+    create_distributed_table_concurrently (logical replication) and
+    alter_table_set_access_method are refused with a hint; a reference table
+    and a local table added to Citus's metadata work."""
+    import psycopg
+    with citus.connect() as c:
+        for t in ("o1", "o2", "o3", "o4", "o5"):
+            c.execute(f"CREATE TABLE {t} ({SCHEMA}) USING tsbucket")
+            c.execute(f"SELECT tsbucket.create_timeseries('{t}', 'time', 'sensor', expire_after => interval '3650 days')")
+        c.execute(f"INSERT INTO o1 {rows_sql(1000)}")
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as e:
+            c.execute("SELECT create_distributed_table_concurrently('o1', 'sensor')")
+        assert "create_distributed_table" in (e.value.diag.message_hint or ""), e.value
+        assert c.execute("SELECT count(*) FROM o1").fetchone()[0] == 1000
+        for t in ("o2", "o3"):
+            c.execute(f"SELECT create_distributed_table('{t}', 'sensor')")
+            c.execute(f"INSERT INTO {t} {rows_sql(1000)}")
+        c.execute("SELECT undistribute_table('o2')")
+        assert not c.execute("SELECT tsbucket._citus_table('o2')").fetchone()[0]
+        c.execute("SELECT alter_distributed_table('o3', shard_count := 6, cascade_to_colocated := false)")
+        assert c.execute("SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'o3'::regclass").fetchone()[0] == 6
+        for t in ("o2", "o3"):
+            assert c.execute(f"SELECT count(*), sum(hum) FROM {t}").fetchone() == (1000, sum(i % 100 for i in range(1000)))
+            assert c.execute(f"SELECT rows + tail_rows FROM tsbucket.stats('{t}')").fetchone()[0] == 1000
+            assert c.execute(f"SELECT expire_after FROM tsbucket.timeseries WHERE table_name = '{t}'::regclass").fetchone()[0] is not None
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as e:
+            c.execute("SELECT alter_table_set_access_method('o3', 'heap')")
+        assert "INSERT ... SELECT" in (e.value.diag.message_hint or ""), e.value
+        assert c.execute("SELECT count(*) FROM o3").fetchone()[0] == 1000
+        c.execute("SELECT create_reference_table('o4')")
+        c.execute("SELECT citus_add_local_table_to_metadata('o5')")
+        for t in ("o4", "o5"):
+            c.execute(f"INSERT INTO {t} {rows_sql(300)}")
+            assert c.execute(f"SELECT count(*) FROM {t} WHERE sensor = 's3'").fetchone()[0] == 15
+
+
+def test_distributed_partitioned_table(citus):
+    """A time-series table partitioned by time and distributed by its meta
+    column: every partition's shards are configured (those of partitions made
+    later too), rows and answers are the heap's, each shard's plan
+    aggregates inside its scans, settings reach every partition's shards, the
+    workers drain them, and dropping a partition is the bulk expiry."""
+    import json
+    with citus.connect() as c:
+        for t, using in (("pt", "USING tsbucket"), ("pt_heap", "")):
+            c.execute(f"CREATE TABLE {t} ({SCHEMA}) PARTITION BY RANGE (time)")
+            c.execute(f"CREATE TABLE {t}_01 PARTITION OF {t} FOR VALUES FROM ('2024-01-01') TO ('2024-01-02') {using}")
+        c.execute("SELECT tsbucket.create_timeseries('pt', 'time', 'sensor')")
+        for t in ("pt", "pt_heap"):
+            c.execute(f"SELECT create_distributed_table('{t}', 'sensor')")
+        for t, using in (("pt", "USING tsbucket"), ("pt_heap", "")):
+            c.execute(f"CREATE TABLE {t}_02 PARTITION OF {t} FOR VALUES FROM ('2024-01-02') TO ('2024-01-03') {using}")
+            c.execute(f"INSERT INTO {t} {rows_sql(150000)}")
+            for i in range(20):
+                c.execute(f"INSERT INTO {t} VALUES ('2024-01-02 20:00'::timestamptz + %s * interval '1 s', %s, 1, 1)", (i, f"s{i}"))
+        leaves = c.execute("SELECT count(*) FROM pg_dist_shard WHERE logicalrelid::regclass::text LIKE 'pt\\_0_'").fetchone()[0]
+        configured = sum(int(x) for x in citus.on_shards(c, "pt_01", "SELECT count(*) FROM tsbucket.catalog WHERE relid = %L::regclass")
+                         + citus.on_shards(c, "pt_02", "SELECT count(*) FROM tsbucket.catalog WHERE relid = %L::regclass"))
+        assert configured == leaves == 2 * SHARDS
+        queries = ["SELECT count(*), sum(hum), min(time), max(time) FROM {t}",
+                   "SELECT sensor, count(*), max(temp), avg(hum) FROM {t} WHERE time >= '2024-01-01 12:00' GROUP BY sensor ORDER BY sensor",
+                   "SELECT date_trunc('hour', time) h, count(*), max(hum) FROM {t} GROUP BY h ORDER BY h",
+                   "SELECT DISTINCT ON (sensor) sensor, time, temp FROM {t} ORDER BY sensor, time DESC"]
+        for q in queries:
+            assert c.execute(q.format(t="pt")).fetchall() == c.execute(q.format(t="pt_heap")).fetchall(), q
+        plan = json.dumps(c.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + queries[1].format(t="pt")).fetchone()[0])
+        assert "TsBucketScan" in plan and "Vectorized Aggregation" in plan, plan
+        assert c.execute("SELECT rows + tail_rows FROM tsbucket.stats('pt')").fetchone()[0] == 150020
+        c.execute("SELECT tsbucket.alter_timeseries('pt', expire_after => interval '3650 days')")
+        expiry = citus.on_shards(c, "pt_02", "SELECT expire_after FROM tsbucket.catalog WHERE relid = %L::regclass")
+        assert set(expiry) == {"3650 days"}, expiry
+        wait_for(lambda: c.execute("SELECT tail_rows FROM tsbucket.stats('pt')").fetchone()[0] == 0, what="tails drained")
+        c.execute("DROP TABLE pt_01")
+        assert c.execute("SELECT count(*) FROM pt").fetchone()[0] == 150020 - 86400

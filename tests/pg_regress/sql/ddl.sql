@@ -50,3 +50,22 @@ EXCEPTION WHEN dependent_objects_still_exist THEN
 END $$;
 DROP TABLE d;
 SELECT count(*) AS stores_left FROM pg_class WHERE relnamespace = 'tsbucket_internal'::regnamespace;
+
+-- Access methods: a time-series table stays one; a heap table holding rows
+-- cannot become one by SET ACCESS METHOD (no time or meta columns chosen), an
+-- empty one can, and is then configured as any table.
+CREATE TABLE am (time timestamptz NOT NULL, s text, v int) USING tsbucket;
+SELECT tsbucket.create_timeseries('am', 'time', 's');
+ALTER TABLE am SET ACCESS METHOD heap;
+CREATE TABLE am_heap (time timestamptz NOT NULL, s text, v int);
+INSERT INTO am_heap VALUES ('2024-01-01', 'a', 1);
+ALTER TABLE am_heap SET ACCESS METHOD tsbucket;
+TRUNCATE am_heap;
+ALTER TABLE am_heap SET ACCESS METHOD tsbucket;
+SELECT tsbucket.create_timeseries('am_heap', 'time', 's');
+INSERT INTO am_heap VALUES ('2024-01-01', 'a', 1);
+SELECT * FROM am_heap;
+-- tsbucket's security labels belong to time-series tables.
+CREATE TABLE am_other (time timestamptz NOT NULL);
+SECURITY LABEL FOR tsbucket ON TABLE am_other IS '{"version": 1, "time_column": "time", "meta_columns": []}';
+DROP TABLE am, am_heap, am_other;
