@@ -522,3 +522,24 @@ def test_distributed_partitioned_table(citus):
         wait_for(lambda: c.execute("SELECT tail_rows FROM tsbucket.stats('pt')").fetchone()[0] == 0, what="tails drained")
         c.execute("DROP TABLE pt_01")
         assert c.execute("SELECT count(*) FROM pt").fetchone()[0] == 150020 - 86400
+
+
+def test_renames_reach_every_shard(citus):
+    """Renaming columns of a distributed time-series table (its time and meta
+    columns included) renames them on every shard, whose configuration (and
+    label, for pg_dump) follows; rows written after the renames land and the
+    workers keep draining them."""
+    with citus.connect() as c:
+        c.execute(f"CREATE TABLE rn ({SCHEMA}) USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('rn', 'time', 'sensor')")
+        c.execute("SELECT create_distributed_table('rn', 'sensor')")
+        c.execute(f"INSERT INTO rn {rows_sql(1000)}")
+        c.execute("ALTER TABLE rn RENAME COLUMN time TO ts")
+        c.execute("ALTER TABLE rn RENAME COLUMN temp TO temperature")
+        c.execute("ALTER TABLE rn ADD COLUMN note text")
+        c.execute("INSERT INTO rn (ts, sensor, temperature, hum, note) VALUES (now(), 's1', 1, 1, 'after')")
+        assert c.execute("SELECT count(*), count(note), max(temperature) FROM rn").fetchone() == (1001, 1, 99.9)
+        labels = citus.on_shards(c, "rn", "SELECT label::json->>'time_column' FROM pg_seclabel WHERE objoid = %L::regclass AND provider = 'tsbucket'")
+        assert set(labels) == {"ts"}, labels
+        wait_for(lambda: c.execute("SELECT tail_rows FROM tsbucket.stats('rn')").fetchone()[0] == 0, what="tails drained")
+        assert c.execute("SELECT count(*) FROM rn WHERE ts > now() - interval '1 hour'").fetchone()[0] == 1
