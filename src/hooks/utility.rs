@@ -260,12 +260,12 @@ unsafe fn check_set_tsbucket(stmt: *mut pg_sys::AlterTableStmt, relid: pg_sys::O
         let cmd = cmd as *mut pg_sys::AlterTableCmd;
         // SAFETY: `cmd` is an AlterTableCmd of `stmt.cmds`; for SET ACCESS METHOD its name is the method's (or null).
         let (subtype, method) = unsafe { ((*cmd).subtype, (*cmd).name) };
+        if subtype != pg_sys::AlterTableType::AT_SetAccessMethod || method.is_null() {
+            continue;
+        }
         // SAFETY: `method` is non-null: the command's NUL-terminated access method name.
-        if subtype == pg_sys::AlterTableType::AT_SetAccessMethod
-            && !method.is_null()
-            && unsafe { std::ffi::CStr::from_ptr(method) } == c"tsbucket"
-            && holds_rows(relid)
-        {
+        let to_tsbucket = unsafe { std::ffi::CStr::from_ptr(method) } == c"tsbucket";
+        if to_tsbucket && holds_rows(relid) {
             ts_error(
                 FEATURE_NOT_SUPPORTED,
                 &format!("cannot change the access method of table \"{}\" to tsbucket", crate::pg::relation::relation_name(relid)),

@@ -506,7 +506,9 @@ def test_distributed_partitioned_table(citus):
         leaves = c.execute("SELECT count(*) FROM pg_dist_shard WHERE logicalrelid::regclass::text LIKE 'pt\\_0_'").fetchone()[0]
         configured = sum(int(x) for x in citus.on_shards(c, "pt_01", "SELECT count(*) FROM tsbucket.catalog WHERE relid = %L::regclass")
                          + citus.on_shards(c, "pt_02", "SELECT count(*) FROM tsbucket.catalog WHERE relid = %L::regclass"))
-        assert configured == leaves == 2 * SHARDS
+        # (As many shards as the parent's colocation group has: an earlier test's split may have added one.)
+        parent = c.execute("SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'pt'::regclass").fetchone()[0]
+        assert configured == leaves == 2 * parent > 0
         queries = ["SELECT count(*), sum(hum), min(time), max(time) FROM {t}",
                    "SELECT sensor, count(*), max(temp), avg(hum) FROM {t} WHERE time >= '2024-01-01 12:00' GROUP BY sensor ORDER BY sensor",
                    "SELECT date_trunc('hour', time) h, count(*), max(hum) FROM {t} GROUP BY h ORDER BY h",
