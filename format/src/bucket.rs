@@ -1,11 +1,20 @@
 //! A bucket payload: every measurement column of one bucket, each compressed
 //! with the codec for its kind.
 //!
-//! Layout (version 1):
+//! Layout (version 2, written since 0.6.0):
 //! ```text
 //! u8 version | varint rows | varint columns |
-//! per column: varint attnum | u8 kind | u8 flags | [chunk validity] | chunk body
+//! per column: varint attnum | u8 kind + 16 * flags | [chunk validity] | chunk body
 //! ```
+//! Version 1 (0.5.0 and earlier, still read) has a byte for the kind and one
+//! for the flags, validity only as a bitmap, and booleans only as raw bits.
+//! Flags: bit 0, NULLs: the validity chunk follows; bit 1 (version 2), it
+//! holds the NULL rows' positions (integer codec, ascending) rather than a
+//! bitmap of the rows present, whichever is smaller. A version-2 boolean body
+//! is `varint n | u8 form | ...`: form 0 raw bits, form 1 runs (`u8 first
+//! value | integer codec of the run lengths`). Integer blocks of version 2 may
+//! be packed in mixed radix, floats held as ordered integers
+//! (`codec::int`, `codec::float`).
 //! Columns are keyed by attribute number, which Postgres never reuses, so a
 //! bucket written before `ADD COLUMN` / `DROP COLUMN` still reads correctly:
 //! a column it lacks is NULL (or the column's default), a dropped one is skipped.
@@ -16,12 +25,15 @@ use crate::codec::{bytes, float, int};
 use crate::column::{ByteValues, Column, ColumnKind, Values};
 use crate::error::{DecodeError, Result};
 
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
 /// No bucket may hold more rows than this, whatever the settings say; bounds
 /// what a corrupt payload can make the decoder allocate.
 pub const MAX_BUCKET_ROWS: usize = 1 << 16;
 const MAX_COLUMNS: usize = 1600;
 const FLAG_HAS_NULLS: u8 = 1;
+const FLAG_NULL_POSITIONS: u8 = 2;
+const BOOL_BITS: u8 = 0;
+const BOOL_RUNS: u8 = 1;
 
 pub fn encode_bucket(rows: usize, columns: &[Column]) -> Vec<u8> {
     assert!(rows <= MAX_BUCKET_ROWS, "bucket of {rows} rows exceeds the format limit");
@@ -31,12 +43,16 @@ pub fn encode_bucket(rows: usize, columns: &[Column]) -> Vec<u8> {
     for col in columns {
         assert_eq!(col.len(), rows, "column {} has {} rows, bucket {rows}", col.attnum, col.len());
         put_varint(&mut out, u64::from(col.attnum));
-        out.push(col.kind as u8);
         let has_nulls = col.validity.as_ref().is_some_and(|v| v.iter().any(|x| !x));
-        out.push(if has_nulls { FLAG_HAS_NULLS } else { 0 });
         let present: Option<&[bool]> = if has_nulls { col.validity.as_deref() } else { None };
-        if let Some(valid) = present {
-            put_chunk(&mut out, &pack_bools(valid.iter().copied()));
+        let validity = present.map(encode_validity);
+        let flags = match &validity {
+            None => 0,
+            Some((positions, _)) => FLAG_HAS_NULLS | if *positions { FLAG_NULL_POSITIONS } else { 0 },
+        };
+        out.push(col.kind as u8 | flags << 4);
+        if let Some((_, chunk)) = validity {
+            put_chunk(&mut out, &chunk);
         }
         let keep = |i: usize| present.is_none_or(|v| v[i]);
         let mut body = Vec::new();
@@ -51,8 +67,7 @@ pub fn encode_bucket(rows: usize, columns: &[Column]) -> Vec<u8> {
             }
             (Values::Bool(v), _) => {
                 let vals: Vec<bool> = v.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, x)| *x).collect();
-                put_varint(&mut body, vals.len() as u64);
-                body.extend_from_slice(&pack_bools(vals.into_iter()));
+                encode_bools(&vals, &mut body);
             }
             (Values::Bytes(v), _) => {
                 let mut vals = ByteValues::default();
@@ -65,6 +80,101 @@ pub fn encode_bucket(rows: usize, columns: &[Column]) -> Vec<u8> {
     out
 }
 
+/// The validity of a column with NULLs: (as positions?, chunk). The NULL
+/// rows' positions when they are few (an int column of ascending numbers,
+/// delta-coded), else the bitmap of the present rows.
+fn encode_validity(valid: &[bool]) -> (bool, Vec<u8>) {
+    let bitmap = pack_bools(valid.iter().copied());
+    let nulls: Vec<i64> = valid.iter().enumerate().filter(|(_, p)| !**p).map(|(i, _)| i as i64).collect();
+    if nulls.len() * 8 >= bitmap.len() * 8 {
+        return (false, bitmap);
+    }
+    let mut positions = Vec::new();
+    int::encode(&nulls, &mut positions);
+    if positions.len() < bitmap.len() { (true, positions) } else { (false, bitmap) }
+}
+
+fn decode_validity(bytes: &[u8], rows: usize, positions: bool) -> Result<Vec<bool>> {
+    if !positions {
+        return unpack_bools(bytes, rows);
+    }
+    let mut c = Cursor::new(bytes);
+    let nulls = int::decode(&mut c, rows)?;
+    if !c.is_empty() {
+        return Err(DecodeError::Invalid("trailing bytes after NULL positions"));
+    }
+    let mut valid = vec![true; rows];
+    let mut last = -1i64;
+    for p in nulls {
+        if p <= last || p >= rows as i64 {
+            return Err(DecodeError::Invalid("NULL positions out of order or range"));
+        }
+        valid[p as usize] = false;
+        last = p;
+    }
+    Ok(valid)
+}
+
+/// `varint n | u8 form | ...`: raw bits, or runs when fewer bytes.
+fn encode_bools(vals: &[bool], out: &mut Vec<u8>) {
+    put_varint(out, vals.len() as u64);
+    let bits = pack_bools(vals.iter().copied());
+    let mut runs = Vec::new();
+    if let Some(&first) = vals.first() {
+        let mut lengths = Vec::new();
+        let mut len = 0i64;
+        let mut current = first;
+        for &v in vals {
+            if v == current {
+                len += 1;
+            } else {
+                lengths.push(len);
+                current = v;
+                len = 1;
+            }
+        }
+        lengths.push(len);
+        runs.push(u8::from(first));
+        int::encode(&lengths, &mut runs);
+    }
+    if !vals.is_empty() && runs.len() < bits.len() {
+        out.push(BOOL_RUNS);
+        out.extend_from_slice(&runs);
+    } else {
+        out.push(BOOL_BITS);
+        out.extend_from_slice(&bits);
+    }
+}
+
+fn decode_bools(c: &mut Cursor, limit: usize, version: u8) -> Result<Vec<bool>> {
+    let n = c.len("bool count", limit)?;
+    let form = if version >= 2 { c.u8("bool form")? } else { BOOL_BITS };
+    match form {
+        BOOL_BITS => unpack_bools(c.take(n.div_ceil(8), "bools")?, n),
+        BOOL_RUNS => {
+            let mut v = match c.u8("first bool")? {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::Invalid("bool run value")),
+            };
+            let lengths = int::decode(c, n)?;
+            let mut out = Vec::with_capacity(n);
+            for len in lengths {
+                if len <= 0 || len as u64 > (n - out.len()) as u64 {
+                    return Err(DecodeError::Invalid("bool run length"));
+                }
+                out.resize(out.len() + len as usize, v);
+                v = !v;
+            }
+            if out.len() != n {
+                return Err(DecodeError::Invalid("bool runs short of their count"));
+            }
+            Ok(out)
+        }
+        tag => Err(DecodeError::UnknownTag { what: "bool form", tag }),
+    }
+}
+
 /// A parsed directory over an encoded bucket; columns decode on demand.
 pub struct BucketReader<'a> {
     rows: usize,
@@ -75,7 +185,9 @@ pub struct EncodedColumn<'a> {
     pub attnum: u16,
     pub kind: ColumnKind,
     rows: usize,
-    validity: Option<&'a [u8]>,
+    version: u8,
+    /// The validity chunk, and whether it holds NULL positions (else a bitmap).
+    validity: Option<(&'a [u8], bool)>,
     body: &'a [u8],
 }
 
@@ -83,7 +195,7 @@ impl<'a> BucketReader<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
         let mut c = Cursor::new(bytes);
         let version = c.u8("version")?;
-        if version != FORMAT_VERSION {
+        if version == 0 || version > FORMAT_VERSION {
             return Err(DecodeError::UnsupportedVersion(version));
         }
         let rows = c.len("row count", MAX_BUCKET_ROWS)?;
@@ -91,15 +203,20 @@ impl<'a> BucketReader<'a> {
         let mut columns = Vec::with_capacity(ncols);
         for _ in 0..ncols {
             let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
-            let tag = c.u8("column kind")?;
+            let (tag, flags, known) = if version == 1 {
+                (c.u8("column kind")?, c.u8("column flags")?, FLAG_HAS_NULLS)
+            } else {
+                let b = c.u8("column kind")?;
+                (b & 15, b >> 4, FLAG_HAS_NULLS | FLAG_NULL_POSITIONS)
+            };
             let kind = ColumnKind::from_tag(tag).ok_or(DecodeError::UnknownTag { what: "column kind", tag })?;
-            let flags = c.u8("column flags")?;
-            if flags & !FLAG_HAS_NULLS != 0 {
+            if flags & !known != 0 || flags == FLAG_NULL_POSITIONS {
                 return Err(DecodeError::Invalid("unknown column flags"));
             }
-            let validity = if flags & FLAG_HAS_NULLS != 0 { Some(c.chunk("validity")?) } else { None };
+            let validity =
+                if flags & FLAG_HAS_NULLS != 0 { Some((c.chunk("validity")?, flags & FLAG_NULL_POSITIONS != 0)) } else { None };
             let body = c.chunk("column body")?;
-            columns.push(EncodedColumn { attnum, kind, rows, validity, body });
+            columns.push(EncodedColumn { attnum, kind, rows, version, validity, body });
         }
         if !c.is_empty() {
             return Err(DecodeError::Invalid("trailing bytes after last column"));
@@ -126,12 +243,12 @@ impl<'a> BucketReader<'a> {
 
 impl EncodedColumn<'_> {
     pub fn compressed_bytes(&self) -> usize {
-        self.body.len() + self.validity.map_or(0, <[u8]>::len)
+        self.body.len() + self.validity.map_or(0, |(v, _)| v.len())
     }
 
     pub fn decode(&self) -> Result<Column> {
         let validity = match self.validity {
-            Some(bits) => Some(unpack_bools(bits, self.rows)?),
+            Some((bytes, positions)) => Some(decode_validity(bytes, self.rows, positions)?),
             None => None,
         };
         let present = validity.as_ref().map_or(self.rows, |v| v.iter().filter(|x| **x).count());
@@ -143,11 +260,7 @@ impl EncodedColumn<'_> {
             // f64 that narrows to the same f32. Canonicalise, so that decoded
             // values compare equal to freshly widened ones.
             ColumnKind::Float32 => Values::Float(float::decode(&mut c, present)?.into_iter().map(|v| v as f32 as f64).collect()),
-            ColumnKind::Bool => {
-                let n = c.len("bool count", present)?;
-                let bits = c.take(n.div_ceil(8), "bools")?;
-                Values::Bool(unpack_bools(bits, n)?)
-            }
+            ColumnKind::Bool => Values::Bool(decode_bools(&mut c, present, self.version)?),
             ColumnKind::Bytes => Values::Bytes(bytes::decode(&mut c, present)?),
         };
         if values.len() != present {
@@ -172,5 +285,49 @@ fn expand(values: Values, validity: Option<&[bool]>) -> Values {
         Values::Float(v) => Values::Float(spread(v, valid, 0.0)),
         Values::Bool(v) => Values::Bool(spread(v, valid, false)),
         Values::Bytes(v) => Values::Bytes(v.spread(valid)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(rows: usize, col: &Column) -> Vec<u8> {
+        let bytes = encode_bucket(rows, std::slice::from_ref(col));
+        let back = BucketReader::parse(&bytes).unwrap().decode_all().unwrap();
+        assert_eq!(&back[0], col);
+        bytes
+    }
+
+    #[test]
+    fn rare_nulls_are_stored_as_positions() {
+        let mut col = Column::new(4, ColumnKind::Int);
+        (0..360).for_each(|i| if i % 90 == 7 { col.push_null() } else { col.push_int(i) });
+        let bytes = round_trip(360, &col);
+        // version, rows (2 bytes), columns, attnum, then kind and flags in one byte.
+        assert_eq!(bytes[5] >> 4, FLAG_HAS_NULLS | FLAG_NULL_POSITIONS);
+        let mut dense = Column::new(4, ColumnKind::Int);
+        (0..360).for_each(|i| if i % 3 == 0 { dense.push_null() } else { dense.push_int(i) });
+        assert_eq!(round_trip(360, &dense)[5] >> 4, FLAG_HAS_NULLS);
+    }
+
+    #[test]
+    fn booleans_that_rarely_flip_are_stored_as_runs() {
+        let mut col = Column::new(2, ColumnKind::Bool);
+        (0..1000).for_each(|i| col.push_bool((i / 300) % 2 == 1));
+        assert!(round_trip(1000, &col).len() < 30);
+        let mut noisy = Column::new(2, ColumnKind::Bool);
+        (0..1000).for_each(|i| noisy.push_bool((i * 7919) % 3 == 0));
+        round_trip(1000, &noisy);
+        round_trip(0, &Column::new(2, ColumnKind::Bool));
+    }
+
+    #[test]
+    fn version_1_flags_and_forms_are_rejected_where_unknown() {
+        // Version 2 with the positions flag but no NULLs flag.
+        let bytes = [2u8, 1, 1, 1, ColumnKind::Int as u8 | FLAG_NULL_POSITIONS << 4, 0];
+        assert!(BucketReader::parse(&bytes).is_err());
+        // Version 3 is not written yet.
+        assert!(BucketReader::parse(&[3u8, 0, 0]).is_err());
     }
 }

@@ -1,13 +1,13 @@
 //! Every payload version ever written stays readable: each version's bucket,
 //! as that release wrote it, is kept in tests/golden/ and must decode to the
-//! same columns. A new format version adds a file here; none is ever removed.
+//! same columns (those of its version: later ones exercise the forms they added). A new format version adds a file here; none is ever removed.
 //! (Regenerate the current version's file only when adding it:
 //! TSBUCKET_WRITE_GOLDEN=1 cargo test -p tsbucket-format --test golden.)
 
 use tsbucket_format::{encode_bucket, BucketReader, Column, ColumnKind, FORMAT_VERSION};
 
 /// The columns every golden file holds: each kind, with NULLs and extremes.
-fn expected_columns() -> (usize, Vec<Column>) {
+fn expected_columns(version: u8) -> (usize, Vec<Column>) {
     let rows = 300;
     let mut time = Column::new(1, ColumnKind::Timestamp);
     let mut int = Column::new(3, ColumnKind::Int);
@@ -37,17 +37,43 @@ fn expected_columns() -> (usize, Vec<Column>) {
             _ => bytes.push_bytes(format!("host_{}", i % 17).as_bytes()),
         }
     }
-    (rows as usize, vec![time, int, f64s, f32s, bools, bytes])
+    let mut columns = vec![time, int, f64s, f32s, bools, bytes];
+    if version >= 2 {
+        // The forms version 2 added: mixed-radix blocks (a walk of whole numbers),
+        // NULL positions, boolean runs, decimals with exceptions, ordered floats.
+        let mut walk = Column::new(10, ColumnKind::Float64);
+        let mut sparse = Column::new(11, ColumnKind::Int);
+        let mut runs = Column::new(12, ColumnKind::Bool);
+        let mut exceptions = Column::new(13, ColumnKind::Float64);
+        let mut precise = Column::new(14, ColumnKind::Float64);
+        let (mut level, mut x) = (50i64, 100.0f64);
+        for i in 0..rows as i64 {
+            level = (level + [1, -1, 2, 0, -2, 1, 1][(i * 5 % 7) as usize]).clamp(0, 100);
+            walk.push_float(level as f64);
+            if i % 97 == 3 { sparse.push_null() } else { sparse.push_int(level * 3) }
+            runs.push_bool((i / 70) % 2 == 0);
+            exceptions.push_float(match i {
+                17 => f64::INFINITY,
+                201 => -0.0,
+                _ => level as f64 / 100.0,
+            });
+            x += ((i * 7919 % 1000) as f64 - 499.5) * 1e-3 / 3.0;
+            precise.push_float(x);
+        }
+        columns.extend([walk, sparse, runs, exceptions, precise]);
+    }
+    (rows as usize, columns)
 }
 
 #[test]
 fn every_written_version_decodes() {
-    let (rows, expected) = expected_columns();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
     if std::env::var_os("TSBUCKET_WRITE_GOLDEN").is_some() {
+        let (rows, expected) = expected_columns(FORMAT_VERSION);
         std::fs::write(format!("{dir}/v{FORMAT_VERSION}.bin"), encode_bucket(rows, &expected)).unwrap();
     }
     for version in 1..=FORMAT_VERSION {
+        let (rows, expected) = expected_columns(version);
         let path = format!("{dir}/v{version}.bin");
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}: every format version needs its golden file"));
         let reader = BucketReader::parse(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"));

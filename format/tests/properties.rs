@@ -81,6 +81,64 @@ fn build(attnum: u16, kind: ColumnKind, cells: Vec<Cell>) -> Column {
     col
 }
 
+/// Columns shaped like time series, which take the codecs' compact forms
+/// (mixed-radix blocks of random walks, NULL positions, boolean runs,
+/// decimals with a few exceptions, full-precision walks held in order):
+/// each step of a walk is drawn from a small alphabet, NULLs and flips are
+/// rare, specials rarer.
+fn shaped_column(attnum: u16, kind: ColumnKind, rows: usize) -> impl Strategy<Value = Column> {
+    (
+        1u64..12,
+        prop::collection::vec((any::<u16>(), any::<u16>(), any::<u16>()), rows),
+        prop::sample::select(vec![0u32, 1, 2, 5]),
+        prop::sample::select(vec![0u16, 3, 40, 400]),
+    )
+        .prop_map(move |(steps, draws, digits, null_per_mille)| {
+            let mut col = Column::new(attnum, kind);
+            let mut level = 1000i64;
+            let mut flag = false;
+            let mut x = 100.0f64;
+            for (a, b, c) in draws {
+                if (a % 1000) < null_per_mille {
+                    col.push_null();
+                    continue;
+                }
+                level += (b as i64 % (2 * steps as i64 + 1)) - steps as i64;
+                match kind {
+                    ColumnKind::Timestamp => col.push_int(1_700_000_000_000_000 + level * 10_000_000),
+                    ColumnKind::Int => col.push_int(level),
+                    ColumnKind::Float64 | ColumnKind::Float32 => {
+                        let special = [f64::NAN, -0.0, f64::INFINITY, 1.0 / 3.0];
+                        let v = if c % 97 == 0 {
+                            special[(c / 97) as usize % special.len()]
+                        } else if digits == 5 {
+                            x += (c as f64 / 65_536.0 - 0.5) * 1.000_001;
+                            x
+                        } else {
+                            level as f64 / 10f64.powi(digits as i32)
+                        };
+                        col.push_float(if kind == ColumnKind::Float32 { v as f32 as f64 } else { v })
+                    }
+                    ColumnKind::Bool => {
+                        if c % 29 == 0 {
+                            flag = !flag;
+                        }
+                        col.push_bool(flag)
+                    }
+                    ColumnKind::Bytes => col.push_bytes(format!("status_{}", level.rem_euclid(4)).as_bytes()),
+                }
+            }
+            col
+        })
+}
+
+fn shaped_bucket() -> impl Strategy<Value = (usize, Vec<Column>)> {
+    (0usize..1000, prop::collection::vec(kind(), 1..6)).prop_flat_map(|(rows, kinds)| {
+        let cols: Vec<_> = kinds.into_iter().enumerate().map(|(i, k)| shaped_column(i as u16 + 1, k, rows)).collect();
+        (Just(rows), cols)
+    })
+}
+
 /// Same rows, same NULLs, same bits.
 fn assert_same(a: &Column, b: &Column) {
     assert_eq!(a.attnum, b.attnum);
@@ -114,6 +172,30 @@ proptest! {
         prop_assert_eq!(decoded.len(), columns.len());
         for (a, b) in columns.iter().zip(&decoded) {
             assert_same(a, b);
+        }
+    }
+
+    #[test]
+    fn shaped_buckets_round_trip((rows, columns) in shaped_bucket()) {
+        let bytes = encode_bucket(rows, &columns);
+        let decoded = BucketReader::parse(&bytes).unwrap().decode_all().unwrap();
+        for (a, b) in columns.iter().zip(&decoded) {
+            assert_same(a, b);
+        }
+    }
+
+    #[test]
+    fn corrupt_shaped_payloads_error_instead_of_panicking(
+        (rows, columns) in shaped_bucket(),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+    ) {
+        let mut bytes = encode_bucket(rows, &columns);
+        for (at, value) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] = value;
+        }
+        if let Ok(reader) = BucketReader::parse(&bytes) {
+            let _ = reader.decode_all();
         }
     }
 
@@ -258,5 +340,31 @@ proptest! {
                 let _ = push_value(&mut col, k, v);
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Every column's statistics read back as computed (decimal bounds and
+    /// sums in their compact form included), and corrupt ones never panic.
+    #[test]
+    fn stats_round_trip_and_never_panic(
+        (_, columns) in prop_oneof![bucket(), shaped_bucket()],
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..6),
+    ) {
+        use tsbucket_format::stats::{column_stats, decode_stats, encode_stats};
+        let stats: Vec<_> = columns.iter().filter_map(column_stats).collect();
+        let mut bytes = encode_stats(&stats);
+        let back = decode_stats(&bytes).unwrap();
+        prop_assert_eq!(back.len(), stats.len());
+        for (a, b) in stats.iter().zip(&back) {
+            prop_assert!(a.matches(b), "{:?} read back as {:?}", a, b);
+        }
+        for (at, value) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] = value;
+        }
+        let _ = decode_stats(&bytes);
     }
 }

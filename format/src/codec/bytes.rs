@@ -1,6 +1,11 @@
 //! Codec for variable-length values (text, bytea, jsonb, numeric, arrays... as
 //! their raw bytes). Repeated values, the common case for tags and states, get a
 //! dictionary; everything else is length-prefixed and lz4-compressed.
+//!
+//! Format version 2 adds forms for small data, where lz4's framing outweighs
+//! what it saves: a column of one value (a bucket's tag) as `varint n |
+//! varint length | bytes`, and the dictionary and plain forms with their
+//! bytes stored as they are when lz4 would not make them smaller.
 
 use super::int;
 use crate::bits::{put_chunk, put_varint, Cursor};
@@ -10,6 +15,9 @@ use std::collections::HashMap;
 
 const DICTIONARY: u8 = 0;
 const PLAIN: u8 = 1;
+const CONSTANT: u8 = 2;
+const DICTIONARY_RAW: u8 = 3;
+const PLAIN_RAW: u8 = 4;
 /// lz4 cannot expand more than ~255x; a larger claim is corruption.
 const LZ4_MAX_RATIO: usize = 255;
 
@@ -18,11 +26,10 @@ pub fn encode(values: &ByteValues, out: &mut Vec<u8>) {
     if let Some(first) = values.get(0)
         && values.iter().all(|v| v == first)
     {
-        let mut dict = ByteValues::default();
-        dict.push(first);
-        out.push(DICTIONARY);
-        out.extend_from_slice(&encode_plain(&dict)[1..]);
-        int::encode(&vec![0; values.len()], out);
+        out.push(CONSTANT);
+        put_varint(out, values.len() as u64);
+        put_varint(out, first.len() as u64);
+        out.extend_from_slice(first);
         return;
     }
     match encode_dictionary(values) {
@@ -36,11 +43,16 @@ pub fn encode(values: &ByteValues, out: &mut Vec<u8>) {
     }
 }
 
+/// `PLAIN | lengths | chunk of lz4`, or `PLAIN_RAW | lengths | chunk of the
+/// bytes` when lz4 would not make them smaller.
 fn encode_plain(values: &ByteValues) -> Vec<u8> {
-    let mut out = vec![PLAIN];
+    let data = values.concatenated();
+    let compressed = compress(&data);
+    let raw = compressed.len() >= data.len();
+    let mut out = vec![if raw { PLAIN_RAW } else { PLAIN }];
     let lengths: Vec<i64> = values.iter().map(|v| v.len() as i64).collect();
     int::encode(&lengths, &mut out);
-    put_chunk(&mut out, &compress(&values.concatenated()));
+    put_chunk(&mut out, if raw { &data } else { &compressed });
     out
 }
 
@@ -60,8 +72,9 @@ fn encode_dictionary(values: &ByteValues) -> Option<(Vec<u8>, usize)> {
     if dict.len() * 2 > values.len() {
         return None;
     }
-    let mut out = vec![DICTIONARY];
-    out.extend_from_slice(&encode_plain(&dict)[1..]);
+    let entries = encode_plain(&dict);
+    let mut out = vec![if entries[0] == PLAIN_RAW { DICTIONARY_RAW } else { DICTIONARY }];
+    out.extend_from_slice(&entries[1..]);
     int::encode(&codes, &mut out);
     Some((out, dict.len()))
 }
@@ -81,9 +94,9 @@ fn decompress(chunk: &[u8]) -> Result<Vec<u8>> {
     lz4_flex::block::decompress(rest, size).map_err(|_| DecodeError::Invalid("lz4 block is corrupt"))
 }
 
-fn decode_plain(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
+fn decode_plain(c: &mut Cursor, limit: usize, raw: bool) -> Result<ByteValues> {
     let lengths = int::decode(c, limit)?;
-    let data = decompress(c.chunk("lz4 data")?)?;
+    let data = if raw { c.chunk("value bytes")?.to_vec() } else { decompress(c.chunk("lz4 data")?)? };
     let mut offsets = Vec::with_capacity(lengths.len() + 1);
     offsets.push(0u32);
     let mut end: u64 = 0;
@@ -105,9 +118,16 @@ fn decode_plain(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
 
 pub fn decode(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
     match c.u8("bytes codec")? {
-        PLAIN => decode_plain(c, limit),
-        DICTIONARY => {
-            let dict = decode_plain(c, limit)?;
+        tag @ (PLAIN | PLAIN_RAW) => decode_plain(c, limit, tag == PLAIN_RAW),
+        CONSTANT => {
+            let n = c.len("value count", limit)?;
+            let value = c.chunk("constant value")?;
+            let mut dict = ByteValues::default();
+            dict.push(value);
+            ByteValues::from_dictionary(dict, vec![0; n]).ok_or(DecodeError::Invalid("constant column"))
+        }
+        tag @ (DICTIONARY | DICTIONARY_RAW) => {
+            let dict = decode_plain(c, limit, tag == DICTIONARY_RAW)?;
             let codes = int::decode(c, limit)?
                 .into_iter()
                 .map(|code| u32::try_from(code).map_err(|_| DecodeError::Invalid("dictionary code out of range")))

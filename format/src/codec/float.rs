@@ -2,8 +2,13 @@
 //! stored as 37.0, a temperature rounded to 0.1): when every value is exactly
 //! `n / 10^k` for a small k, we store the integers n with the integer codec,
 //! which turns a random walk of whole numbers into a few bits per value.
-//! Everything else (and NaN, infinities, -0.0) uses Gorilla XOR encoding.
-//! Whatever is chosen is verified bit-exact before it is used.
+//! A few values that are not (a NaN, an infinity, -0.0, one reading of full
+//! precision) stay exceptions, stored as they are, so that they do not cost
+//! the rest of the column its decimals (format version 2). Other floats are
+//! stored with Gorilla XOR encoding or, for slowly moving full-precision
+//! values, as their bits mapped to integers in the floats' order, delta-coded
+//! by the integer codec (version 2), whichever is smaller. Whatever is chosen
+//! is verified bit-exact before it is used.
 
 use super::int;
 use crate::bits::{put_varint, BitReader, BitWriter, Cursor};
@@ -11,6 +16,14 @@ use crate::error::{DecodeError, Result};
 
 const DECIMAL: u8 = 0;
 const XOR: u8 = 1;
+const DECIMAL_EXCEPTIONS: u8 = 2;
+const ORDERED: u8 = 3;
+/// A column takes the decimal form with exceptions while at most one value in
+/// this many is one.
+const EXCEPTION_SHARE: usize = 16;
+/// Gorilla: a new window is written once reusing the previous one would
+/// waste more bits than this (TimescaleDB's rule; a window costs 12 bits).
+const WINDOW_WASTE: u32 = 12;
 const MAX_DECIMAL_DIGITS: u32 = 9;
 /// Integers above this are not exact in f64, so scaling would lose values.
 const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
@@ -18,43 +31,78 @@ const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
 /// `bits_equal` tells whether a reconstructed f64 reproduces the original value
 /// exactly in the column's own width (f32 columns compare after narrowing).
 pub fn encode(values: &[f64], is_f32: bool, out: &mut Vec<u8>) {
-    if let Some((digits, ints)) = as_decimals(values, is_f32) {
-        let mut dec = vec![DECIMAL, digits as u8];
+    let mut candidates = Vec::new();
+    if let Some((digits, ints, exceptions)) = as_decimals(values, is_f32) {
+        let mut dec = if exceptions.is_empty() { vec![DECIMAL, digits as u8] } else { vec![DECIMAL_EXCEPTIONS, digits as u8] };
+        if !exceptions.is_empty() {
+            put_varint(&mut dec, exceptions.len() as u64);
+            let mut last = 0;
+            for &i in &exceptions {
+                put_varint(&mut dec, (i - last) as u64);
+                dec.extend_from_slice(&values[i].to_bits().to_le_bytes());
+                last = i;
+            }
+        }
         int::encode(&ints, &mut dec);
-        // Few digits: scaled integers beat XOR on every series we measured, so
-        // skip the second encoding; many digits: keep whichever is smaller.
+        // Few digits: scaled integers beat the other forms on every series we
+        // measured, so skip encoding them; many digits: keep whichever is smaller.
         if digits <= 3 {
             out.extend_from_slice(&dec);
             return;
         }
-        let xor = encode_xor(values);
-        out.extend_from_slice(if dec.len() <= xor.len() { &dec } else { &xor });
-        return;
+        candidates.push(dec);
     }
-    out.extend_from_slice(&encode_xor(values));
+    candidates.push(encode_xor(values));
+    candidates.push(encode_ordered(values));
+    out.extend_from_slice(candidates.iter().min_by_key(|c| c.len()).expect("candidates"));
+}
+
+/// A float's bits as an integer in the floats' order (-0.0 just below +0.0,
+/// NaNs at the ends), so that nearby values have nearby integers; an involution.
+#[inline]
+fn ordered(bits: u64) -> i64 {
+    let i = bits as i64;
+    if i < 0 { i ^ i64::MAX } else { i }
+}
+
+fn encode_ordered(values: &[f64]) -> Vec<u8> {
+    let mut out = vec![ORDERED];
+    let keys: Vec<i64> = values.iter().map(|v| ordered(v.to_bits())).collect();
+    int::encode(&keys, &mut out);
+    out
 }
 
 fn same_bits(a: f64, b: f64, is_f32: bool) -> bool {
     if is_f32 { (a as f32).to_bits() == (b as f32).to_bits() } else { a.to_bits() == b.to_bits() }
 }
 
-fn as_decimals(values: &[f64], is_f32: bool) -> Option<(u32, Vec<i64>)> {
+/// The fewest digits k for which the values are `n / 10^k`, all but at most
+/// one in EXCEPTION_SHARE of them: (k, the n, the exceptions' positions). An
+/// exception's n repeats the previous value's, which costs the integer codec
+/// least.
+fn as_decimals(values: &[f64], is_f32: bool) -> Option<(u32, Vec<i64>, Vec<usize>)> {
+    let allowed = values.len() / EXCEPTION_SHARE;
     'digits: for digits in 0..=MAX_DECIMAL_DIGITS {
         let scale = 10f64.powi(digits as i32);
         let mut ints = Vec::with_capacity(values.len());
-        for &v in values {
+        let mut exceptions = Vec::new();
+        let mut last = 0i64;
+        for (i, &v) in values.iter().enumerate() {
             let scaled = (v * scale).round();
-            if !scaled.is_finite() || scaled.abs() >= MAX_EXACT {
-                return None;
-            }
             // Check exactly what the decoder will compute.
             let n = scaled as i64;
-            if !same_bits(n as f64 / scale, v, is_f32) {
+            if scaled.is_finite() && scaled.abs() < MAX_EXACT && same_bits(n as f64 / scale, v, is_f32) {
+                ints.push(n);
+                last = n;
+                continue;
+            }
+            if exceptions.len() == allowed {
                 continue 'digits;
             }
-            ints.push(n);
+            exceptions.push(i);
+            ints.push(last);
         }
-        return Some((digits, ints));
+        return Some((digits, ints, exceptions));
     }
     None
 }
@@ -78,7 +126,8 @@ fn encode_xor(values: &[f64]) -> Vec<u8> {
         w.put(1, 1);
         let lead = x.leading_zeros().min(63);
         let trail = x.trailing_zeros();
-        if prev_lead != u32::MAX && lead >= prev_lead && trail >= prev_trail {
+        let fits = prev_lead != u32::MAX && lead >= prev_lead && trail >= prev_trail;
+        if fits && (lead - prev_lead) + (trail - prev_trail) <= WINDOW_WASTE {
             w.put(0, 1);
             w.put(x >> prev_trail, 64 - prev_lead - prev_trail);
         } else {
@@ -97,14 +146,32 @@ fn encode_xor(values: &[f64]) -> Vec<u8> {
 
 pub fn decode(c: &mut Cursor, limit: usize) -> Result<Vec<f64>> {
     match c.u8("float codec")? {
-        DECIMAL => {
+        tag @ (DECIMAL | DECIMAL_EXCEPTIONS) => {
             let digits = u32::from(c.u8("decimal digits")?);
             if digits > MAX_DECIMAL_DIGITS {
                 return Err(DecodeError::Invalid("decimal digits out of range"));
             }
+            let mut exceptions = Vec::new();
+            if tag == DECIMAL_EXCEPTIONS {
+                let count = c.len("exception count", limit)?;
+                let mut at = 0usize;
+                for k in 0..count {
+                    let step = c.len("exception position", limit)?;
+                    if k > 0 && step == 0 {
+                        return Err(DecodeError::Invalid("exception positions out of order"));
+                    }
+                    at += step;
+                    exceptions.push((at, f64::from_bits(c.u64_le("exception")?)));
+                }
+            }
             let scale = 10f64.powi(digits as i32);
-            Ok(int::decode(c, limit)?.into_iter().map(|n| n as f64 / scale).collect())
+            let mut values: Vec<f64> = int::decode(c, limit)?.into_iter().map(|n| n as f64 / scale).collect();
+            for (at, v) in exceptions {
+                *values.get_mut(at).ok_or(DecodeError::Invalid("exception position out of range"))? = v;
+            }
+            Ok(values)
         }
+        ORDERED => Ok(int::decode(c, limit)?.into_iter().map(|k| f64::from_bits(ordered_inverse(k))).collect()),
         XOR => {
             let n = c.len("float count", limit)?;
             let rest = c.take(c.remaining(), "xor stream")?;
@@ -112,6 +179,11 @@ pub fn decode(c: &mut Cursor, limit: usize) -> Result<Vec<f64>> {
         }
         tag => Err(DecodeError::UnknownTag { what: "float codec", tag }),
     }
+}
+
+#[inline]
+fn ordered_inverse(key: i64) -> u64 {
+    ordered(key as u64) as u64
 }
 
 fn decode_xor(bytes: &[u8], n: usize) -> Result<Vec<f64>> {
@@ -173,6 +245,54 @@ mod tests {
         encode(&v, false, &mut out);
         assert_eq!(out[0], DECIMAL);
         round_trip(&v, false);
+    }
+
+    #[test]
+    fn the_order_mapping_is_monotone_and_its_own_inverse() {
+        let xs = [f64::NEG_INFINITY, -1e300, -2.0, -1.0, -5e-324, -0.0, 0.0, 5e-324, 1.0, 2.0, 1e300, f64::INFINITY];
+        let keys: Vec<i64> = xs.iter().map(|x| ordered(x.to_bits())).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        for x in xs.iter().chain(&[f64::NAN, -f64::NAN]) {
+            assert_eq!(ordered_inverse(ordered(x.to_bits())), x.to_bits());
+        }
+    }
+
+    #[test]
+    fn a_few_exceptions_keep_the_decimals() {
+        let mut v: Vec<f64> = (0..360).map(|i| (200 + (i * 7) % 13) as f64 / 10.0).collect();
+        v[5] = f64::NAN;
+        v[100] = -0.0;
+        v[359] = 1.0 / 3.0;
+        let mut out = Vec::new();
+        encode(&v, false, &mut out);
+        assert_eq!(out[0], DECIMAL_EXCEPTIONS);
+        assert!(round_trip(&v, false) < 260, "{}", round_trip(&v, false));
+        // Too many: another form.
+        let w: Vec<f64> = (0..360).map(|i| if i % 3 == 0 { f64::NAN } else { i as f64 }).collect();
+        let mut out = Vec::new();
+        encode(&w, false, &mut out);
+        assert_ne!(out[0], DECIMAL_EXCEPTIONS);
+        round_trip(&w, false);
+    }
+
+    #[test]
+    fn a_full_precision_walk_takes_the_ordered_form() {
+        let mut x = 100.0f64;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let walk: Vec<f64> = (0..1000)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                x += (seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+                x
+            })
+            .collect();
+        let mut out = Vec::new();
+        encode(&walk, false, &mut out);
+        assert_eq!(out[0], ORDERED);
+        // About 47 bits a value (the step's range over the ulp near 100), well below Gorilla's.
+        assert!(round_trip(&walk, false) < 1000 * 50 / 8, "{}", round_trip(&walk, false));
     }
 
     #[test]
