@@ -40,12 +40,15 @@ fn expected_columns(version: u8) -> (usize, Vec<Column>) {
     let mut columns = vec![time, int, f64s, f32s, bools, bytes];
     if version >= 2 {
         // The forms version 2 added: mixed-radix blocks (a walk of whole numbers),
-        // NULL positions, boolean runs, decimals with exceptions, ordered floats.
+        // NULL positions, boolean runs, decimals with exceptions, ordered floats,
+        // a text constant, a small dictionary stored without lz4.
         let mut walk = Column::new(10, ColumnKind::Float64);
         let mut sparse = Column::new(11, ColumnKind::Int);
         let mut runs = Column::new(12, ColumnKind::Bool);
         let mut exceptions = Column::new(13, ColumnKind::Float64);
         let mut precise = Column::new(14, ColumnKind::Float64);
+        let mut tag = Column::new(15, ColumnKind::Bytes);
+        let mut states = Column::new(16, ColumnKind::Bytes);
         let (mut level, mut x) = (50i64, 100.0f64);
         for i in 0..rows as i64 {
             level = (level + [1, -1, 2, 0, -2, 1, 1][(i * 5 % 7) as usize]).clamp(0, 100);
@@ -59,8 +62,10 @@ fn expected_columns(version: u8) -> (usize, Vec<Column>) {
             });
             x += ((i * 7919 % 1000) as f64 - 499.5) * 1e-3 / 3.0;
             precise.push_float(x);
+            tag.push_bytes(b"eu-central-1");
+            states.push_bytes([b"ok".as_slice(), b"warn", b"fault"][(i / 40 % 3) as usize]);
         }
-        columns.extend([walk, sparse, runs, exceptions, precise]);
+        columns.extend([walk, sparse, runs, exceptions, precise, tag, states]);
     }
     (rows as usize, columns)
 }
