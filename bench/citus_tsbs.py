@@ -36,7 +36,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 from bench import SCHEMAS  # noqa: E402
 from conftest import CitusFormation, citus_installed  # noqa: E402
-from tsbs import DIFFERENT, HOSTS, QUERIES, answers, csv_path, fmt_ms, fmt_ratio, measure  # noqa: E402
+from tsbs import DEVOPS_QUERIES, DIFFERENT, HOSTS, answers, csv_path, fmt_ms, fmt_ratio, measure  # noqa: E402
 
 def plan_summary(conn, sql):
     """What the (first) TsBucketScan of `sql`'s plan does, the remote plan of
@@ -93,7 +93,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--queries", default="", help="comma-separated query types (default: all 15)")
     a = p.parse_args()
-    a.queries = a.queries.split(",") if a.queries else list(QUERIES)
+    a.queries = a.queries.split(",") if a.queries else list(DEVOPS_QUERIES)
     if not citus_installed():
         print("Citus is not installed for this PostgreSQL (scripts/setup.sh builds it from ../shared/vendor)", file=sys.stderr)
         return 2
@@ -119,8 +119,10 @@ def main():
             unvectorised = []
             for name in a.queries:
                 rng = random.Random(f"{a.seed}:{name}")
-                sqls = [QUERIES[name](rng, HOSTS, a.days) for _ in range(1 if name == "lastpoint" else a.instances)]
-                ms, worst = measure(conn, tables, sqls, a.runs)
+                q = DEVOPS_QUERIES[name]
+                sql_list = [q.build(rng, HOSTS, a.days, False) for _ in range(1 if name == "lastpoint" else a.instances)]
+                sqls = {label: sql_list for label in tables}
+                ms, worst, _ = measure(conn, tables, sqls, a.runs, q.ordered)
                 different |= max(worst.values()) == DIFFERENT
                 local = plan_summary(conn, sqls[0].replace("{t}", "cpu_single"))
                 summary = plan_summary(conn, sqls[0].replace("{t}", "cpu_dist"))

@@ -41,12 +41,18 @@ pub fn encode(values: &[i64], out: &mut Vec<u8>) {
         put_varint(out, zigzag(values[0]));
         return;
     }
-    // Size each transform from its block widths, then encode only the smallest.
-    let best = [Transform::FrameOfReference, Transform::Delta, Transform::DeltaOfDelta]
+    // Size each transform from its blocks, then write the smallest's residuals.
+    let (best, residuals) = [Transform::FrameOfReference, Transform::Delta, Transform::DeltaOfDelta]
         .into_iter()
-        .min_by_key(|&t| packed_size(&residuals(values, t)))
+        .map(|t| {
+            let r = residuals(values, t);
+            (t, packed_size(&r), r)
+        })
+        .min_by_key(|(_, size, _)| *size)
+        .map(|(t, _, r)| (t, r))
         .expect("three candidates");
-    out.extend_from_slice(&encode_with(values, best));
+    write_header(values, best, out);
+    pack_blocks(&residuals, out);
 }
 
 fn residuals(values: &[i64], t: Transform) -> Vec<u64> {
@@ -169,21 +175,19 @@ impl Divisor {
     }
 }
 
-fn encode_with(values: &[i64], t: Transform) -> Vec<u8> {
-    let mut out = vec![t as u8];
+fn write_header(values: &[i64], t: Transform, out: &mut Vec<u8>) {
+    out.push(t as u8);
     match t {
         Transform::Constant => unreachable!("handled by caller"),
-        Transform::FrameOfReference => put_varint(&mut out, zigzag(*values.iter().min().expect("non-empty"))),
-        Transform::Delta => put_varint(&mut out, zigzag(values[0])),
+        Transform::FrameOfReference => put_varint(out, zigzag(*values.iter().min().expect("non-empty"))),
+        Transform::Delta => put_varint(out, zigzag(values[0])),
         Transform::DeltaOfDelta => {
-            put_varint(&mut out, zigzag(values[0]));
+            put_varint(out, zigzag(values[0]));
             if values.len() >= 2 {
-                put_varint(&mut out, zigzag(values[1].wrapping_sub(values[0])));
+                put_varint(out, zigzag(values[1].wrapping_sub(values[0])));
             }
         }
     }
-    pack_blocks(&residuals(values, t), &mut out);
-    out
 }
 
 fn pack_blocks(residuals: &[u64], out: &mut Vec<u8>) {
