@@ -20,6 +20,8 @@ pub(super) struct Key {
     pub plan: KeyPlan,
     /// For a time bucket: its expression, evaluated on a row holding only the time.
     pub expr: *mut pg_sys::ExprState,
+    /// For a time bucket that is plain arithmetic: computed without Postgres.
+    pub fixed: Option<crate::scan::time_bucket::FixedBucket>,
 }
 
 /// The quals of the scan, split by who decides them.
@@ -207,7 +209,7 @@ impl AggregatingScan {
                 KeyPlan::TimeBucket => {
                     // SAFETY: `key.expr` is the time bucket's expression, compiled for this node's `econtext`; `row_slot`
                     // is free while a header is checked (no bucket row is in it).
-                    let (first, last) = unsafe { (self.time_bucket(key.expr, b.min_time), self.time_bucket(key.expr, b.max_time)) };
+                    let (first, last) = unsafe { (self.time_bucket(key, b.min_time), self.time_bucket(key, b.max_time)) };
                     if first.0.value() != last.0.value() || first.1 != last.1 {
                         return None;
                     }
@@ -329,7 +331,7 @@ impl AggregatingScan {
                             KeyPlan::TimeBucket => {
                                 // SAFETY: `key.expr` is compiled for this node's `econtext`; `row_slot` is free again once
                                 // the residual qual has run on this bucket's rows.
-                                let (d, null) = unsafe { self.time_bucket(key.expr, t) };
+                                let (d, null) = unsafe { self.time_bucket(key, t) };
                                 (d.value(), null)
                             }
                             _ => (t as usize, false),
@@ -445,8 +447,13 @@ impl AggregatingScan {
         first_last::encode(&first_last::Chosen { time, value: bytes, typlen: attr.typlen, typbyval: attr.typbyval })
     }
 
-    /// The time bucket of time `t` (microseconds), computed by Postgres.
-    unsafe fn time_bucket(&self, expr: *mut pg_sys::ExprState, t: i64) -> (pg_sys::Datum, bool) {
+    /// The time bucket of time `t` (microseconds): plain arithmetic where it
+    /// is that, else computed by Postgres.
+    unsafe fn time_bucket(&self, key: &Key, t: i64) -> (pg_sys::Datum, bool) {
+        if let Some(k) = key.fixed.and_then(|f| f.key(t)) {
+            return (pg_sys::Datum::from(k), false);
+        }
+        let expr = key.expr;
         let slot = self.row_slot;
         let time = self.config.time_attnum as usize - 1;
         // SAFETY: `row_slot` is this scan's own virtual slot of `self.rel` (made by begin, not holding a row the caller still

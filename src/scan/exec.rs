@@ -232,7 +232,13 @@ unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, 
             } else {
                 std::ptr::null_mut()
             };
-            keys.push(crate::scan::aggregating::Key { plan, expr });
+            let fixed = if plan == crate::scan::agg_plan::KeyPlan::TimeBucket {
+                // SAFETY: `e` is the key's expression node and `scanrelid` its scan's range-table index.
+                unsafe { crate::scan::time_bucket::fixed_bucket(e, scanrelid, config.time_attnum) }
+            } else {
+                None
+            };
+            keys.push(crate::scan::aggregating::Key { plan, expr, fixed });
         } else {
             let aggref = e as *mut pg_sys::Aggref;
             // SAFETY: entries after the keys are Aggrefs; `aggref.args` is their List of argument TargetEntries.

@@ -266,6 +266,25 @@ SELECT (SELECT array_agg(x::text) FROM (SELECT date_trunc(u, time), s, count(*),
      = (SELECT array_agg(x::text) FROM (SELECT date_trunc(u, time), s, count(*), sum(v) FROM dst_heap GROUP BY 1, 2 ORDER BY 1, 2) x) AS same, u
   FROM unnest(ARRAY['minute', 'hour', 'day']) u;
 SELECT date_trunc('hour', time), count(*), min(v), max(v) FROM dst WHERE time >= '2024-11-03 00:30' AND time < '2024-11-03 03:00' GROUP BY 1 ORDER BY 1;
+-- Zones of one fixed offset: buckets computed as arithmetic by the scan,
+-- the same as Postgres's date_trunc; date_bin with origins before and after
+-- the rows; an infinite origin raises as Postgres does.
+CREATE FUNCTION same_buckets(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE a text; b text;
+BEGIN
+  EXECUTE format('SELECT array_agg(x::text ORDER BY x::text) FROM (%s) x', replace(q, '$t', 'dst')) INTO a;
+  EXECUTE format('SELECT array_agg(x::text ORDER BY x::text) FROM (%s) x', replace(q, '$t', 'dst_heap')) INTO b;
+  RETURN a IS NOT DISTINCT FROM b AND a IS NOT NULL;
+END $$;
+SET TIME ZONE INTERVAL '+05:30' HOUR TO MINUTE;
+SELECT u, same_buckets(format($$SELECT date_trunc(%L, time), s, count(*), sum(v) FROM $t GROUP BY 1, 2$$, u)) FROM unnest(ARRAY['minute', 'hour', 'day']) u;
+SET timezone = 'Etc/GMT+3';
+SELECT u, same_buckets(format($$SELECT date_trunc(%L, time), s, count(*), sum(v) FROM $t GROUP BY 1, 2$$, u)) FROM unnest(ARRAY['second', 'hour', 'day']) u;
+SELECT o, same_buckets(format($$SELECT date_bin('1 day 3 hours 7 minutes', time, %L), count(*), max(v) FROM $t GROUP BY 1$$, o))
+  FROM unnest(ARRAY['2030-01-01 00:00:00.5', '1900-01-01', '2024-11-03 01:17']) o;
+SELECT date_bin('1 hour', time, 'infinity'), count(*) FROM dst GROUP BY 1;
+SELECT date_bin('1 hour', time, '-infinity'), count(*) FROM dst GROUP BY 1;
+DROP FUNCTION same_buckets(text);
 RESET timezone;
 SET timezone = 'UTC';
 -- Not computed in the scan: a domain column (stored by its own OID), a
