@@ -1015,6 +1015,10 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     r record;
     a record;
+    t regclass;
+    l jsonb;
+    old_name name;
+    new_name name;
 BEGIN
     -- A new partitioned table may get a tsbucket label next (a restore): a
     -- call into tsbucket's library registers the label provider in this
@@ -1027,20 +1031,35 @@ BEGIN
                     AND EXISTS (SELECT 1 FROM pg_class k WHERE k.oid = l.objoid AND k.relkind = 'p')) THEN
         RETURN;
     END IF;
+    -- A renamed time or meta column of a partitioned time-series table:
+    -- Postgres renames it in every partition (whose configuration follows
+    -- column numbers), and the labels of the partitioned tables, which name
+    -- it (for pg_dump and later partitions), follow here. A rename reports
+    -- the column (objsubid); the name a label holds that the table no
+    -- longer has is the old one.
+    FOR r IN SELECT d.objid, d.objsubid FROM pg_event_trigger_ddl_commands() d JOIN pg_class k ON k.oid = d.objid
+              WHERE d.classid = 'pg_class'::regclass AND d.objsubid > 0 AND k.relkind = 'p' LOOP
+        SELECT attname INTO new_name FROM pg_attribute WHERE attrelid = r.objid AND attnum = r.objsubid AND NOT attisdropped;
+        CONTINUE WHEN new_name IS NULL;
+        FOR t IN SELECT p.relid FROM pg_partition_tree(r.objid) p JOIN pg_class k ON k.oid = p.relid WHERE k.relkind = 'p' LOOP
+            l := tsbucket._partitioned_label(t)::jsonb;
+            CONTINUE WHEN l IS NULL;
+            SELECT n.c INTO old_name FROM (SELECT l ->> 'time_column' AS c UNION ALL SELECT jsonb_array_elements_text(l -> 'meta_columns')) n
+             WHERE NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = t AND attname = n.c AND attnum > 0 AND NOT attisdropped);
+            CONTINUE WHEN old_name IS NULL;
+            IF l ->> 'time_column' = old_name THEN
+                l := jsonb_set(l, '{time_column}', to_jsonb(new_name));
+            ELSE
+                l := jsonb_set(l, '{meta_columns}', (SELECT jsonb_agg(CASE WHEN e.c = old_name THEN new_name ELSE e.c END ORDER BY e.o)
+                                                        FROM jsonb_array_elements_text(l -> 'meta_columns') WITH ORDINALITY e(c, o)));
+            END IF;
+            PERFORM tsbucket._set_partitioned_label(t, l::text);
+        END LOOP;
+        -- The leaves' own labels (tsbucket._ddl_guard rewrites those of the tables a command names).
+        PERFORM tsbucket._sync_label(x) FROM tsbucket._leaves(r.objid) x;
+    END LOOP;
     FOR r IN SELECT DISTINCT d.objid FROM pg_event_trigger_ddl_commands() d JOIN pg_class k ON k.oid = d.objid
               WHERE d.classid = 'pg_class'::regclass AND k.relkind IN ('r', 'p') LOOP
-        -- The label names the time and meta columns (for pg_dump): renaming
-        -- them on the parent (which renames them in every partition) would
-        -- leave it naming columns that are gone.
-        SELECT tsbucket._partitioned_label(r.objid)::jsonb AS label INTO a;
-        IF a.label IS NOT NULL AND EXISTS (SELECT 1 FROM (SELECT a.label ->> 'time_column' AS c
-                                            UNION ALL SELECT jsonb_array_elements_text(a.label -> 'meta_columns')) n
-                              WHERE NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = r.objid AND attname = n.c
-                                                 AND attnum > 0 AND NOT attisdropped)) THEN
-            RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
-                MESSAGE = format('cannot rename the time or meta columns of partitioned time-series table %s', r.objid::regclass),
-                HINT = 'A partitioned time-series table''s time and meta columns are fixed at creation.';
-        END IF;
         -- The table itself (ATTACH reports the parent), or its nearest configured ancestor.
         SELECT x.relid, tsbucket._partitioned_label(x.relid) AS label INTO a
           FROM (SELECT r.objid::regclass AS relid, 0 AS level

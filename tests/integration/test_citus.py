@@ -62,15 +62,28 @@ def test_distribute_a_table_holding_rows(citus):
         c.execute("SELECT tsbucket.create_timeseries('w2', 'time', 'sensor')")
         c.execute(f"INSERT INTO w2 {rows_sql(3000)}")
         c.execute("SELECT create_distributed_table('w2', 'sensor')")
+        # The coordinator keeps its local copy until truncated: the DBA functions count the shards only.
+        whole = "SELECT (SELECT rows + tail_rows FROM tsbucket.stats('w2')), (SELECT count(*) FROM tsbucket.verify('w2'))"
+        assert c.execute(whole).fetchone() == (3000, 0)
+        size = c.execute("SELECT tsbucket.table_size('w2')").fetchone()[0]
         c.execute("SELECT truncate_local_data_after_distributing_table('w2')")
         assert c.execute("SELECT count(*) FROM w2").fetchone()[0] == 3000
-    with citus.connect(autocommit=False) as c:
+        assert c.execute(whole).fetchone() == (3000, 0)
+        assert c.execute("SELECT tsbucket.table_size('w2')").fetchone()[0] == size
+    # Inside a transaction block, a table holding rows (committed before), more written after.
+    with citus.connect() as c:
         c.execute(f"CREATE TABLE w3 ({SCHEMA}) USING tsbucket")
         c.execute("SELECT tsbucket.create_timeseries('w3', 'time', 'sensor')")
-        c.execute("SELECT create_distributed_table('w3', 'sensor')")
         c.execute(f"INSERT INTO w3 {rows_sql(2000)}")
+    with citus.connect(autocommit=False) as c:
+        c.execute("SELECT create_distributed_table('w3', 'sensor')")
+        c.execute(f"INSERT INTO w3 {rows_sql(500, start='2025-01-01')}")
         c.commit()
-        assert c.execute("SELECT count(*) FROM w3").fetchone()[0] == 2000
+        assert c.execute("SELECT count(*) FROM w3").fetchone()[0] == 2500
+        c.execute("SELECT truncate_local_data_after_distributing_table('w3')")
+        c.commit()
+        assert c.execute("SELECT count(*) FROM w3").fetchone()[0] == 2500
+        assert c.execute("SELECT rows + tail_rows FROM tsbucket.stats('w3')").fetchone()[0] == 2500
         c.commit()
     # The shards' internal relations belong to the extension on every node (pg_dump leaves them out).
     for n in citus.nodes:
@@ -281,6 +294,15 @@ def test_shard_moves(citus):
                 su.execute(move.format(mode), (shard, source, target))
             if not mode:
                 assert "block_writes" in f"{e.value} {e.value.diag.message_hint}", e.value
+        assert su.execute(placement).fetchall() == before
+        # A split in its default mode (auto: logical replication) is refused before anything is split.
+        lo, hi = su.execute("SELECT shardminvalue::bigint, shardmaxvalue::bigint FROM pg_dist_shard WHERE shardid = %s",
+                            (shard,)).fetchone()
+        node = su.execute("SELECT nodeid FROM pg_dist_node WHERE nodeport = %s", (source,)).fetchone()[0]
+        with pytest.raises(psycopg.Error) as e:
+            su.execute("SELECT citus_split_shard_by_split_points(%s, ARRAY[%s], ARRAY[%s, %s])",
+                       (shard, str((lo + hi) // 2), node, node))
+        assert "block_writes" in f"{e.value} {e.value.diag.message_hint}", e.value
         assert su.execute(placement).fetchall() == before
         assert su.execute("SELECT count(*) FROM w9").fetchone()[0] == 3000
 
@@ -515,6 +537,8 @@ def test_distributed_partitioned_table(citus):
                    "SELECT DISTINCT ON (sensor) sensor, time, temp FROM {t} ORDER BY sensor, time DESC"]
         for q in queries:
             assert c.execute(q.format(t="pt")).fetchall() == c.execute(q.format(t="pt_heap")).fetchall(), q
+        # With statistics (the worker's ANALYZE may not have come yet), each shard's plan is partitionwise.
+        c.execute("ANALYZE pt")
         plan = json.dumps(c.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + queries[1].format(t="pt")).fetchone()[0])
         assert "TsBucketScan" in plan and "Vectorized Aggregation" in plan, plan
         assert c.execute("SELECT rows + tail_rows FROM tsbucket.stats('pt')").fetchone()[0] == 150020

@@ -46,11 +46,27 @@ SELECT * FROM tsbucket.expire('pw');
 SELECT tsbucket.alter_timeseries('pw', expire_after => '3650 days');
 SELECT tsbucket.alter_timeseries('pw', granularity => 'seconds');
 SELECT tsbucket.set_series_retention('pw', 's1'::text, '7300 days');
--- Refused: one partition's span alone, and renaming the time or meta columns (others may be renamed).
+-- Refused: one partition's span alone.
 SELECT tsbucket.alter_timeseries('pw_01', granularity => 'hours');
+-- Renames of the time and meta columns reach every partition's
+-- configuration and the labels pg_dump writes (the parent's and each
+-- partition's); a partition made after the rename takes the new names.
 ALTER TABLE pw RENAME COLUMN sensor TO device;
+ALTER TABLE pw RENAME COLUMN time TO ts;
 ALTER TABLE pw RENAME COLUMN v TO value;
+SELECT k.relname, l.label::jsonb -> 'time_column' AS time_column, l.label::jsonb -> 'meta_columns' AS meta_columns
+  FROM pg_seclabel l JOIN pg_class k ON k.oid = l.objoid WHERE l.provider = 'tsbucket' AND k.relname LIKE 'pw%' ORDER BY 1;
+SELECT table_name, time_column, meta_columns FROM tsbucket.timeseries WHERE table_name::text LIKE 'pw%' ORDER BY 1;
+CREATE TABLE pw_late PARTITION OF pw FOR VALUES FROM ('2030-01-01') TO ('2030-02-01') USING tsbucket;
+INSERT INTO pw VALUES ('2030-01-02', 's1', 5);
+SELECT device, count(*), max(value) FROM pw WHERE ts >= '2030-01-01' GROUP BY device;
+SELECT table_name, time_column, meta_columns FROM tsbucket.timeseries WHERE table_name::text = 'pw_late';
+DROP TABLE pw_late;
+ALTER TABLE pw RENAME COLUMN device TO sensor;
+ALTER TABLE pw RENAME COLUMN ts TO time;
 ALTER TABLE pw RENAME COLUMN value TO v;
+SELECT k.relname, l.label::jsonb -> 'time_column' AS time_column, l.label::jsonb -> 'meta_columns' AS meta_columns
+  FROM pg_seclabel l JOIN pg_class k ON k.oid = l.objoid WHERE l.provider = 'tsbucket' AND k.relname LIKE 'pw%' ORDER BY 1;
 -- Through the parent, every partition's span changes.
 SELECT tsbucket.alter_timeseries('pw', granularity => 'hours');
 CREATE TABLE pw_05 PARTITION OF pw FOR VALUES FROM ('2024-05-01') TO ('2024-06-01') USING tsbucket;
