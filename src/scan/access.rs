@@ -106,6 +106,20 @@ pub(super) unsafe fn window_ranges(store: pg_sys::Relation, config: &Config, tim
     Some(IndexRanges { index, key_sets: vec![keys] })
 }
 
+/// The whole series index (meta..., window_start), its window_start bounded
+/// by `time`: every series, in (meta, window) order, without the buckets of
+/// windows outside the range (the btree checks the non-leading key inside
+/// the index instead of the scan reading each such bucket's header; a
+/// series-ordered scan of one day of a month-long table reads 1/30 of them).
+///
+/// # Safety
+/// `store` must be `config`'s open bucket store and `index` its series index.
+pub(super) unsafe fn series_ranges(store: pg_sys::Relation, config: &Config, index: pg_sys::Oid, time: Option<&BoundRange>) -> IndexRanges {
+    // SAFETY: `store` is `config`'s open bucket store (series_ranges' contract), whose descriptor window_keys reads.
+    let keys = unsafe { window_keys(store, config, time) };
+    IndexRanges { index, key_sets: vec![keys] }
+}
+
 /// The first and last window_start of the store's buckets (None without the
 /// index, or without buckets), for costing and estimates.
 ///

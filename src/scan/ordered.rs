@@ -247,7 +247,12 @@ impl OrderedScan {
         let values_cxt =
             unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket series values".as_ptr(), 0, 1024, 8 * 1024) };
         let series = SeriesTracker { eq, cmp, current: None, byval_len, rank: 0, values_cxt, tail: Default::default(), placed_between: 0 };
-        let ranges = vec![IndexRanges { index, key_sets: vec![Vec::new()] }];
+        let time = prune.iter().find_map(|p| match p {
+            Prune::Time(range) => Some(range),
+            _ => None,
+        });
+        // SAFETY: `store` is `config`'s bucket store, opened by `open` above, and `index` its series index.
+        let ranges = vec![unsafe { crate::scan::access::series_ranges(store, &config, index, time) }];
         // SAFETY: `rel` is open and `store` its bucket store, opened by `open`; `index` is the store's series index.
         unsafe { Self::assemble(rel, snapshot, config, shape, store, ranges, descending, needed, prune, Some(series), None) }
     }
