@@ -1019,6 +1019,7 @@ DECLARE
     l jsonb;
     old_name name;
     new_name name;
+    renamed boolean;
 BEGIN
     -- A new partitioned table may get a tsbucket label next (a restore): a
     -- call into tsbucket's library registers the label provider in this
@@ -1041,6 +1042,7 @@ BEGIN
               WHERE d.classid = 'pg_class'::regclass AND d.objsubid > 0 AND k.relkind = 'p' LOOP
         SELECT attname INTO new_name FROM pg_attribute WHERE attrelid = r.objid AND attnum = r.objsubid AND NOT attisdropped;
         CONTINUE WHEN new_name IS NULL;
+        renamed := false;
         FOR t IN SELECT p.relid FROM pg_partition_tree(r.objid) p JOIN pg_class k ON k.oid = p.relid WHERE k.relkind = 'p' LOOP
             l := tsbucket._partitioned_label(t)::jsonb;
             CONTINUE WHEN l IS NULL;
@@ -1054,9 +1056,13 @@ BEGIN
                                                         FROM jsonb_array_elements_text(l -> 'meta_columns') WITH ORDINALITY e(c, o)));
             END IF;
             PERFORM tsbucket._set_partitioned_label(t, l::text);
+            renamed := true;
         END LOOP;
-        -- The leaves' own labels (tsbucket._ddl_guard rewrites those of the tables a command names).
-        PERFORM tsbucket._sync_label(x) FROM tsbucket._leaves(r.objid) x;
+        -- The leaves' own labels (tsbucket._ddl_guard rewrites those of the tables a command names), when the
+        -- column was a time or meta column.
+        IF renamed THEN
+            PERFORM tsbucket._sync_label(x) FROM tsbucket._leaves(r.objid) x;
+        END IF;
     END LOOP;
     FOR r IN SELECT DISTINCT d.objid FROM pg_event_trigger_ddl_commands() d JOIN pg_class k ON k.oid = d.objid
               WHERE d.classid = 'pg_class'::regclass AND k.relkind IN ('r', 'p') LOOP

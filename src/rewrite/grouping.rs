@@ -18,17 +18,13 @@ unsafe extern "C-unwind" {
     fn get_agg_clause_costs(root: *mut pg_sys::PlannerInfo, aggsplit: pg_sys::AggSplit::Type, costs: *mut pg_sys::AggClauseCosts);
 }
 
-/// Microseconds in one `date_trunc` unit (months and longer on average).
+/// Microseconds in one `date_trunc` unit: exact to a day, calendar averages beyond.
 fn unit_micros(unit: &str) -> Option<f64> {
-    const SECOND: f64 = 1e6;
-    const DAY: f64 = 86_400.0 * SECOND;
+    const DAY: f64 = crate::scan::time_bucket::USECS_PER_DAY as f64;
+    if let Some(w) = crate::scan::time_bucket::fixed_unit_width(unit) {
+        return Some(w as f64);
+    }
     Some(match unit.to_ascii_lowercase().as_str() {
-        "microseconds" => 1.0,
-        "milliseconds" => 1e3,
-        "second" => SECOND,
-        "minute" => 60.0 * SECOND,
-        "hour" => 3_600.0 * SECOND,
-        "day" => DAY,
         "week" => 7.0 * DAY,
         "month" => 30.436_875 * DAY,
         "quarter" => 3.0 * 30.436_875 * DAY,
@@ -46,48 +42,14 @@ fn unit_micros(unit: &str) -> Option<f64> {
 /// # Safety
 /// `e` must be a valid expression node.
 unsafe fn bucket_width(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> Option<f64> {
-    // SAFETY: `e` is a valid expression (this function's contract); strip follows only its RelabelType nodes.
-    let e = unsafe { crate::pg::nodes::strip(e) };
-    // SAFETY: `e` is a valid node, whose NodeTag comes first.
-    if unsafe { (*e).type_ } != pg_sys::NodeTag::T_FuncExpr {
-        return None;
-    }
-    let f = e as *mut pg_sys::FuncExpr;
-    // SAFETY: `f` is tagged T_FuncExpr; its args is NIL or its List of argument expressions.
-    let args = unsafe { list_ptrs((*f).args) };
-    // SAFETY: `args[1]` is the function's second argument, a valid expression node for strip.
-    let time = args.get(1).map(|a| unsafe { crate::pg::nodes::strip(*a as *mut pg_sys::Node) })?;
-    // SAFETY: `time` is that (stripped) argument node, read as a Var only when tagged T_Var.
-    let is_time = unsafe {
-        (*time).type_ == pg_sys::NodeTag::T_Var && {
-            let v = time as *mut pg_sys::Var;
-            (*v).varno as u32 == relid && (*v).varlevelsup == 0 && (*v).varattno == time_attnum
-        }
-    };
-    let first = args[0] as *mut pg_sys::Node;
-    // SAFETY: `first` is the function's first argument node, read as a Const only when tagged T_Const.
-    if !is_time || unsafe { (*first).type_ != pg_sys::NodeTag::T_Const || (*(first as *mut pg_sys::Const)).constisnull } {
-        return None;
-    }
-    // SAFETY: `first` is a non-null Const (checked above), `f` the FuncExpr: both read in place.
-    let (value, funcid) = unsafe { ((*(first as *mut pg_sys::Const)).constvalue, (*f).funcid) };
-    match u32::from(funcid) {
-        pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMP | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT => {
-            // SAFETY: date_trunc's first argument is a non-null text Const, so `value` points to its text; text_to_cstring
-            // pallocs a NUL-terminated copy in CurrentMemoryContext (the planner's).
-            let text = unsafe { pg_sys::text_to_cstring(value.cast_mut_ptr()) };
-            // SAFETY: `text` is the NUL-terminated string text_to_cstring just returned.
-            let unit = unsafe { std::ffi::CStr::from_ptr(text) };
-            unit_micros(&unit.to_string_lossy())
-        }
-        pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ | pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP => {
-            let i = value.cast_mut_ptr::<pg_sys::Interval>();
-            // SAFETY: date_bin's first argument is a non-null interval Const, so `i` points to its by-reference Interval.
-            let (time, day, month) = unsafe { ((*i).time, (*i).day, (*i).month) };
-            let micros = time as f64 + day as f64 * 86_400e6 + month as f64 * 30.0 * 86_400e6;
+    use crate::scan::time_bucket::BucketCall;
+    // SAFETY: `e` is a valid expression node (this function's contract).
+    match unsafe { crate::scan::time_bucket::bucket_call(e, relid, time_attnum) }? {
+        BucketCall::Trunc { unit, .. } => unit_micros(&unit),
+        BucketCall::Bin { stride, .. } => {
+            let micros = stride.time as f64 + stride.day as f64 * 86_400e6 + stride.month as f64 * 30.0 * 86_400e6;
             (micros > 0.0).then_some(micros)
         }
-        _ => None,
     }
 }
 

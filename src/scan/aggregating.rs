@@ -519,10 +519,7 @@ struct PruneSummary {
 impl PruneSummary {
     fn of(prune: &[Prune]) -> PruneSummary {
         PruneSummary {
-            time: prune.iter().find_map(|p| match p {
-                Prune::Time(r) => Some(*r),
-                _ => None,
-            }),
+            time: crate::scan::prune::time_range(prune).copied(),
             column_filters: prune.iter().any(|p| matches!(p, Prune::Column { .. })),
         }
     }

@@ -162,10 +162,7 @@ impl OrderedScan {
     ) -> OrderedScan {
         // SAFETY: `rel` is an open, configured tsbucket table and `snapshot` the scan's, as begin's contract requires.
         let (config, shape, store) = unsafe { open(rel, snapshot) };
-        let time = prune.iter().find_map(|p| match p {
-            Prune::Time(range) => Some(range),
-            _ => None,
-        });
+        let time = crate::scan::prune::time_range(&prune);
         // The series index when every meta column has an equality: each of
         // its key sets (one per combination of values) is one series, in
         // window order; else the window_start index.
@@ -247,10 +244,7 @@ impl OrderedScan {
         let values_cxt =
             unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket series values".as_ptr(), 0, 1024, 8 * 1024) };
         let series = SeriesTracker { eq, cmp, current: None, byval_len, rank: 0, values_cxt, tail: Default::default(), placed_between: 0 };
-        let time = prune.iter().find_map(|p| match p {
-            Prune::Time(range) => Some(range),
-            _ => None,
-        });
+        let time = crate::scan::prune::time_range(&prune);
         // SAFETY: `store` is `config`'s bucket store, opened by `open` above, and `index` its series index.
         let ranges = vec![unsafe { crate::scan::access::series_ranges(store, &config, index, time) }];
         // SAFETY: `rel` is open and `store` its bucket store, opened by `open`; `index` is the store's series index.

@@ -178,10 +178,7 @@ pub unsafe fn begin_with(
             // ends (`end` closes it with NoLock).
             let store = unsafe { pg_sys::table_open(c.store_relid, pg_sys::AccessShareLock as i32) };
             let (metas, values) = meta_conditions(&options.prune);
-            let time = options.prune.iter().find_map(|p| match p {
-                Prune::Time(range) => Some(range),
-                _ => None,
-            });
+            let time = crate::scan::prune::time_range(&options.prune);
             let (chosen, scan) = match options.store_parallel {
                 // SAFETY: `store` stays open until `end`; `pscan` is the parallel query's shared state of its heap
                 // (ScanOptions::store_parallel, initialized by the leader).

@@ -118,6 +118,14 @@ pub(super) struct RowFilter {
     pub missing_passes: bool,
 }
 
+/// The time range of a scan's pruning conditions, if it has one.
+pub(super) fn time_range(prune: &[Prune]) -> Option<&BoundRange> {
+    prune.iter().find_map(|p| match p {
+        Prune::Time(range) => Some(range),
+        _ => None,
+    })
+}
+
 /// The value of a by-value datum of a column stored as `kind`, `typlen` bytes long.
 pub(super) fn datum_bound(value: pg_sys::Datum, kind: tsbucket_format::ColumnKind, typlen: i16) -> Bound {
     use tsbucket_format::ColumnKind;

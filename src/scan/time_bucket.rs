@@ -144,6 +144,70 @@ unsafe fn is_tsbucket_date_trunc(funcid: pg_sys::Oid) -> bool {
     !ns.is_null() && unsafe { std::ffi::CStr::from_ptr(ns) }.to_bytes() == b"tsbucket"
 }
 
+/// A call of date_trunc or date_bin on the time column with constant
+/// arguments, as the planner's group estimate (rewrite::grouping) and the
+/// scan's arithmetic (`fixed_bucket`) both read it.
+pub(crate) enum BucketCall {
+    /// date_trunc(unit, time), or with `zone` (date_trunc(unit, timestamptz, zone));
+    /// `session_zone`: of a timestamptz in the session's zone.
+    Trunc { unit: String, session_zone: bool, zone: bool },
+    /// date_bin(stride, time, origin); `origin` when a constant.
+    Bin { stride: pg_sys::Interval, origin: Option<i64> },
+}
+
+/// `e` as a BucketCall, if it is one.
+///
+/// # Safety
+/// `e` is an expression node of the plan or planner; `relid` the time column's range-table index.
+pub(crate) unsafe fn bucket_call(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> Option<BucketCall> {
+    // SAFETY: `e` is an expression (this function's contract); strip follows RelabelTypes only.
+    let e = unsafe { strip(e) };
+    // SAFETY: `e` is non-null when tagged; a FuncExpr's args List belongs to the same tree.
+    let (funcid, args) = unsafe {
+        if e.is_null() || (*e).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return None;
+        }
+        let f = e as *mut pg_sys::FuncExpr;
+        ((*f).funcid, list_ptrs((*f).args).into_iter().map(|a| strip(a as *mut pg_sys::Node)).collect::<Vec<_>>())
+    };
+    // SAFETY: args[1] is the time argument of date_trunc and date_bin (both have at least two), a node of `e`.
+    if args.len() < 2 || !unsafe { is_time_var(args[1], relid, time_attnum) } {
+        return None;
+    }
+    let f = u32::from(funcid);
+    match f {
+        pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMP | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT => {
+            // SAFETY: args[0] is date_trunc's unit argument, a node of `e`; a non-NULL text Const holds a text varlena.
+            let unit = unsafe { <String as pgrx::FromDatum>::from_datum(constant(args[0], &[pg_sys::TEXTOID])?, false) }?;
+            Some(BucketCall::Trunc {
+                unit,
+                session_zone: f == pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ,
+                zone: f == pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT,
+            })
+        }
+        pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ | pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP => {
+            // SAFETY: date_bin(stride, source, origin): args[0] and args[2] are nodes of `e`; a non-NULL interval Const
+            // points to its Interval, a timestamp(tz) Const holds its microseconds by value.
+            unsafe {
+                let stride = *constant(args[0], &[pg_sys::INTERVALOID])?.cast_mut_ptr::<pg_sys::Interval>();
+                let origin = args.get(2).and_then(|&o| constant(o, &[pg_sys::TIMESTAMPTZOID, pg_sys::TIMESTAMPOID])).map(|d| d.value() as i64);
+                Some(BucketCall::Bin { stride, origin })
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The value of `n` if it is a non-NULL constant of one of `types`.
+///
+/// # Safety
+/// `n` is NULL or an expression node.
+unsafe fn constant(n: *mut pg_sys::Node, types: &[pg_sys::Oid]) -> Option<pg_sys::Datum> {
+    // SAFETY: `n` is tagged before it is read as a Const.
+    let c = unsafe { (!n.is_null() && (*n).type_ == pg_sys::NodeTag::T_Const).then(|| &*(n as *const pg_sys::Const)) }?;
+    (!c.constisnull && types.contains(&c.consttype)).then_some(c.constvalue)
+}
+
 /// A time bucket that is plain arithmetic on the microseconds: `date_trunc`
 /// to a unit of at most a day, of a `timestamp`, or of a `timestamptz` in a
 /// session time zone of one fixed UTC offset (UTC itself, say); `date_bin` of
@@ -171,7 +235,7 @@ impl FixedBucket {
     }
 }
 
-const USECS_PER_DAY: i64 = 86_400_000_000;
+pub(crate) const USECS_PER_DAY: i64 = 86_400_000_000;
 
 /// The fixed bucket `e` (a group key over the time column) computes, if it
 /// is one (FixedBucket); otherwise Postgres evaluates it. Called at executor
@@ -180,25 +244,12 @@ const USECS_PER_DAY: i64 = 86_400_000_000;
 /// # Safety
 /// `e` is an expression node of the plan; `relid` its scan's range-table index.
 pub(super) unsafe fn fixed_bucket(e: *mut pg_sys::Node, relid: u32, time_attnum: i16) -> Option<FixedBucket> {
-    // SAFETY: `e` is an expression of the plan (this function's contract); strip follows RelabelTypes only.
-    let e = unsafe { strip(e) };
-    // SAFETY: `e` is non-null when tagged; a FuncExpr's args List belongs to the same tree.
-    let (funcid, args) = unsafe {
-        if e.is_null() || (*e).type_ != pg_sys::NodeTag::T_FuncExpr {
-            return None;
-        }
-        let f = e as *mut pg_sys::FuncExpr;
-        ((*f).funcid, list_ptrs((*f).args).into_iter().map(|a| strip(a as *mut pg_sys::Node)).collect::<Vec<_>>())
-    };
-    // SAFETY: args[1] is the time argument of date_trunc and date_bin (both have at least two), a node of `e`.
-    if args.len() < 2 || !unsafe { is_time_var(args[1], relid, time_attnum) } {
-        return None;
-    }
-    match u32::from(funcid) {
-        f @ (pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ | pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMP) => {
-            // SAFETY: args[0] is date_trunc's unit argument, a node of `e`.
-            let width = unit_width(unsafe { text_constant(args[0]) }?.as_str())?;
-            let offset = if f == pg_sys::F_DATE_TRUNC_TEXT_TIMESTAMPTZ {
+    // SAFETY: `e` is an expression node of the plan (this function's contract).
+    match unsafe { bucket_call(e, relid, time_attnum) }? {
+        BucketCall::Trunc { zone: true, .. } => None,
+        BucketCall::Trunc { unit, session_zone, .. } => {
+            let width = fixed_unit_width(&unit)?;
+            let offset = if session_zone {
                 let mut gmtoff: std::ffi::c_long = 0;
                 // SAFETY: session_timezone is the backend's current zone (set at startup and by SET, never during a
                 // query); pg_get_timezone_offset only reads it and writes `gmtoff`.
@@ -212,22 +263,21 @@ pub(super) unsafe fn fixed_bucket(e: *mut pg_sys::Node, relid: u32, time_attnum:
             // Local time t + offset truncated, less the offset: origin -offset.
             Some(FixedBucket { width, origin: -offset })
         }
-        pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ | pg_sys::F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP => {
-            // SAFETY: date_bin(stride, source, origin): args[0] and args[2] are nodes of `e`.
-            let (stride, origin) = unsafe { (interval_constant(args[0])?, timestamp_constant(args[2])?) };
+        BucketCall::Bin { stride, origin } => {
             // Months have no fixed width; Postgres refuses them, a stride that is not positive and an infinite origin.
-            if stride.month != 0 || !(MIN_TIMESTAMP..END_TIMESTAMP).contains(&origin) {
+            let origin = origin.filter(|o| (MIN_TIMESTAMP..END_TIMESTAMP).contains(o))?;
+            if stride.month != 0 {
                 return None;
             }
             let width = (stride.day as i64).checked_mul(USECS_PER_DAY)?.checked_add(stride.time)?;
             (width > 0).then_some(FixedBucket { width, origin })
         }
-        _ => None,
     }
 }
 
-/// Microseconds of a date_trunc unit of fixed width (a day at most).
-fn unit_width(unit: &str) -> Option<i64> {
+/// Microseconds of a date_trunc unit of fixed width (a day at most), in the
+/// spellings date_trunc takes in full (abbreviations go to Postgres).
+pub(crate) fn fixed_unit_width(unit: &str) -> Option<i64> {
     Some(match unit.to_ascii_lowercase().as_str() {
         "microsecond" | "microseconds" => 1,
         "millisecond" | "milliseconds" => 1_000,
@@ -237,56 +287,6 @@ fn unit_width(unit: &str) -> Option<i64> {
         "day" | "days" => USECS_PER_DAY,
         _ => return None,
     })
-}
-
-/// The text of a non-NULL text constant.
-///
-/// # Safety
-/// `n` is NULL or an expression node.
-unsafe fn text_constant(n: *mut pg_sys::Node) -> Option<String> {
-    // SAFETY: `n` is tagged before its Const fields are read; a non-NULL text Const holds a varlena text datum.
-    unsafe {
-        if n.is_null() || (*n).type_ != pg_sys::NodeTag::T_Const {
-            return None;
-        }
-        let c = n as *mut pg_sys::Const;
-        if (*c).constisnull || (*c).consttype != pg_sys::TEXTOID {
-            return None;
-        }
-        <String as pgrx::FromDatum>::from_datum((*c).constvalue, false)
-    }
-}
-
-/// # Safety
-/// `n` is NULL or an expression node.
-unsafe fn interval_constant(n: *mut pg_sys::Node) -> Option<pg_sys::Interval> {
-    // SAFETY: `n` is tagged before its Const fields are read; a non-NULL interval Const points to an Interval.
-    unsafe {
-        if n.is_null() || (*n).type_ != pg_sys::NodeTag::T_Const {
-            return None;
-        }
-        let c = n as *mut pg_sys::Const;
-        if (*c).constisnull || (*c).consttype != pg_sys::INTERVALOID {
-            return None;
-        }
-        Some(*((*c).constvalue.cast_mut_ptr::<pg_sys::Interval>()))
-    }
-}
-
-/// # Safety
-/// `n` is NULL or an expression node.
-unsafe fn timestamp_constant(n: *mut pg_sys::Node) -> Option<i64> {
-    // SAFETY: `n` is tagged before its Const fields are read; a timestamp(tz) Const is by value, its microseconds.
-    unsafe {
-        if n.is_null() || (*n).type_ != pg_sys::NodeTag::T_Const {
-            return None;
-        }
-        let c = n as *mut pg_sys::Const;
-        if (*c).constisnull || !matches!((*c).consttype, pg_sys::TIMESTAMPTZOID | pg_sys::TIMESTAMPOID) {
-            return None;
-        }
-        Some((*c).constvalue.value() as i64)
-    }
 }
 
 #[cfg(test)]
@@ -304,7 +304,7 @@ mod tests {
         assert_eq!(day_east.key(0), Some(USECS_PER_DAY - 19_800_000_000 - USECS_PER_DAY));
         // Out of Postgres's range: asked of Postgres (which raises).
         assert_eq!(FixedBucket { width: USECS_PER_DAY, origin: 36_000_000_000 }.key(MIN_TIMESTAMP), None);
-        assert_eq!(unit_width("Minute"), Some(60_000_000));
-        assert_eq!(unit_width("week"), None);
+        assert_eq!(fixed_unit_width("Minute"), Some(60_000_000));
+        assert_eq!(fixed_unit_width("week"), None);
     }
 }
