@@ -139,6 +139,53 @@ def test_a_partitioned_time_series_table_survives_dump_and_restore(cluster):
         assert c.execute("SELECT count(*) FROM tsbucket.series_retention WHERE meta = 's1'").fetchone()[0] == 3
 
 
+def test_renamed_time_and_meta_columns_reach_partitions_and_dumps(cluster):
+    """A non-superuser owner renames the time and meta columns of a
+    partitioned time-series table (one month sub-partitioned): every
+    partition keeps its configuration under the new names, rows keep landing
+    and the worker drains them, later partitions take the new names, and
+    pg_dump / pg_restore carry them."""
+    with cluster.connect() as c:
+        c.execute("DROP ROLE IF EXISTS rowner")
+        c.execute("CREATE ROLE rowner LOGIN")
+        c.execute("GRANT CREATE ON SCHEMA public TO rowner")
+        c.execute("SET ROLE rowner")
+        c.execute(f"CREATE TABLE pr ({SCHEMA}) PARTITION BY RANGE (time)")
+        c.execute("CREATE TABLE pr_1 PARTITION OF pr FOR VALUES FROM ('2024-01-01') TO ('2024-02-01') USING tsbucket")
+        c.execute("CREATE TABLE pr_2 PARTITION OF pr FOR VALUES FROM ('2024-02-01') TO ('2024-03-01') PARTITION BY LIST (sensor)")
+        c.execute("CREATE TABLE pr_2a PARTITION OF pr_2 DEFAULT USING tsbucket")
+        c.execute("SELECT tsbucket.create_timeseries('pr', 'time', 'sensor')")
+        c.execute("INSERT INTO pr SELECT '2024-01-01'::timestamptz + i * interval '10 min', 's' || (i % 3), i, i FROM generate_series(0, 8000) i")
+        c.execute("ALTER TABLE pr RENAME COLUMN time TO ts")
+        c.execute("ALTER TABLE pr RENAME COLUMN sensor TO device")
+        c.execute("ALTER TABLE pr RENAME COLUMN temp TO temperature")  # not a time or meta column: labels unchanged
+        labels = c.execute("""SELECT k.relname, l.label::jsonb -> 'time_column', l.label::jsonb -> 'meta_columns'
+                                FROM pg_seclabel l JOIN pg_class k ON k.oid = l.objoid
+                               WHERE l.provider = 'tsbucket' AND k.relname LIKE 'pr%' ORDER BY 1""").fetchall()
+        assert labels == [(t, "ts", ["device"]) for t in ("pr", "pr_1", "pr_2a")], labels
+        for i in range(20):
+            c.execute("INSERT INTO pr VALUES ('2024-02-20'::timestamptz + %s * interval '1 s', %s, 1, 1)", (i, f"s{i % 3}"))
+        assert wait_for(lambda: c.execute("SELECT tail_rows FROM tsbucket.stats('pr')").fetchone()[0] == 0, timeout=60)
+        assert c.execute("SELECT rows, tail_rows FROM tsbucket.stats('pr')").fetchone() == (8021, 0)
+        c.execute("CREATE TABLE pr_3 PARTITION OF pr FOR VALUES FROM ('2024-03-01') TO ('2024-04-01') USING tsbucket")
+        assert c.execute("SELECT time_column, meta_columns FROM tsbucket.timeseries WHERE table_name = 'pr_3'::regclass").fetchone() == ("ts", ["device"])
+        expected = c.execute("SELECT count(*), sum(temperature), max(ts), count(DISTINCT device) FROM pr").fetchone()
+        c.execute("RESET ROLE")
+    out = os.path.join(cluster.dir, "pr.dump")
+    as_postgres([f"{cluster.bindir}/pg_dump", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres", "-F", "c",
+                 "-t", "pr*", "-f", out, "test"])
+    with cluster.connect(dbname="postgres") as c:
+        c.execute("DROP DATABASE IF EXISTS pr_restored WITH (FORCE)")
+        c.execute("CREATE DATABASE pr_restored")
+    with cluster.connect(dbname="pr_restored") as c:
+        c.execute("CREATE EXTENSION tsbucket")
+    as_postgres([f"{cluster.bindir}/pg_restore", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres",
+                 "--no-owner", "--exit-on-error", "-d", "pr_restored", out])
+    with cluster.connect(dbname="pr_restored") as c:
+        assert c.execute("SELECT count(*), sum(temperature), max(ts), count(DISTINCT device) FROM pr").fetchone() == expected
+        assert c.execute("SELECT count(*) FROM tsbucket.timeseries WHERE time_column = 'ts' AND meta_columns = '{device}'").fetchone()[0] == 3
+
+
 def test_partitions_configured_one_by_one(cluster):
     with cluster.connect() as c:
         c.execute(f"CREATE TABLE pw ({SCHEMA}) PARTITION BY RANGE (time)")
