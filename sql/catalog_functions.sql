@@ -2,6 +2,18 @@
 -- catalog functions a DBA uses. See README "SQL reference".
 
 
+-- Payloads are compressed already: keep TOAST from trying again. A large
+-- payload is split (src/store/insert.rs): whole TOAST chunks in `payload`,
+-- which fill TOAST pages four to a page, and the remainder inline in the
+-- store row as `payload_rest` (NULL when not split), rather than a short
+-- last chunk that would leave most of a TOAST page's last slot empty.
+CREATE FUNCTION tsbucket._store_storage(store regclass) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN payload SET STORAGE EXTERNAL, ALTER COLUMN payload_rest SET STORAGE EXTERNAL', store);
+END $$;
+REVOKE EXECUTE ON FUNCTION tsbucket._store_storage(regclass) FROM PUBLIC;
+
 -- Creates the bucket store, its id sequence and moves table, and the catalog
 -- row. Runs as the extension owner, called only by tsbucket._create_store_for
 -- (Rust), which first checks that the calling role owns the table.
@@ -41,10 +53,9 @@ BEGIN
     EXECUTE format('CREATE TABLE tsbucket_internal.%I (
         bucket_id int8 NOT NULL, window_start %s NOT NULL, min_time %s NOT NULL, max_time %s NOT NULL,
         row_count int4 NOT NULL, uncompressed_bytes int8 NOT NULL, close_reason int2 NOT NULL,
-        column_stats bytea, payload bytea NOT NULL%s) USING heap', store_name, time_type, time_type, time_type, meta_defs);
+        column_stats bytea, payload bytea NOT NULL%s, payload_rest bytea) USING heap', store_name, time_type, time_type, time_type, meta_defs);
     store := format('tsbucket_internal.%I', store_name)::regclass;
-    -- Payloads are compressed already; keep TOAST from trying again.
-    EXECUTE format('ALTER TABLE %s ALTER COLUMN payload SET STORAGE EXTERNAL', store);
+    PERFORM tsbucket._store_storage(store);
     EXECUTE format('CREATE INDEX %I ON %s (bucket_id)', store_name || '_id', store);
     EXECUTE format('CREATE INDEX %I ON %s (%swindow_start)', store_name || '_series', store, meta_keys);
     -- Expiry finds its buckets, and finds out that there are none, by max_time.

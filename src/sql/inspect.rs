@@ -171,8 +171,7 @@ fn _buckets(
         let b = unsafe { tuple::read_header(store_rel, tuple) };
         let meta = types.copy_datums(&b);
         let reason = REASONS.get((b.close_reason() - 1) as usize).copied().unwrap_or("unknown");
-        // SAFETY: b.values[COL_PAYLOAD] is the never-NULL payload bytea of the header just read from `tuple`, still valid.
-        let size = unsafe { pg_sys::toast_datum_size(b.values[bucket::COL_PAYLOAD]) } as i32;
+        let size = b.stored_payload_bytes() as i32;
         rows.push((meta, b.bucket_id, b.window_start, time_text(b.window_start), time_text(b.min_time), time_text(b.max_time), b.rows, size, reason));
     }
     scan.end();
@@ -213,8 +212,7 @@ fn _store_totals(
         let b = unsafe { tuple::read_header(store_rel, tuple) };
         buckets += 1;
         rows += i64::from(b.rows);
-        // SAFETY: the payload datum of header `b` is a never-NULL bytea, valid while `tuple` is.
-        compressed += unsafe { pg_sys::toast_datum_size(b.values[bucket::COL_PAYLOAD]) } as i64;
+        compressed += b.stored_payload_bytes();
         if !b.nulls[bucket::COL_STATS] {
             // SAFETY: COL_STATS of header `b` is a bytea datum, not NULL (checked just above), valid while `tuple` is.
             compressed += unsafe { pg_sys::toast_datum_size(b.values[bucket::COL_STATS]) } as i64;

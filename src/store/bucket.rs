@@ -27,6 +27,48 @@ pub const COL_PAYLOAD: usize = 8;
 
 pub const COL_FIRST_META: usize = 9;
 
+/// The name of the store's last column, after the meta columns: the part of a
+/// large payload past its whole TOAST chunks (NULL when the payload is whole).
+const REST_COLUMN: &[u8] = b"payload_rest";
+
+pub(super) const fn maxalign(x: usize) -> usize {
+    let a = pg_sys::MAXIMUM_ALIGNOF as usize;
+    (x + a - 1) & !(a - 1)
+}
+
+/// heaptoast.h's TOAST_TUPLE_THRESHOLD: a heap row longer than this is TOASTed.
+pub(super) const TOAST_TUPLE_THRESHOLD: usize =
+    ((pg_sys::BLCKSZ as usize - maxalign(24 + 4 * 4)) / 4) & !(pg_sys::MAXIMUM_ALIGNOF as usize - 1);
+
+/// heaptoast.h's TOAST_MAX_CHUNK_SIZE: the bytes a TOAST chunk holds. Four
+/// full chunks fill a TOAST page; a short last chunk leaves its slot mostly
+/// empty (no following value's full chunk fits there).
+pub(super) const TOAST_CHUNK: usize = TOAST_TUPLE_THRESHOLD - maxalign(23) - 4 - 4 - 4;
+
+/// Where a payload of `len` bytes is split: after its whole TOAST chunks,
+/// when it has some and the remainder fits in `room` bytes of the store row.
+pub(super) fn split_at(len: usize, room: usize) -> Option<usize> {
+    let whole = len / TOAST_CHUNK * TOAST_CHUNK;
+    let rest = len - whole;
+    (whole > 0 && rest > 0 && rest <= room).then_some(whole)
+}
+
+/// The store's `payload_rest` column, if it has one (stores made or updated by
+/// tsbucket 0.6.0 do).
+///
+/// # Safety
+/// `tupdesc` must be a store's descriptor.
+pub(super) unsafe fn rest_column(tupdesc: pg_sys::TupleDesc) -> Option<usize> {
+    // SAFETY: `tupdesc` is a valid descriptor (the contract); natts is a plain field.
+    let natts = unsafe { (*tupdesc).natts as usize };
+    if natts <= COL_FIRST_META {
+        return None;
+    }
+    // SAFETY: natts - 1 is an attribute of `tupdesc`; its name is a NUL-terminated NameData inside it.
+    let name = unsafe { std::ffi::CStr::from_ptr((*crate::pg::relation::tuple_desc_attr(tupdesc, natts - 1)).attname.data.as_ptr()) };
+    (name.to_bytes() == REST_COLUMN).then_some(natts - 1)
+}
+
 /// Why a bucket stopped taking rows. Stored per bucket, counted by tsbucket.stats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(i16)]
@@ -72,6 +114,8 @@ pub struct StoredBucket {
     pub(super) payload_len: usize,
     pub(super) stats: *const u8,
     pub(super) stats_len: usize,
+    /// The store's `payload_rest` column (None: the store has none).
+    pub(super) rest_col: Option<usize>,
     /// Tail rows posing as a bucket (no payload: they are decoded already).
     pub tail: Option<std::rc::Rc<LoadedBucket>>,
 }
@@ -106,6 +150,7 @@ impl StoredBucket {
             payload_len: 0,
             stats: std::ptr::null(),
             stats_len: 0,
+            rest_col: None,
             tail: Some(rows),
         }
     }
@@ -118,11 +163,38 @@ impl StoredBucket {
         // SAFETY: values[COL_PAYLOAD] is the store tuple's payload bytea, never NULL (read_header refuses
         // that); its detoasted form is palloc'd in the current memory context, the one the bucket lives in.
         let payload = unsafe { pg_sys::pg_detoast_datum_packed(self.values[COL_PAYLOAD].cast_mut_ptr()) };
+        // The detoasted first part stays in `values`, so that a relabel writes the parts as they were.
         self.values[COL_PAYLOAD] = pg_sys::Datum::from(payload);
         // SAFETY: `payload` is the plain (detoasted) varlena just returned, so its header is readable.
         let (data, len) = unsafe { (vardata_any(payload) as *const u8, varsize_any_exhdr(payload)) };
-        self.payload = data;
-        self.payload_len = len;
+        (self.payload, self.payload_len) = (data, len);
+        let Some(col) = self.rest_col.filter(|&c| !self.nulls[c]) else { return };
+        // SAFETY: values[col] is the tuple's non-NULL payload_rest bytea (stored inline; detoasted here if it
+        // was not), palloc'd in the current memory context like the payload.
+        let (rest, rest_len) = unsafe {
+            let rest = pg_sys::pg_detoast_datum_packed(self.values[col].cast_mut_ptr());
+            (vardata_any(rest) as *const u8, varsize_any_exhdr(rest))
+        };
+        // SAFETY: palloc returns len + rest_len writable bytes in the current memory context (or raises ERROR);
+        // `data` and `rest` are the `len` and `rest_len` readable bytes of the two parts read above.
+        self.payload = unsafe {
+            let whole = pg_sys::palloc(len + rest_len) as *mut u8;
+            std::ptr::copy_nonoverlapping(data, whole, len);
+            std::ptr::copy_nonoverlapping(rest, whole.add(len), rest_len);
+            whole
+        };
+        self.payload_len = len + rest_len;
+    }
+
+    /// The bytes the payload takes as stored (both parts of a split one), without detoasting it.
+    pub fn stored_payload_bytes(&self) -> i64 {
+        if self.tail.is_some() {
+            return 0;
+        }
+        let parts = [Some(COL_PAYLOAD), self.rest_col.filter(|&c| !self.nulls[c])];
+        // SAFETY: each part is a non-NULL bytea datum of the store tuple the header was read from (the payload is
+        // never NULL; the rest is checked), valid while the bucket is; toast_datum_size reads only its header.
+        parts.into_iter().flatten().map(|c| unsafe { pg_sys::toast_datum_size(self.values[c]) } as i64).sum()
     }
 
     pub fn payload(&self) -> &[u8] {
@@ -222,4 +294,24 @@ pub struct LoadedBucket {
 pub struct TailRowIds {
     pub tids: Vec<pg_sys::ItemPointerData>,
     pub versions: Vec<super::slot::Version>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toast_sizes_are_those_of_heaptoast_h() {
+        // 8 KiB pages: four 2032-byte chunk rows (1996 data bytes each) fill a TOAST page.
+        assert_eq!((pg_sys::BLCKSZ, TOAST_TUPLE_THRESHOLD, TOAST_CHUNK), (8192, 2032, 1996));
+    }
+
+    #[test]
+    fn payloads_split_after_whole_chunks_when_the_rest_fits() {
+        assert_eq!(split_at(TOAST_CHUNK, 2000), None, "nothing past the chunk");
+        assert_eq!(split_at(TOAST_CHUNK - 1, 2000), None, "no whole chunk");
+        assert_eq!(split_at(3 * TOAST_CHUNK + 300, 300), Some(3 * TOAST_CHUNK));
+        assert_eq!(split_at(3 * TOAST_CHUNK + 301, 300), None, "the rest does not fit");
+        assert_eq!(split_at(0, 2000), None);
+    }
 }

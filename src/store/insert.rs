@@ -6,7 +6,7 @@
 use crate::catalog::config::Config;
 use crate::catalog::shape::{Attr, TableShape};
 use crate::pg::error::{DATA_CORRUPTED, ts_error};
-use crate::store::bucket::{BucketContent, COL_BUCKET_ID, COL_CLOSE_REASON, COL_FIRST_META, COL_MAX_TIME, COL_MIN_TIME, COL_PAYLOAD, COL_ROW_COUNT, COL_STATS, COL_UNCOMPRESSED_BYTES, COL_WINDOW_START, CloseReason, StoredBucket};
+use crate::store::bucket::{BucketContent, TOAST_CHUNK, TOAST_TUPLE_THRESHOLD, maxalign, rest_column, split_at, COL_BUCKET_ID, COL_CLOSE_REASON, COL_FIRST_META, COL_MAX_TIME, COL_MIN_TIME, COL_PAYLOAD, COL_ROW_COUNT, COL_STATS, COL_UNCOMPRESSED_BYTES, COL_WINDOW_START, CloseReason, StoredBucket};
 use super::ids::allocate_id;
 use pgrx::pg_sys;
 use std::cell::Cell;
@@ -53,7 +53,8 @@ pub unsafe fn write_bucket(
     // SAFETY: `store` is open, so its relcache entry's descriptor is readable.
     let natts = unsafe { (*(*store).rd_att).natts as usize };
     let mut values = vec![pg_sys::Datum::from(0); natts];
-    let mut nulls = vec![false; natts];
+    // Columns set below are not NULL; any other (a dropped one) is.
+    let mut nulls: Vec<bool> = (0..natts).map(|c| c >= COL_FIRST_META).collect();
     values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
     values[COL_WINDOW_START] = pg_sys::Datum::from(content.window_start);
     values[COL_MIN_TIME] = pg_sys::Datum::from(min_time);
@@ -62,16 +63,55 @@ pub unsafe fn write_bucket(
     values[COL_UNCOMPRESSED_BYTES] = pg_sys::Datum::from(content.uncompressed_bytes);
     values[COL_CLOSE_REASON] = pg_sys::Datum::from(reason as i16);
     values[COL_STATS] = crate::pg::datum::bytea(&stats);
-    values[COL_PAYLOAD] = crate::pg::datum::bytea(&payload);
     // SAFETY: content.meta holds one entry per meta column of `shape`, identifying bytes of that column's
     // type (from datum_bytes when the rows were buffered), as set_meta requires.
     unsafe { set_meta(&mut values, &mut nulls, content.meta, &shape.meta_attrs()) };
+    // SAFETY: `store` is open; `values`/`nulls` hold one entry per store attribute, all set but the payload's.
+    unsafe { set_payload(store, &mut values, &mut nulls, &payload) };
     // SAFETY: `store` is open and locked RowExclusive; `values`/`nulls` have one entry per store attribute.
     unsafe { insert_tuple(store, &mut values, &mut nulls, cid) };
     if reason != CloseReason::Compaction {
         WRITTEN.with(|w| w.set(true));
     }
     id
+}
+
+/// Sets the payload columns. A payload longer than a TOAST chunk is split
+/// after its whole chunks when the remainder fits in the store row without
+/// making the row TOAST anything else: TOAST pages then hold four full chunks
+/// each, where a short last chunk would take a page slot and leave most of
+/// it empty (a fifth of a float bucket's bytes).
+///
+/// # Safety
+/// `store` must be open; `values`/`nulls` hold one entry per store attribute, all set but the payload's.
+unsafe fn set_payload(store: pg_sys::Relation, values: &mut [pg_sys::Datum], nulls: &mut [bool], payload: &[u8]) {
+    // SAFETY: `store` is open (the contract), so its relcache entry's descriptor is valid.
+    let tupdesc = unsafe { (*store).rd_att };
+    // SAFETY: `tupdesc` is the store's descriptor.
+    let Some(col) = (unsafe { rest_column(tupdesc) }) else {
+        values[COL_PAYLOAD] = crate::pg::datum::bytea(payload);
+        return;
+    };
+    nulls[col] = true;
+    let mut split = None;
+    if payload.len() > TOAST_CHUNK {
+        // The row's size with its payload TOASTed (an 18-byte pointer) and no remainder.
+        values[COL_PAYLOAD] = crate::pg::datum::bytea(&[0; 17]);
+        // SAFETY: `values`/`nulls` hold one entry per attribute of `tupdesc`, every by-reference one a valid datum.
+        let data = unsafe { pg_sys::heap_compute_data_size(tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr()) };
+        let header = maxalign(23 + values.len().div_ceil(8));
+        // The remainder's 4-byte header, its alignment and a margin.
+        let room = TOAST_TUPLE_THRESHOLD.saturating_sub(header + data + 4 + 3 + 8);
+        split = split_at(payload.len(), room);
+    }
+    match split {
+        Some(at) => {
+            values[COL_PAYLOAD] = crate::pg::datum::bytea(&payload[..at]);
+            values[col] = crate::pg::datum::bytea(&payload[at..]);
+            nulls[col] = false;
+        }
+        None => values[COL_PAYLOAD] = crate::pg::datum::bytea(payload),
+    }
 }
 
 /// # Safety

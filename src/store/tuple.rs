@@ -66,6 +66,8 @@ pub unsafe fn read_header(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> 
         payload_len: 0,
         stats,
         stats_len,
+        // SAFETY: `tupdesc` is the store's descriptor.
+        rest_col: unsafe { super::bucket::rest_column(tupdesc) },
         values,
         nulls,
         tail: None,

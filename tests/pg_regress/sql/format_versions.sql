@@ -41,3 +41,49 @@ DELETE FROM old_fmt WHERE cnt = 4;
 SELECT format_version FROM pg_temp.bucket_info();
 SELECT count(*), sum(hum) FROM old_fmt;
 DROP TABLE old_fmt;
+
+-- A payload longer than a TOAST chunk (1996 bytes) is stored in two parts:
+-- its whole chunks in `payload` and the rest inline in the store row, so that
+-- TOAST pages hold four full chunks each. Four buckets of three chunks and a
+-- rest take three TOAST pages, and read back whole.
+CREATE TABLE split (time timestamptz NOT NULL, dev text, v float8, w float8) USING tsbucket;
+SELECT tsbucket.create_timeseries('split', 'time', 'dev');
+INSERT INTO split SELECT '2024-01-01'::timestamptz + i * interval '1 s', 'd' || d, sin(i * d) * 100, cos(i + d) * 1e6
+  FROM generate_series(0, 3) d, generate_series(0, 399) i;
+INSERT INTO split VALUES ('2024-01-02', 'small', 1, 2);
+CREATE TEMP TABLE split_rows AS SELECT * FROM split;
+CREATE FUNCTION pg_temp.split_parts() RETURNS TABLE (row_count int, whole_chunks int, chunk_multiple bool, rest_inline bool)
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY EXECUTE format('SELECT row_count, length(payload) / 1996, length(payload) %% 1996 = 0,
+                                      pg_column_size(payload_rest) = length(payload_rest) + 4
+                                 FROM %s ORDER BY meta_1', (SELECT store_relid::regclass FROM tsbucket.catalog WHERE relid = 'split'::regclass));
+END $$;
+SELECT * FROM pg_temp.split_parts();
+SELECT pg_relation_size(t.reltoastrelid) / current_setting('block_size')::int AS toast_pages
+  FROM tsbucket.catalog c JOIN pg_class t ON t.oid = c.store_relid WHERE c.relid = 'split'::regclass;
+SELECT count(*) AS rows_differing FROM ((TABLE split EXCEPT ALL TABLE split_rows) UNION ALL (TABLE split_rows EXCEPT ALL TABLE split)) d;
+SELECT * FROM tsbucket.verify('split');
+-- tsbucket.buckets counts both parts.
+CREATE FUNCTION pg_temp.split_bytes() RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  EXECUTE format('SELECT sum(pg_column_size(payload) + coalesce(pg_column_size(payload_rest), 0)) FROM %s',
+                 (SELECT store_relid::regclass FROM tsbucket.catalog WHERE relid = 'split'::regclass)) INTO n;
+  RETURN n;
+END $$;
+SELECT sum(compressed_bytes) = pg_temp.split_bytes() AS both_parts_counted FROM tsbucket.buckets('split');
+-- A new series value rewrites the row with its parts as they were.
+UPDATE split SET dev = 'd9' WHERE dev = 'd1';
+UPDATE split_rows SET dev = 'd9' WHERE dev = 'd1';
+SELECT * FROM pg_temp.split_parts();
+SELECT count(*) AS rows_differing FROM ((TABLE split EXCEPT ALL TABLE split_rows) UNION ALL (TABLE split_rows EXCEPT ALL TABLE split)) d;
+-- A DELETE rewrites a bucket; compaction merges buckets: both split again.
+DELETE FROM split WHERE dev = 'd2' AND time < '2024-01-01 00:01';
+DELETE FROM split_rows WHERE dev = 'd2' AND time < '2024-01-01 00:01';
+SELECT tsbucket.compact('split');
+SELECT * FROM pg_temp.split_parts();
+SELECT count(*) AS rows_differing FROM ((TABLE split EXCEPT ALL TABLE split_rows) UNION ALL (TABLE split_rows EXCEPT ALL TABLE split)) d;
+SELECT dev, count(*), round(sum(v)::numeric, 6), max(w) FROM split GROUP BY dev ORDER BY dev;
+DROP TABLE split;
