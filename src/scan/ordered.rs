@@ -92,6 +92,9 @@ impl Eq for Key {}
 /// tail's series that fall between them.
 const RANK_SHIFT: u32 = 24;
 
+/// Runs (OrderedScan::run) are looked for while at most this many buckets are loaded.
+const RUN_HEADS: usize = 16;
+
 /// One index walk and how far it got.
 struct Walk {
     scan: reader::StoreScan,
@@ -143,6 +146,11 @@ pub(super) struct OrderedScan {
 
     /// A bucket whose last row is in the caller's slot: freed on the next call.
     retiring: Option<usize>,
+    /// (i, end): the top of `heads` is loaded bucket `i`, and its rows up to
+    /// position `end` of its order beat every other candidate (other heads,
+    /// deferred buckets, unread headers), so they come out without the heaps;
+    /// its key in `heads` is brought up to date when the run ends.
+    run: Option<(usize, usize)>,
     scan_cxt: pg_sys::MemoryContext,
     pub counters: ScanCounters,
 }
@@ -295,6 +303,7 @@ impl OrderedScan {
             loaded: Vec::new(),
             heads: BinaryHeap::new(),
             retiring: None,
+            run: None,
             series,
             ranks,
             scan_cxt,
@@ -595,6 +604,26 @@ impl OrderedScan {
                 unsafe { pg_sys::MemoryContextDelete(l.cxt) };
             }
         }
+        if let Some((i, end)) = self.run {
+            let l = self.loaded[i].as_mut().expect("a run's bucket is loaded");
+            let row = l.order[l.next];
+            l.next += 1;
+            if l.next == end {
+                self.run = None;
+                if l.next == l.order.len() {
+                    self.heads.pop();
+                    self.retiring = Some(i);
+                } else {
+                    let (next_row, rank, tie) = (l.order[l.next], l.rank, l.tie.clone());
+                    let mut key = self.key(rank, self.row_time(i, next_row));
+                    key.tie = tie;
+                    *self.heads.peek_mut().expect("the run's bucket is the top") = (key, i);
+                }
+            }
+            // SAFETY: as below: bucket `i` is loaded (its context alive) and `slot` a virtual slot of the table.
+            unsafe { self.emit(i, row, slot) };
+            return true;
+        }
         loop {
             let head = self.heads.peek().map(|h| h.0.clone());
             let deferred = self.deferred.peek().map(|d| d.0.clone());
@@ -619,11 +648,11 @@ impl OrderedScan {
                 unsafe { pg_sys::ExecClearTuple(slot) };
                 return false;
             };
-            let (row, cxt, done) = {
+            let (row, done) = {
                 let l = self.loaded[i].as_mut().expect("loaded");
                 let row = l.order[l.next];
                 l.next += 1;
-                (row, l.cxt, l.next == l.order.len())
+                (row, l.next == l.order.len())
             };
             if done {
                 self.heads.pop();
@@ -635,16 +664,53 @@ impl OrderedScan {
                 key.tie = tie;
                 // Re-keying the top in place sifts once, where pop and push sift twice.
                 *self.heads.peek_mut().expect("peeked") = (key, i);
+                self.run = self.run_of(i);
             }
-            let l = self.loaded[i].as_ref().expect("loaded");
-            // SAFETY: `cxt` is loaded bucket `i`'s context, freed only on the call after its last row; `slot` is a virtual
-            // slot of `self.rel`, the open table, and `l.prepared` was made for `l.bucket`.
-            unsafe {
-                let old = pg_sys::MemoryContextSwitchTo(cxt);
-                rows::fill_slot(self.rel, &self.shape, &l.bucket, Some(&l.prepared), row, slot);
-                pg_sys::MemoryContextSwitchTo(old);
-            }
+            // SAFETY: bucket `i` is loaded, its context freed only on the call after its last row; `slot` is a virtual
+            // slot of the table (next's contract).
+            unsafe { self.emit(i, row, slot) };
             return true;
+        }
+    }
+
+    /// Where the run of loaded bucket `i` ends, if it is the top of `heads`:
+    /// its rows from the next on come out as long as each beats the best other
+    /// candidate (the best other head, the best deferred bucket, the best
+    /// unread header), strictly, so that equal keys still go through the heaps.
+    fn run_of(&self, i: usize) -> Option<(usize, usize)> {
+        // Many heads (rows of many series interleaved in time order) make runs short: not worth looking.
+        if self.heads.peek().map(|h| h.1) != Some(i) || self.heads.len() > RUN_HEADS {
+            return None;
+        }
+        let other = self.heads.iter().filter(|h| h.1 != i).map(|h| &h.0).max();
+        let bound = [other.cloned(), self.deferred.peek().map(|d| d.0.clone()), self.best_walk().map(|w| w.1)]
+            .into_iter()
+            .flatten()
+            .max();
+        let l = self.loaded[i].as_ref().expect("loaded");
+        let times = rows::time_values(&self.config, &l.bucket);
+        let end = match bound {
+            None => l.order.len(),
+            Some(bound) => {
+                let beats = |row: usize| Key { tie: l.tie.clone(), ..self.key(l.rank, times[row]) } > bound;
+                l.next + l.order[l.next..].iter().take_while(|&&row| beats(row)).count()
+            }
+        };
+        (end > l.next).then_some((i, end))
+    }
+
+    /// Fills `slot` with row `row` of loaded bucket `i`.
+    ///
+    /// # Safety
+    /// Bucket `i` is loaded; `slot` is a virtual slot of the table.
+    unsafe fn emit(&self, i: usize, row: usize, slot: *mut pg_sys::TupleTableSlot) {
+        let l = self.loaded[i].as_ref().expect("loaded");
+        // SAFETY: `l.cxt` is loaded bucket `i`'s context, alive until the call after its last row; `slot` is a virtual
+        // slot of `self.rel`, the open table, and `l.prepared` was made for `l.bucket` (the contract).
+        unsafe {
+            let old = pg_sys::MemoryContextSwitchTo(l.cxt);
+            rows::fill_slot(self.rel, &self.shape, &l.bucket, Some(&l.prepared), row, slot);
+            pg_sys::MemoryContextSwitchTo(old);
         }
     }
 }
