@@ -73,10 +73,14 @@ REVOKE EXECUTE ON FUNCTION tsbucket._create_tail(regclass) FROM PUBLIC;
 -- which fill TOAST pages four to a page, and the remainder inline in the
 -- store row as `payload_rest` (NULL when not split), rather than a short
 -- last chunk that would leave most of a TOAST page's last slot empty.
+-- Statistics stay inline and uncompressed while the row fits (MAIN): every
+-- header read decodes them, and TOAST would otherwise try to compress them
+-- before it moves a payload of one chunk out.
 CREATE FUNCTION tsbucket._store_storage(store regclass) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    EXECUTE format('ALTER TABLE %s ALTER COLUMN payload SET STORAGE EXTERNAL, ALTER COLUMN payload_rest SET STORAGE EXTERNAL', store);
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN payload SET STORAGE EXTERNAL, ALTER COLUMN payload_rest SET STORAGE EXTERNAL,
+                    ALTER COLUMN column_stats SET STORAGE MAIN', store);
 END $$;
 REVOKE EXECUTE ON FUNCTION tsbucket._store_storage(regclass) FROM PUBLIC;
 

@@ -161,7 +161,7 @@ impl StoredBucket {
             return;
         }
         // SAFETY: values[COL_PAYLOAD] is the store tuple's payload bytea, never NULL (read_header refuses
-        // that); its detoasted form is palloc'd in the current memory context, the one the bucket lives in.
+        // that); detoasted, it is palloc'd in the current memory context (the bucket's), or read in place if inline.
         let payload = unsafe { pg_sys::pg_detoast_datum_packed(self.values[COL_PAYLOAD].cast_mut_ptr()) };
         // The detoasted first part stays in `values`, so that a relabel writes the parts as they were.
         self.values[COL_PAYLOAD] = pg_sys::Datum::from(payload);
@@ -169,8 +169,8 @@ impl StoredBucket {
         let (data, len) = unsafe { (vardata_any(payload) as *const u8, varsize_any_exhdr(payload)) };
         (self.payload, self.payload_len) = (data, len);
         let Some(col) = self.rest_col.filter(|&c| !self.nulls[c]) else { return };
-        // SAFETY: values[col] is the tuple's non-NULL payload_rest bytea (stored inline; detoasted here if it
-        // was not), palloc'd in the current memory context like the payload.
+        // SAFETY: values[col] is the tuple's non-NULL payload_rest bytea: inline (its bytes read in place, in the tuple
+        // or detached's copy, alive while the bucket is) or, if TOAST moved it out, detoasted into the current context.
         let (rest, rest_len) = unsafe {
             let rest = pg_sys::pg_detoast_datum_packed(self.values[col].cast_mut_ptr());
             (vardata_any(rest) as *const u8, varsize_any_exhdr(rest))
