@@ -605,22 +605,13 @@ impl OrderedScan {
             }
         }
         if let Some((i, end)) = self.run {
-            let l = self.loaded[i].as_mut().expect("a run's bucket is loaded");
-            let row = l.order[l.next];
-            l.next += 1;
-            if l.next == end {
+            let row = self.take_row(i);
+            if self.loaded[i].as_ref().expect("a run's bucket is loaded").next == end {
                 self.run = None;
-                if l.next == l.order.len() {
-                    self.heads.pop();
-                    self.retiring = Some(i);
-                } else {
-                    let (next_row, rank, tie) = (l.order[l.next], l.rank, l.tie.clone());
-                    let mut key = self.key(rank, self.row_time(i, next_row));
-                    key.tie = tie;
-                    *self.heads.peek_mut().expect("the run's bucket is the top") = (key, i);
-                }
+                self.settle_top(i);
             }
-            // SAFETY: as below: bucket `i` is loaded (its context alive) and `slot` a virtual slot of the table.
+            // SAFETY: bucket `i` is loaded, its context freed only on the call after its last row; `slot` is a virtual
+            // slot of the table (next's contract).
             unsafe { self.emit(i, row, slot) };
             return true;
         }
@@ -629,10 +620,11 @@ impl OrderedScan {
             let deferred = self.deferred.peek().map(|d| d.0.clone());
             let known = head.clone().max(deferred.clone());
             // Read headers while an unread bucket may hold a better row.
-            if let Some((w, frontier)) = self.best_walk() {
-                if known.is_none() || Some(frontier) > known {
+            let frontier = self.best_walk();
+            if let Some((w, frontier)) = &frontier {
+                if known.is_none() || Some(frontier) > known.as_ref() {
                     // SAFETY: `w` is one of this scan's walks, not done, on `self.store`, which stays open until `end`.
-                    unsafe { self.read_header(w) };
+                    unsafe { self.read_header(*w) };
                     continue;
                 }
             }
@@ -648,23 +640,10 @@ impl OrderedScan {
                 unsafe { pg_sys::ExecClearTuple(slot) };
                 return false;
             };
-            let (row, done) = {
-                let l = self.loaded[i].as_mut().expect("loaded");
-                let row = l.order[l.next];
-                l.next += 1;
-                (row, l.next == l.order.len())
-            };
-            if done {
-                self.heads.pop();
-                self.retiring = Some(i);
-            } else {
-                let l = self.loaded[i].as_ref().expect("loaded");
-                let (next_row, rank, tie) = (l.order[l.next], l.rank, l.tie.clone());
-                let mut key = self.key(rank, self.row_time(i, next_row));
-                key.tie = tie;
-                // Re-keying the top in place sifts once, where pop and push sift twice.
-                *self.heads.peek_mut().expect("peeked") = (key, i);
-                self.run = self.run_of(i);
+            let row = self.take_row(i);
+            self.settle_top(i);
+            if self.retiring.is_none() {
+                self.run = self.run_of(i, [deferred, frontier.map(|f| f.1)]);
             }
             // SAFETY: bucket `i` is loaded, its context freed only on the call after its last row; `slot` is a virtual
             // slot of the table (next's contract).
@@ -673,20 +652,40 @@ impl OrderedScan {
         }
     }
 
+    /// The next row of loaded bucket `i`, the top of `heads` (whose key it leaves as it was).
+    fn take_row(&mut self, i: usize) -> usize {
+        let l = self.loaded[i].as_mut().expect("loaded");
+        l.next += 1;
+        l.order[l.next - 1]
+    }
+
+    /// Brings the top of `heads`, loaded bucket `i`, up to date after rows
+    /// were taken: re-keyed on its next row, or, when it has none left, out of
+    /// the heads and freed on the next call (its last row is in the caller's slot).
+    fn settle_top(&mut self, i: usize) {
+        let l = self.loaded[i].as_ref().expect("loaded");
+        if l.next == l.order.len() {
+            self.heads.pop();
+            self.retiring = Some(i);
+            return;
+        }
+        let key = Key { tie: l.tie.clone(), ..self.key(l.rank, self.row_time(i, l.order[l.next])) };
+        // Re-keying the top in place sifts once, where pop and push sift twice.
+        *self.heads.peek_mut().expect("bucket `i` is the top") = (key, i);
+    }
+
     /// Where the run of loaded bucket `i` ends, if it is the top of `heads`:
     /// its rows from the next on come out as long as each beats the best other
-    /// candidate (the best other head, the best deferred bucket, the best
-    /// unread header), strictly, so that equal keys still go through the heaps.
-    fn run_of(&self, i: usize) -> Option<(usize, usize)> {
+    /// candidate, strictly, so that equal keys still go through the heaps.
+    /// `others`: the best deferred bucket's key and the best unread header's,
+    /// as `next` just found them; the other heads are looked at here.
+    fn run_of(&self, i: usize, others: [Option<Key>; 2]) -> Option<(usize, usize)> {
         // Many heads (rows of many series interleaved in time order) make runs short: not worth looking.
         if self.heads.peek().map(|h| h.1) != Some(i) || self.heads.len() > RUN_HEADS {
             return None;
         }
-        let other = self.heads.iter().filter(|h| h.1 != i).map(|h| &h.0).max();
-        let bound = [other.cloned(), self.deferred.peek().map(|d| d.0.clone()), self.best_walk().map(|w| w.1)]
-            .into_iter()
-            .flatten()
-            .max();
+        let other = self.heads.iter().filter(|h| h.1 != i).map(|h| h.0.clone()).max();
+        let bound = others.into_iter().chain([other]).flatten().max();
         let l = self.loaded[i].as_ref().expect("loaded");
         let times = rows::time_values(&self.config, &l.bucket);
         let end = match bound {

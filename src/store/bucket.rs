@@ -36,6 +36,12 @@ pub(super) const fn maxalign(x: usize) -> usize {
     (x + a - 1) & !(a - 1)
 }
 
+/// htup_details.h's SizeofHeapTupleHeader: a heap row's header before its null bitmap.
+pub(super) const HEAP_TUPLE_HEADER: usize = 23;
+
+/// varatt.h's TOAST_POINTER_SIZE: what a TOASTed value leaves in its row (unaligned).
+pub(super) const TOAST_POINTER: usize = 2 + std::mem::size_of::<pg_sys::varatt_external>();
+
 /// heaptoast.h's TOAST_TUPLE_THRESHOLD: a heap row longer than this is TOASTed.
 pub(super) const TOAST_TUPLE_THRESHOLD: usize =
     ((pg_sys::BLCKSZ as usize - maxalign(24 + 4 * 4)) / 4) & !(pg_sys::MAXIMUM_ALIGNOF as usize - 1);
@@ -43,7 +49,7 @@ pub(super) const TOAST_TUPLE_THRESHOLD: usize =
 /// heaptoast.h's TOAST_MAX_CHUNK_SIZE: the bytes a TOAST chunk holds. Four
 /// full chunks fill a TOAST page; a short last chunk leaves its slot mostly
 /// empty (no following value's full chunk fits there).
-pub(super) const TOAST_CHUNK: usize = TOAST_TUPLE_THRESHOLD - maxalign(23) - 4 - 4 - 4;
+pub(super) const TOAST_CHUNK: usize = TOAST_TUPLE_THRESHOLD - maxalign(HEAP_TUPLE_HEADER) - 4 - 4 - 4;
 
 /// Where a payload of `len` bytes is split: after its whole TOAST chunks,
 /// when it has some and the remainder fits in `room` bytes of the store row.
@@ -303,7 +309,7 @@ mod tests {
     #[test]
     fn toast_sizes_are_those_of_heaptoast_h() {
         // 8 KiB pages: four 2032-byte chunk rows (1996 data bytes each) fill a TOAST page.
-        assert_eq!((pg_sys::BLCKSZ, TOAST_TUPLE_THRESHOLD, TOAST_CHUNK), (8192, 2032, 1996));
+        assert_eq!((pg_sys::BLCKSZ, TOAST_TUPLE_THRESHOLD, TOAST_CHUNK, TOAST_POINTER), (8192, 2032, 1996, 18));
     }
 
     #[test]

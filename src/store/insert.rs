@@ -6,7 +6,7 @@
 use crate::catalog::config::Config;
 use crate::catalog::shape::{Attr, TableShape};
 use crate::pg::error::{DATA_CORRUPTED, ts_error};
-use crate::store::bucket::{BucketContent, TOAST_CHUNK, TOAST_TUPLE_THRESHOLD, maxalign, rest_column, split_at, COL_BUCKET_ID, COL_CLOSE_REASON, COL_FIRST_META, COL_MAX_TIME, COL_MIN_TIME, COL_PAYLOAD, COL_ROW_COUNT, COL_STATS, COL_UNCOMPRESSED_BYTES, COL_WINDOW_START, CloseReason, StoredBucket};
+use crate::store::bucket::{BucketContent, HEAP_TUPLE_HEADER, TOAST_CHUNK, TOAST_POINTER, TOAST_TUPLE_THRESHOLD, maxalign, rest_column, split_at, COL_BUCKET_ID, COL_CLOSE_REASON, COL_FIRST_META, COL_MAX_TIME, COL_MIN_TIME, COL_PAYLOAD, COL_ROW_COUNT, COL_STATS, COL_UNCOMPRESSED_BYTES, COL_WINDOW_START, CloseReason, StoredBucket};
 use super::ids::allocate_id;
 use pgrx::pg_sys;
 use std::cell::Cell;
@@ -95,13 +95,14 @@ unsafe fn set_payload(store: pg_sys::Relation, values: &mut [pg_sys::Datum], nul
     nulls[col] = true;
     let mut split = None;
     if payload.len() > TOAST_CHUNK {
-        // The row's size with its payload TOASTed (an 18-byte pointer) and no remainder.
-        values[COL_PAYLOAD] = crate::pg::datum::bytea(&[0; 17]);
-        // SAFETY: `values`/`nulls` hold one entry per attribute of `tupdesc`, every by-reference one a valid datum.
+        // The row's size without the payload and the remainder; the payload then adds its TOAST pointer.
+        nulls[COL_PAYLOAD] = true;
+        // SAFETY: `values`/`nulls` hold one entry per attribute of `tupdesc`, every non-NULL by-reference one a valid datum.
         let data = unsafe { pg_sys::heap_compute_data_size(tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr()) };
-        let header = maxalign(23 + values.len().div_ceil(8));
+        nulls[COL_PAYLOAD] = false;
+        let header = maxalign(HEAP_TUPLE_HEADER + values.len().div_ceil(8));
         // The remainder's 4-byte header, its alignment and a margin.
-        let room = TOAST_TUPLE_THRESHOLD.saturating_sub(header + data + 4 + 3 + 8);
+        let room = TOAST_TUPLE_THRESHOLD.saturating_sub(header + data + TOAST_POINTER + 4 + 3 + 8);
         split = split_at(payload.len(), room);
     }
     match split {
