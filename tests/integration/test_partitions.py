@@ -111,6 +111,21 @@ def test_a_partitioned_parent_configures_its_partitions(cluster):
         c.execute("RESET ROLE")
 
 
+def dump_and_restore(cluster, table, *restore_args):
+    """pg_dump -t '<table>*' of the test database, restored into a new
+    database <table>_restored that has the extension."""
+    out = os.path.join(cluster.dir, f"{table}.dump")
+    as_postgres([f"{cluster.bindir}/pg_dump", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres", "-F", "c",
+                 "-t", f"{table}*", "-f", out, "test"])
+    with cluster.connect(dbname="postgres") as c:
+        c.execute(f"DROP DATABASE IF EXISTS {table}_restored WITH (FORCE)")
+        c.execute(f"CREATE DATABASE {table}_restored")
+    with cluster.connect(dbname=f"{table}_restored") as c:
+        c.execute("CREATE EXTENSION tsbucket")
+    as_postgres([f"{cluster.bindir}/pg_restore", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres",
+                 *restore_args, "--exit-on-error", "-d", f"{table}_restored", out])
+
+
 def test_a_partitioned_time_series_table_survives_dump_and_restore(cluster):
     with cluster.connect() as c:
         c.execute(f"CREATE TABLE pd ({SCHEMA}) PARTITION BY RANGE (time)")
@@ -120,16 +135,7 @@ def test_a_partitioned_time_series_table_survives_dump_and_restore(cluster):
         c.execute("INSERT INTO pd SELECT '2024-01-01'::timestamptz + i * interval '5 min', 's' || (i % 3), i, i FROM generate_series(0, 15000) i")
         c.execute("SELECT tsbucket.set_series_retention('pd', 's1'::text, '4000 days')")
         expected = c.execute("SELECT count(*), sum(hum), max(time) FROM pd").fetchone()
-    out = os.path.join(cluster.dir, "pd.dump")
-    as_postgres([f"{cluster.bindir}/pg_dump", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres", "-F", "c",
-                 "-t", "pd*", "-f", out, "test"])
-    with cluster.connect(dbname="postgres") as c:
-        c.execute("DROP DATABASE IF EXISTS pd_restored WITH (FORCE)")
-        c.execute("CREATE DATABASE pd_restored")
-    with cluster.connect(dbname="pd_restored") as c:
-        c.execute("CREATE EXTENSION tsbucket")
-    as_postgres([f"{cluster.bindir}/pg_restore", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres",
-                 "--exit-on-error", "-d", "pd_restored", out])
+    dump_and_restore(cluster, "pd")
     with cluster.connect(dbname="pd_restored") as c:
         assert c.execute("SELECT count(*), sum(hum), max(time) FROM pd").fetchone() == expected
         assert configured(c, "pd_1", "pd_2") == 2
@@ -171,16 +177,7 @@ def test_renamed_time_and_meta_columns_reach_partitions_and_dumps(cluster):
         assert c.execute("SELECT time_column, meta_columns FROM tsbucket.timeseries WHERE table_name = 'pr_3'::regclass").fetchone() == ("ts", ["device"])
         expected = c.execute("SELECT count(*), sum(temperature), max(ts), count(DISTINCT device) FROM pr").fetchone()
         c.execute("RESET ROLE")
-    out = os.path.join(cluster.dir, "pr.dump")
-    as_postgres([f"{cluster.bindir}/pg_dump", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres", "-F", "c",
-                 "-t", "pr*", "-f", out, "test"])
-    with cluster.connect(dbname="postgres") as c:
-        c.execute("DROP DATABASE IF EXISTS pr_restored WITH (FORCE)")
-        c.execute("CREATE DATABASE pr_restored")
-    with cluster.connect(dbname="pr_restored") as c:
-        c.execute("CREATE EXTENSION tsbucket")
-    as_postgres([f"{cluster.bindir}/pg_restore", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres",
-                 "--no-owner", "--exit-on-error", "-d", "pr_restored", out])
+    dump_and_restore(cluster, "pr", "--no-owner")
     with cluster.connect(dbname="pr_restored") as c:
         assert c.execute("SELECT count(*), sum(temperature), max(ts), count(DISTINCT device) FROM pr").fetchone() == expected
         assert c.execute("SELECT count(*) FROM tsbucket.timeseries WHERE time_column = 'ts' AND meta_columns = '{device}'").fetchone()[0] == 3

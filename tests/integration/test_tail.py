@@ -7,6 +7,7 @@ fails with 40001, REPEATABLE READ); two-phase commit, executemany in one
 transaction, a standby and the worker's own rounds all see the same rows."""
 
 import datetime
+import math
 import threading
 import time
 
@@ -339,3 +340,31 @@ def test_rows_rescued_from_a_rolled_back_subtransaction_keep_their_shape(quiet_c
         assert content(c, "tsub") == (3, 3, 7)
         assert c.execute("SELECT count(*) FROM tsbucket.verify('tsub')").fetchone()[0] == 0
         assert c.execute("SELECT array_agg(temp ORDER BY time) FROM tsub").fetchone()[0] == [1, 2, 4]
+
+
+def test_worker_rounds_write_large_buckets_in_two_parts(worker_cluster):
+    """A non-superuser's devices send one reading per INSERT (psycopg
+    executemany, each its own transaction) of full-precision floats; the
+    worker's rounds merge them into buckets longer than a TOAST chunk, which
+    keep their whole chunks in TOAST and the rest inline in the store row
+    (payload_rest), and every row reads back bit for bit."""
+    start = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    rows = [(start + datetime.timedelta(seconds=i), f"s{i % 2}", math.sin(i) * 100, i) for i in range(2400)]
+    with worker_cluster.connect() as c:
+        c.execute("DROP TABLE IF EXISTS big")
+        c.execute("DROP ROLE IF EXISTS device_owner")
+        c.execute("CREATE ROLE device_owner LOGIN")
+        c.execute("GRANT CREATE ON SCHEMA public TO device_owner")
+        c.execute("SET ROLE device_owner")
+        make(c, "big")
+        with c.cursor() as cur:
+            cur.executemany("INSERT INTO big VALUES (%s, %s, %s, %s)", rows)
+        assert wait_for(lambda: tail_rows(c, "big") == 0, timeout=60)
+        c.execute("RESET ROLE")
+        store = c.execute("SELECT store_relid::regclass::text FROM tsbucket.catalog WHERE relid = 'big'::regclass").fetchone()[0]
+        split = f"SELECT count(*) FROM {store} WHERE payload_rest IS NOT NULL AND length(payload) % 1996 = 0"
+        assert wait_for(lambda: c.execute(split).fetchone()[0] >= 2, timeout=60)
+        c.execute("SET ROLE device_owner")
+        assert c.execute("SELECT time, sensor, temp, hum FROM big ORDER BY hum").fetchall() == rows
+        assert c.execute("SELECT count(*) FROM tsbucket.verify('big')").fetchone()[0] == 0
+        c.execute("RESET ROLE")
