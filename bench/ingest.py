@@ -71,6 +71,36 @@ def pgbench(cluster, script, clients, seconds):
     return float(re.search(r"tps = ([0-9.]+)", out).group(1))
 
 
+def server_cpu(cluster):
+    """CPU seconds the cluster's processes have used so far: the live ones
+    (backends, the worker, autovacuum, the WAL writer...) plus, through the
+    postmaster's cutime/cstime, every child it has reaped (pgbench's
+    backends once their run ends). The drain's and autovacuum's work count
+    against the table that caused them, as a DBA's top would show it."""
+    tck = os.sysconf("SC_CLK_TCK")
+    with open(os.path.join(cluster.data, "postmaster.pid")) as f:
+        pm = int(f.readline())
+
+    def stat(pid):
+        with open(f"/proc/{pid}/stat") as f:
+            # The fields after the command name, which may hold spaces.
+            return f.read().rsplit(")", 1)[1].split()
+
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            f = stat(pid)
+        except OSError:
+            continue
+        if int(pid) == pm:
+            total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])  # utime stime cutime cstime
+        elif int(f[1]) == pm:
+            total += int(f[11]) + int(f[12])
+    return total / tck
+
+
 def lsn(c):
     return c.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
 
@@ -106,7 +136,7 @@ def close(a, b):
     return norm(a) == norm(b)
 
 
-def trickled(c, a, heap, ts, start):
+def trickled(c, a, cluster, heap, ts, start):
     """The detail run's tables right after ingest (the tail as the worker left
     it), then drained and compacted: sizes, queries, WAL until every row is in
     buckets (no other table has rows waiting: they were drained before)."""
@@ -118,9 +148,9 @@ def trickled(c, a, heap, ts, start):
     lp_ts, lp_rows = timed(c, LAST_POINT.format(t=ts), a.runs)
     lp_heap, lp_heap_rows = timed(c, LAST_POINT.format(t=heap), a.runs)
     # Drain and compact now (as the worker's next round would), then VACUUM.
-    before_drain = lsn(c)
+    before_drain, cpu0 = lsn(c), server_cpu(cluster)
     c.execute(f"SELECT * FROM tsbucket.compact('{ts}')")
-    drain_wal = wal_since(c, before_drain)
+    drain_wal, drain_cpu = wal_since(c, before_drain), server_cpu(cluster) - cpu0
     wal = wal_since(c, start)
     c.execute(f"VACUUM {heap}")
     c.execute(f"VACUUM {ts}")
@@ -130,7 +160,7 @@ def trickled(c, a, heap, ts, start):
     # (Each table got its own rows from pgbench: the same table before and after compaction must agree.)
     same = close(lp_rows, lp_rows_compacted) and close(r_ts, r_ts_compacted) and len(lp_heap_rows) == len(lp_rows)
     return {"during": during, "after": after, "tail": tail, "agg": (q_heap, q_ts), "lp": (lp_ts, lp_compacted, lp_heap),
-            "wal": wal, "drain_wal": drain_wal, "same": same}
+            "wal": wal, "drain_wal": drain_wal, "drain_cpu": drain_cpu, "same": same}
 
 
 def run(a):
@@ -146,8 +176,9 @@ def run(a):
                   f"{dt.date.today()}\n")
             print(f"Default settings (synchronous_commit on); the worker at its default interval ({interval}), "
                   f"tsbucket.tail_drain_rows = {drain_rows}; {a.seconds} s per pgbench run.\n")
-            print("| workload | clients | heap rows/s | tsbucket rows/s | tsbucket / heap |")
-            print("|---|---:|---:|---:|---:|")
+            print("| workload | clients | heap rows/s | tsbucket rows/s | tsbucket / heap | each round's ratio | "
+                  "heap server CPU µs/row | tsbucket server CPU µs/row (drain included) | tsbucket / heap |")
+            print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
             detail = None
             for shape in ("single", "multi"):
                 for clients in a.clients:
@@ -158,6 +189,7 @@ def run(a):
                         values = ", ".join(f"(clock_timestamp(), 's' || (:s + {k}), random() * 100, random() * 100)" for k in range(10))
                         per = 10
                     rates = {"h": [], "t": []}
+                    cpu = {"h": [], "t": []}
                     for rnd in range(a.rounds):
                         heap, ts = make_tables(c, suffix)
                         # Alternating which goes first cancels the drift of one cluster over a run.
@@ -168,7 +200,10 @@ def run(a):
                                 script = MULTI.format(t=t, last10=SENSORS - 10, values=values)
                             c.execute("CHECKPOINT")
                             start = lsn(c)
+                            cpu0 = server_cpu(cluster)
                             tps = pgbench(cluster, script, clients, a.seconds)
+                            time.sleep(0.2)  # pgbench's backends exit, so the postmaster has reaped them
+                            used = server_cpu(cluster) - cpu0
                             rates[t[0]].append(tps * per)
                             if shape == "single" and clients == a.detail_clients and rnd == 0:
                                 detail = detail or {}
@@ -176,32 +211,47 @@ def run(a):
                                 if t == ts:
                                     # The trickled table as ingest left it, then drained: its WAL counts
                                     # from the start of ingest until every row is in buckets.
-                                    detail["analysis"] = trickled(c, a, heap, ts, start)
-                            if t == ts:
-                                # Drained now, so that the worker's drain of its rows runs in no other run.
+                                    detail["analysis"] = trickled(c, a, cluster, heap, ts, start)
+                                    used += detail["analysis"]["drain_cpu"]
+                            elif t == ts:
+                                # Drained now, so that the worker's drain of its rows runs in no other
+                                # run; the drain's CPU is part of this run's cost.
+                                cpu1 = server_cpu(cluster)
                                 c.execute(f"SELECT * FROM tsbucket.compact('{ts}')")
+                                used += server_cpu(cluster) - cpu1
+                            cpu[t[0]].append(used / rows_of(c, t) * 1e6)
                         if not (shape == "single" and clients == a.detail_clients):
                             c.execute(f"DROP TABLE {heap}, {ts}")
                     h, t = statistics.median(rates["h"]), statistics.median(rates["t"])
+                    ratios = sorted(y / x for x, y in zip(rates["h"], rates["t"]))
+                    ch, ct = statistics.median(cpu["h"]), statistics.median(cpu["t"])
                     print(f"| {'single-row INSERT' if shape == 'single' else '10-row INSERT'} | {clients} | "
-                          f"{h:,.0f} | {t:,.0f} | {t / h:.2f} |", flush=True)
+                          f"{h:,.0f} | {t:,.0f} | {t / h:.2f} | {' '.join(f'{r:.2f}' for r in ratios)} | "
+                          f"{ch:.0f} | {ct:.0f} | {ct / ch:.2f} |", flush=True)
                     results.append((shape, clients, h, t))
             # executemany in one transaction
             start_time = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
             rows = [(start_time + dt.timedelta(milliseconds=10 * i), f"s{i % SENSORS}", i / 7, i / 11) for i in range(20000)]
             secs = {"h": [], "t": []}
+            cpu = {"h": [], "t": []}
             for rnd in range(a.rounds):
                 heap, ts = make_tables(c, "many")
                 for t in ((heap, ts) if rnd % 2 == 0 else (ts, heap)):
+                    cpu0 = server_cpu(cluster)
                     with cluster.connect(autocommit=False) as w:
                         t0 = time.perf_counter()
                         with w.cursor() as cur:
                             cur.executemany(f"INSERT INTO {t} VALUES (%s, %s, %s, %s)", rows)
                         w.commit()
                         secs[t[0]].append(time.perf_counter() - t0)
+                    time.sleep(0.2)  # the backend's exit, so the postmaster has reaped it
+                    cpu[t[0]].append((server_cpu(cluster) - cpu0) / len(rows) * 1e6)
             h, t = statistics.median(secs["h"]), statistics.median(secs["t"])
+            ratios = sorted(x / y for x, y in zip(secs["h"], secs["t"]))
+            ch, ct = statistics.median(cpu["h"]), statistics.median(cpu["t"])
             tail_after = c.execute(f"SELECT tail_rows FROM tsbucket.stats('{ts}')").fetchone()[0]
-            print(f"| executemany, one transaction (20,000 rows) | 1 | {20000 / h:,.0f} | {20000 / t:,.0f} | {h / t:.2f} |")
+            print(f"| executemany, one transaction (20,000 rows) | 1 | {20000 / h:,.0f} | {20000 / t:,.0f} | {h / t:.2f} | "
+                  f"{' '.join(f'{r:.2f}' for r in ratios)} | {ch:.0f} | {ct:.0f} | {ct / ch:.2f} |")
             print(f"\nRates are medians of {a.rounds} runs per cell, heap and tsbucket alternating which runs first, "
                   f"fresh tables each run. executemany: {tail_after} rows in the tail after its commit (its rows sit in "
                   f"buckets at once); {heap_bytes(c, heap):,} bytes heap + index, {ts_bytes(c, ts):,} tsbucket.\n")
@@ -237,7 +287,7 @@ def main():
     p.add_argument("--clients", default="1,8,32")
     p.add_argument("--detail-clients", type=int, default=8)
     p.add_argument("--runs", type=int, default=5, help="query timings: best of this many")
-    p.add_argument("--rounds", type=int, default=3, help="ingest rates: median of this many runs per cell")
+    p.add_argument("--rounds", type=int, default=5, help="ingest rates: median of this many runs per cell")
     a = p.parse_args()
     a.clients = [int(x) for x in a.clients.split(",")]
     if a.detail_clients not in a.clients:
