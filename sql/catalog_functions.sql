@@ -62,9 +62,8 @@ BEGIN
     PERFORM tsbucket._store_storage(store);
     EXECUTE format('CREATE INDEX %I ON %s (bucket_id)', store_name || '_id', store);
     EXECUTE format('CREATE INDEX %I ON %s (%swindow_start)', store_name || '_series', store, meta_keys);
-    -- Expiry finds its buckets, and finds out that there are none, by max_time.
-    EXECUTE format('CREATE INDEX %I ON %s (max_time)', store_name || '_max_time', store);
-    -- Scans bounded in time but not by series reach their buckets by window start.
+    -- Scans bounded in time but not by series reach their buckets by window
+    -- start, and expiry its old buckets.
     EXECUTE format('CREATE INDEX %I ON %s (window_start)', store_name || '_window', store);
     -- Bucket ids cycle through the 36 bits a row identifier gives them
     -- (src/store/tid.rs); only tsbucket's code draws from it (no grants).

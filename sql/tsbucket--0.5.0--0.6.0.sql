@@ -128,9 +128,8 @@ BEGIN
     PERFORM tsbucket._store_storage(store);
     EXECUTE format('CREATE INDEX %I ON %s (bucket_id)', store_name || '_id', store);
     EXECUTE format('CREATE INDEX %I ON %s (%swindow_start)', store_name || '_series', store, meta_keys);
-    -- Expiry finds its buckets, and finds out that there are none, by max_time.
-    EXECUTE format('CREATE INDEX %I ON %s (max_time)', store_name || '_max_time', store);
-    -- Scans bounded in time but not by series reach their buckets by window start.
+    -- Scans bounded in time but not by series reach their buckets by window
+    -- start, and expiry its old buckets.
     EXECUTE format('CREATE INDEX %I ON %s (window_start)', store_name || '_window', store);
     -- Bucket ids cycle through the 36 bits a row identifier gives them
     -- (src/store/tid.rs); only tsbucket's code draws from it (no grants).
@@ -1244,6 +1243,7 @@ DO $$
 DECLARE
     r record;
     top bigint;
+    ix oid;
 BEGIN
     FOR r IN SELECT c.relid, c.store_relid, c.id_sequence FROM tsbucket.catalog c ORDER BY c.relid LOOP
         EXECUTE format('SELECT max(bucket_id) FROM %s', r.store_relid::regclass) INTO top;
@@ -1261,6 +1261,13 @@ BEGIN
         -- Large payloads are split from now on; rows written before read as one piece.
         EXECUTE format('ALTER TABLE %s ADD COLUMN payload_rest bytea', r.store_relid::regclass);
         PERFORM tsbucket._store_storage(r.store_relid);
+        -- Expiry looks for old buckets through the window_start index now
+        -- (src/store/reader.rs): the index on max_time only cost space.
+        FOR ix IN SELECT i.indexrelid FROM pg_index i
+                    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                   WHERE i.indrelid = r.store_relid AND i.indnatts = 1 AND a.attname = 'max_time' LOOP
+            EXECUTE format('DROP INDEX %s', ix::regclass);
+        END LOOP;
     END LOOP;
 END $$;
 

@@ -41,7 +41,11 @@ pub unsafe fn write_bucket(
     cid: pg_sys::CommandId,
 ) -> i64 {
     let payload = encode_bucket(content.rows, content.columns);
-    let stats = encode_stats(&content.columns.iter().filter_map(column_stats).collect::<Vec<_>>());
+    // Not the time column's: min_time and max_time hold its bounds, and no reader asks its statistics
+    // (a column without them may match any condition; buckets written before 0.6.0 have them).
+    let stats = encode_stats(
+        &content.columns.iter().filter(|c| c.attnum as i16 != config.time_attnum).filter_map(column_stats).collect::<Vec<_>>(),
+    );
     let times = content.columns.iter().find(|c| c.attnum as i16 == config.time_attnum).map(|c| &c.values);
     let (min_time, max_time) = match times {
         Some(Values::Int(t)) if !t.is_empty() => (*t.iter().min().expect("non-empty"), *t.iter().max().expect("non-empty")),

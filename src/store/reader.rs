@@ -2,7 +2,7 @@
 //! whole heap, or ranges of its indexes), one bucket by id, the store's
 //! indexes, and the snapshots reads take.
 
-use crate::store::bucket::COL_MAX_TIME;
+use crate::store::bucket::COL_WINDOW_START;
 use super::tuple::read_header;
 use pgrx::pg_sys;
 
@@ -227,24 +227,40 @@ pub unsafe fn index_on(store: pg_sys::Relation, columns: &[i16]) -> Option<pg_sy
     all.into_iter().find(|(_, cols)| cols == columns).map(|(oid, _)| oid)
 }
 
-/// Whether any bucket's newest row is older than `cutoff`, by the index on
-/// max_time (None: the store has no such index, made before 0.2.0).
+/// Whether any bucket's newest row is older than `cutoff`, found through the
+/// index on window_start (None: the store has none). A bucket's rows lie in
+/// its window, so such a bucket started before `cutoff`: the look-up reads
+/// those buckets oldest first and stops at the first one wholly older, and,
+/// when none is, it has read only the buckets of the windows that straddle
+/// `cutoff`. (Stores no longer keep an index on max_time for this: its
+/// entries cost every bucket 20 bytes.)
 ///
 /// # Safety
 /// `store` must be an open bucket store.
 pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64, snapshot: pg_sys::Snapshot) -> Option<bool> {
-    // SAFETY: `store` is an open bucket store (the contract), so its descriptor has the max_time column.
-    let time_type = unsafe { (*crate::pg::relation::tuple_desc_attr((*store).rd_att, COL_MAX_TIME)).atttypid };
+    // SAFETY: `store` is an open bucket store (the contract), so its descriptor has the window_start column.
+    let time_type = unsafe { (*crate::pg::relation::tuple_desc_attr((*store).rd_att, COL_WINDOW_START)).atttypid };
     // SAFETY: index_on needs only that same open `store`.
-    let index_oid = unsafe { index_on(store, &[(COL_MAX_TIME + 1) as i16]) }?;
+    let index_oid = unsafe { index_on(store, &[(COL_WINDOW_START + 1) as i16]) }?;
     let proc = if time_type == pg_sys::TIMESTAMPTZOID { pg_sys::F_TIMESTAMPTZ_LT } else { pg_sys::F_TIMESTAMP_LT };
     let mut key = pg_sys::ScanKeyData::default();
-    // SAFETY: `index_oid` is the store's btree index on max_time and `key` a local "< cutoff" key of its type,
-    // copied by the scan; the caller's snapshot outlives the scan, which ends before this block does.
+    // SAFETY: `index_oid` is the store's btree index on window_start and `key` a local "< cutoff" key of its type,
+    // copied by the scan; the caller's snapshot outlives the scan, which ends before this block does. Each tuple
+    // systable_getnext returns is a valid store tuple until the next call, when read_header has copied its header.
     let found = unsafe {
-        pg_sys::ScanKeyInit(&mut key, (COL_MAX_TIME + 1) as i16, pg_sys::BTLessStrategyNumber as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(cutoff));
+        pg_sys::ScanKeyInit(&mut key, (COL_WINDOW_START + 1) as i16, pg_sys::BTLessStrategyNumber as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(cutoff));
         let scan = pg_sys::systable_beginscan(store, index_oid, true, snapshot, 1, &mut key);
-        let found = !pg_sys::systable_getnext(scan).is_null();
+        let mut found = false;
+        loop {
+            let tuple = pg_sys::systable_getnext(scan);
+            if tuple.is_null() {
+                break;
+            }
+            if read_header(store, tuple).max_time < cutoff {
+                found = true;
+                break;
+            }
+        }
         pg_sys::systable_endscan(scan);
         found
     };

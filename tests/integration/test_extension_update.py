@@ -147,6 +147,10 @@ def test_update_from_previous_release(libraries):
             # Stores made by the previous release got the window_start index.
             plan = "\n".join(r[0] for r in c.execute("EXPLAIN SELECT * FROM plain WHERE time >= '2024-02-01 12:00'").fetchall())
             assert "Window Index" in plan, plan
+            # ... and lost the index on max_time: expiry finds old buckets through window_start.
+            assert c.execute("""SELECT count(*) FROM tsbucket.catalog k JOIN pg_index i ON i.indrelid = k.store_relid
+                                  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                                 WHERE a.attname = 'max_time'""").fetchone()[0] == 0
             # Tables lost the parallel_workers = 0 older releases set, and are read in parallel.
             assert c.execute("SELECT count(*) FROM pg_class WHERE relname IN ('readings', 'plain') "
                              "AND 'parallel_workers=0' = ANY (reloptions)").fetchone()[0] == 0
