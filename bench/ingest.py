@@ -101,6 +101,13 @@ def server_cpu(cluster):
     return total / tck
 
 
+def spread_and_cpu(ratios, cpu):
+    """The cells after the rates: each round's ratio, sorted, then the median
+    server CPU per row of each side and their ratio."""
+    ch, ct = statistics.median(cpu["h"]), statistics.median(cpu["t"])
+    return f"{' '.join(f'{r:.2f}' for r in sorted(ratios))} | {ch:.0f} | {ct:.0f} | {ct / ch:.2f} |"
+
+
 def lsn(c):
     return c.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
 
@@ -177,7 +184,7 @@ def run(a):
             print(f"Default settings (synchronous_commit on); the worker at its default interval ({interval}), "
                   f"tsbucket.tail_drain_rows = {drain_rows}; {a.seconds} s per pgbench run.\n")
             print("| workload | clients | heap rows/s | tsbucket rows/s | tsbucket / heap | each round's ratio | "
-                  "heap server CPU µs/row | tsbucket server CPU µs/row (drain included) | tsbucket / heap |")
+                  "heap server CPU µs/row | tsbucket server CPU µs/row (drain included) | CPU tsbucket / heap |")
             print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
             detail = None
             for shape in ("single", "multi"):
@@ -223,11 +230,9 @@ def run(a):
                         if not (shape == "single" and clients == a.detail_clients):
                             c.execute(f"DROP TABLE {heap}, {ts}")
                     h, t = statistics.median(rates["h"]), statistics.median(rates["t"])
-                    ratios = sorted(y / x for x, y in zip(rates["h"], rates["t"]))
-                    ch, ct = statistics.median(cpu["h"]), statistics.median(cpu["t"])
+                    ratios = [y / x for x, y in zip(rates["h"], rates["t"])]
                     print(f"| {'single-row INSERT' if shape == 'single' else '10-row INSERT'} | {clients} | "
-                          f"{h:,.0f} | {t:,.0f} | {t / h:.2f} | {' '.join(f'{r:.2f}' for r in ratios)} | "
-                          f"{ch:.0f} | {ct:.0f} | {ct / ch:.2f} |", flush=True)
+                          f"{h:,.0f} | {t:,.0f} | {t / h:.2f} | {spread_and_cpu(ratios, cpu)}", flush=True)
                     results.append((shape, clients, h, t))
             # executemany in one transaction
             start_time = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
@@ -247,11 +252,10 @@ def run(a):
                     time.sleep(0.2)  # the backend's exit, so the postmaster has reaped it
                     cpu[t[0]].append((server_cpu(cluster) - cpu0) / len(rows) * 1e6)
             h, t = statistics.median(secs["h"]), statistics.median(secs["t"])
-            ratios = sorted(x / y for x, y in zip(secs["h"], secs["t"]))
-            ch, ct = statistics.median(cpu["h"]), statistics.median(cpu["t"])
+            ratios = [x / y for x, y in zip(secs["h"], secs["t"])]
             tail_after = c.execute(f"SELECT tail_rows FROM tsbucket.stats('{ts}')").fetchone()[0]
             print(f"| executemany, one transaction (20,000 rows) | 1 | {20000 / h:,.0f} | {20000 / t:,.0f} | {h / t:.2f} | "
-                  f"{' '.join(f'{r:.2f}' for r in ratios)} | {ch:.0f} | {ct:.0f} | {ct / ch:.2f} |")
+                  f"{spread_and_cpu(ratios, cpu)}")
             print(f"\nRates are medians of {a.rounds} runs per cell, heap and tsbucket alternating which runs first, "
                   f"fresh tables each run. executemany: {tail_after} rows in the tail after its commit (its rows sit in "
                   f"buckets at once); {heap_bytes(c, heap):,} bytes heap + index, {ts_bytes(c, ts):,} tsbucket.\n")

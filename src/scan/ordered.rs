@@ -684,7 +684,7 @@ impl OrderedScan {
         if self.heads.peek().map(|h| h.1) != Some(i) || self.heads.len() > RUN_HEADS {
             return None;
         }
-        let other = self.heads.iter().filter(|h| h.1 != i).map(|h| h.0.clone()).max();
+        let other = self.heads.iter().filter(|h| h.1 != i).map(|h| &h.0).max().cloned();
         let bound = others.into_iter().chain([other]).flatten().max();
         let l = self.loaded[i].as_ref().expect("loaded");
         let times = rows::time_values(&self.config, &l.bucket);

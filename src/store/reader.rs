@@ -2,7 +2,7 @@
 //! whole heap, or ranges of its indexes), one bucket by id, the store's
 //! indexes, and the snapshots reads take.
 
-use crate::store::bucket::COL_WINDOW_START;
+use crate::store::bucket::{COL_MAX_TIME, COL_WINDOW_START};
 use super::tuple::read_header;
 use pgrx::pg_sys;
 
@@ -246,7 +246,8 @@ pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64, snapsh
     let mut key = pg_sys::ScanKeyData::default();
     // SAFETY: `index_oid` is the store's btree index on window_start and `key` a local "< cutoff" key of its type,
     // copied by the scan; the caller's snapshot outlives the scan, which ends before this block does. Each tuple
-    // systable_getnext returns is a valid store tuple until the next call, when read_header has copied its header.
+    // systable_getnext returns is a valid store tuple until the next call; heap_getattr reads its max_time (never NULL)
+    // by value.
     let found = unsafe {
         pg_sys::ScanKeyInit(&mut key, (COL_WINDOW_START + 1) as i16, pg_sys::BTLessStrategyNumber as u16, pg_sys::Oid::from(proc), pg_sys::Datum::from(cutoff));
         let scan = pg_sys::systable_beginscan(store, index_oid, true, snapshot, 1, &mut key);
@@ -256,7 +257,8 @@ pub unsafe fn any_bucket_older_than(store: pg_sys::Relation, cutoff: i64, snapsh
             if tuple.is_null() {
                 break;
             }
-            if read_header(store, tuple).max_time < cutoff {
+            let mut isnull = false;
+            if (pg_sys::heap_getattr(tuple, (COL_MAX_TIME + 1) as i32, (*store).rd_att, &mut isnull).value() as i64) < cutoff {
                 found = true;
                 break;
             }
