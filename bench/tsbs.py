@@ -381,9 +381,9 @@ MODES = {"defaults": [], "engine": ["SET max_parallel_workers_per_gather = 0", "
 
 def run_shape(conn, shape, a, available, columnar_conn):
     kinds = ["heap", "tsbucket"]
-    if "timescaledb" in available:
+    if "timescaledb" in available and "timescaledb" not in a.skip:
         kinds.append("timescaledb")
-    if columnar_conn is not None:
+    if columnar_conn is not None and "columnar" not in a.skip:
         kinds.append("columnar")
     conns = {"columnar": columnar_conn} if columnar_conn is not None else {}
     version = conn.execute("SHOW server_version").fetchone()[0]
@@ -502,11 +502,13 @@ def main():
     p.add_argument("--queries", default="", help="comma-separated query types (default: all of each shape)")
     p.add_argument("--modes", default="defaults,engine", help="defaults (the headline), engine (one process a query)")
     p.add_argument("--explain", default="", help="comma-separated contenders whose plan of each type's first instance to print")
+    p.add_argument("--skip", default="", help="comma-separated contenders to leave out (timescaledb, columnar): the heap (the answers' reference) and tsbucket always run")
     a = p.parse_args()
     a.days = [int(d) for d in a.days.split(",")]
     a.queries = set(a.queries.split(",")) if a.queries else set()
     a.modes = a.modes.split(",")
     a.explain = a.explain.split(",") if a.explain else []
+    a.skip = set(a.skip.split(",")) if a.skip else set()
     shapes = a.shapes.split(",")
     unknown = set(shapes) - set(SHAPES)
     if unknown:
