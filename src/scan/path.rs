@@ -68,7 +68,7 @@ pub unsafe fn add_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOpt
         }
     }
     // SAFETY: `root`, `rel`, `rte` are set_rel_pathlist's arguments; `paths` holds the CustomPaths palloc'd above for `rel`.
-    let partial = unsafe { parallel_path(root, rel, rte, &paths) };
+    let partial = unsafe { parallel_path(root, rel, rte, &paths, reached) };
     for cpath in paths {
         // SAFETY: add_path takes over `cpath`, a CustomPath of `rel` palloc'd in this planning call (it may pfree it).
         unsafe { pg_sys::add_path(rel, cpath as *mut pg_sys::Path) };
@@ -85,14 +85,19 @@ pub unsafe fn add_paths(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOpt
 
 /// A parallel-aware TsBucketScan for Gather: the participants share out the
 /// store's heap blocks (and so its buckets); partial aggregates of each
-/// combine above. Workers as Postgres would give a heap of the store's size
-/// (its main fork and TOAST, where payloads live), up to
-/// max_parallel_workers_per_gather.
+/// combine above. Sharing out blocks, it reads every bucket's header (the
+/// store's main fork) and the payloads (TOAST) of the `reached` share its
+/// conditions keep; the plain scan reaches its buckets through an index and
+/// reads that share of both. Workers as Postgres would give a heap scan of
+/// the pages read (as for an index scan, by the pages it fetches), up to
+/// max_parallel_workers_per_gather; the cost, the plain path's scaled by the
+/// pages each reads, split among the participants.
 unsafe fn parallel_path(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     rte: *mut pg_sys::RangeTblEntry,
     paths: &[*mut pg_sys::CustomPath],
+    reached: f64,
 ) -> Option<*mut pg_sys::CustomPath> {
     // SAFETY: `rel` is add_paths' RelOptInfo under planning; max_parallel_workers_per_gather is a GUC variable this
     // single-threaded backend alone writes, read by value.
@@ -108,23 +113,28 @@ unsafe fn parallel_path(
     let config = config::lookup(relid)?;
     // SAFETY: the store `config.store_relid` is opened under AccessShareLock (kept until the transaction ends) and its
     // `rd_rel` pg_class row is read before table_close releases the relcache reference.
-    let (mut blocks, toast) = unsafe {
+    let (headers, toast) = unsafe {
         let store = pg_sys::table_open(config.store_relid, pg_sys::AccessShareLock as i32);
         let blocks = pg_sys::RelationGetNumberOfBlocksInFork(store, pg_sys::ForkNumber::MAIN_FORKNUM) as f64;
         let toast = (*(*store).rd_rel).reltoastrelid;
         pg_sys::table_close(store, pg_sys::NoLock as i32);
         (blocks, toast)
     };
-    if toast != pg_sys::InvalidOid {
+    let payloads = if toast != pg_sys::InvalidOid {
         // SAFETY: `toast` is the store's TOAST relation (its reltoastrelid), open under AccessShareLock from
         // table_open to table_close while its main fork is measured.
-        blocks += unsafe {
+        unsafe {
             let t = pg_sys::table_open(toast, pg_sys::AccessShareLock as i32);
             let n = pg_sys::RelationGetNumberOfBlocksInFork(t, pg_sys::ForkNumber::MAIN_FORKNUM) as f64;
             pg_sys::table_close(t, pg_sys::NoLock as i32);
             n
-        };
-    }
+        }
+    } else {
+        0.0
+    };
+    let blocks = headers + payloads * reached;
+    // How many more pages the block-sharing scan reads than the plain one (1 when the conditions keep every bucket).
+    let read_ratio = if headers + payloads > 0.0 { blocks / ((headers + payloads) * reached) } else { 1.0 };
     // SAFETY: `rel.rel_parallel_workers` is the table's reloption copied by get_relation_info; min_parallel_table_scan_size
     // and max_parallel_workers_per_gather are this backend's GUC variables, read by value.
     let (rel_workers, min_scan_size, max_workers) =
@@ -158,7 +168,7 @@ unsafe fn parallel_path(
     let divisor = workers as f64 + leader;
     // SAFETY: `base` is add_paths' plain CustomPath, still alive: nothing is given to add_path before parallel_path returns.
     let (startup_cost, total_cost, rows) = unsafe { ((*base).path.startup_cost, (*base).path.total_cost, (*base).path.rows) };
-    let run = total_cost - startup_cost;
+    let run = (total_cost - startup_cost) * read_ratio;
     // SAFETY: `cpath` is the CustomPath palloc'd above, written only here before add_partial_path takes it.
     unsafe {
         (*cpath).path.parallel_aware = true;
