@@ -192,8 +192,21 @@ pub fn invalidate(relid: pg_sys::Oid) {
     });
 }
 
+thread_local! {
+    static RELCACHE_GENERATION: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A count of the relcache invalidations this backend has taken in, of any
+/// relation: a value remembered from before a lock and unchanged after it
+/// says no transaction that invalidated a relation committed in between
+/// (taking a lock takes in every invalidation committed before it).
+pub fn relcache_generation() -> u64 {
+    RELCACHE_GENERATION.with(|g| g.get())
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn relcache_callback(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
+    RELCACHE_GENERATION.with(|g| g.set(g.get().wrapping_add(1)));
     invalidate(relid);
 }
 
@@ -201,6 +214,9 @@ pub fn init() {
     // SAFETY: called once from _PG_init; relcache_callback is a guarded extern "C-unwind" function with the signature of
     // a relcache callback, and the callback list keeps it for the life of the process, as the library stays loaded.
     unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(relcache_callback), pg_sys::Datum::from(0)) };
+    // SAFETY: as above, for a syscache callback on pg_am (CREATE or DROP of an access method: the extension's
+    // own, when it is created or dropped), with the signature of a syscache callback.
+    unsafe { pg_sys::CacheRegisterSyscacheCallback(pg_sys::SysCacheIdentifier::AMNAME as i32, Some(am_callback), pg_sys::Datum::from(0)) };
 }
 
 /// Runs `f` as the extension's owner: the bucket stores belong to it, so that
@@ -257,6 +273,28 @@ pub fn is_tsbucket_table(relid: pg_sys::Oid) -> bool {
         pg_sys::RelationClose(rel);
         relam
     };
-    // SAFETY: get_am_oid gets a static NUL-terminated name and, with missing_ok, returns InvalidOid rather than erroring.
-    relam != pg_sys::InvalidOid && relam == unsafe { pg_sys::get_am_oid(c"tsbucket".as_ptr(), true) }
+    relam != pg_sys::InvalidOid && relam == tsbucket_am()
+}
+
+thread_local! {
+    /// The tsbucket access method's oid, once looked up (None: not yet, or pg_am changed since).
+    static AM_OID: std::cell::Cell<Option<pg_sys::Oid>> = const { std::cell::Cell::new(None) };
+}
+
+/// The oid of the tsbucket access method (InvalidOid when the extension is not
+/// in this database), looked up once and again after pg_am changes.
+fn tsbucket_am() -> pg_sys::Oid {
+    AM_OID.with(|a| {
+        a.get().unwrap_or_else(|| {
+            // SAFETY: get_am_oid gets a static NUL-terminated name and, with missing_ok, returns InvalidOid rather than erroring.
+            let oid = unsafe { pg_sys::get_am_oid(c"tsbucket".as_ptr(), true) };
+            a.set(Some(oid));
+            oid
+        })
+    })
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn am_callback(_arg: pg_sys::Datum, _cacheid: i32, _hash: u32) {
+    AM_OID.with(|a| a.set(None));
 }

@@ -29,6 +29,8 @@ pub struct Attr {
 #[derive(Clone, Debug)]
 pub struct TableShape {
     pub attrs: Vec<Attr>,
+    /// The meta attributes in the configuration's order (made once: every buffered row reads them).
+    metas: Vec<Attr>,
 }
 
 impl Attr {
@@ -67,8 +69,11 @@ impl TableShape {
                     role,
                 }
             })
-            .collect();
-        TableShape { attrs }
+            .collect::<Vec<Attr>>();
+        let mut metas: Vec<(usize, Attr)> =
+            attrs.iter().filter_map(|a| if let Role::Meta(i) = a.role { Some((i, a.clone())) } else { None }).collect();
+        metas.sort_by_key(|(i, _)| *i);
+        TableShape { attrs, metas: metas.into_iter().map(|(_, a)| a).collect() }
     }
 
     /// Attributes stored in the payload: the time column and the measurements.
@@ -76,10 +81,7 @@ impl TableShape {
         self.attrs.iter().filter(|a| matches!(a.role, Role::Time | Role::Measurement))
     }
 
-    pub fn meta_attrs(&self) -> Vec<&Attr> {
-        let mut metas: Vec<(usize, &Attr)> =
-            self.attrs.iter().filter_map(|a| if let Role::Meta(i) = a.role { Some((i, a)) } else { None }).collect();
-        metas.sort_by_key(|(i, _)| *i);
-        metas.into_iter().map(|(_, a)| a).collect()
+    pub fn meta_attrs(&self) -> &[Attr] {
+        &self.metas
     }
 }

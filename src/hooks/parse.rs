@@ -73,22 +73,22 @@ unsafe fn check_query(query: *mut pg_sys::Query) {
     if relid == pg_sys::InvalidOid || !config::is_tsbucket_table(relid) {
         return;
     }
-    let name = crate::pg::relation::relation_name(relid);
+    let name = || crate::pg::relation::relation_name(relid);
     // SAFETY: `query` is still the analyzed Query of this hook; commandType and onConflict are read in place.
     let (command, on_conflict) = unsafe { ((*query).commandType, (*query).onConflict) };
     match command {
         pg_sys::CmdType::CMD_INSERT if !on_conflict.is_null() => ts_error(
             FEATURE_NOT_SUPPORTED,
-            &format!("INSERT ... ON CONFLICT is not supported on time-series table \"{name}\""),
+            &format!("INSERT ... ON CONFLICT is not supported on time-series table \"{}\"", name()),
             "Time-series tables have no unique indexes, so there is no conflict to detect.",
         ),
         pg_sys::CmdType::CMD_MERGE => ts_error(
             FEATURE_NOT_SUPPORTED,
-            &format!("MERGE is not supported on time-series table \"{name}\""),
+            &format!("MERGE is not supported on time-series table \"{}\"", name()),
             "Use INSERT, DELETE, or an UPDATE that changes only the meta columns.",
         ),
         // SAFETY: `query` is an analyzed UPDATE whose result relation is the configured table `relid`.
-        pg_sys::CmdType::CMD_UPDATE => unsafe { check_update(query, relid, &name) },
+        pg_sys::CmdType::CMD_UPDATE => unsafe { check_update(query, relid, &name()) },
         _ => {}
     }
 }

@@ -162,6 +162,14 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
 /// their rows from the buckets this compaction wrote.
 pub(super) fn mark_drained(config: &Config, segments: &[usize]) {
     tail::forget_checked_segments();
+    if let Some(tail) = tail::of(config) {
+        for &segment in segments {
+            // Writers trust their last look at "current" while no relcache invalidation comes in
+            // (tail::open_current): the one this commit sends tells them to look again.
+            // SAFETY: the segment is a relation of this database, locked ExclusiveLock by this drain.
+            unsafe { pg_sys::CacheInvalidateRelcacheByRelid(tail.segments[segment]) };
+        }
+    }
     crate::pg::role::as_user(config.id_owner, false, || {
         for &segment in segments {
             Spi::run_with_args("INSERT INTO tsbucket.tail_drained (relid, segment) VALUES ($1, $2)", &[config.relid.into(), (segment as i16).into()])

@@ -69,7 +69,7 @@ pub unsafe fn write_bucket(
     values[COL_STATS] = crate::pg::datum::bytea(&stats);
     // SAFETY: content.meta holds one entry per meta column of `shape`, identifying bytes of that column's
     // type (from datum_bytes when the rows were buffered), as set_meta requires.
-    unsafe { set_meta(&mut values, &mut nulls, content.meta, &shape.meta_attrs()) };
+    unsafe { set_meta(&mut values, &mut nulls, content.meta, shape.meta_attrs()) };
     // SAFETY: `store` is open; `values`/`nulls` hold one entry per store attribute, all set but the payload's.
     unsafe { set_payload(store, &mut values, &mut nulls, &payload) };
     // SAFETY: `store` is open and locked RowExclusive; `values`/`nulls` have one entry per store attribute.
@@ -121,7 +121,7 @@ unsafe fn set_payload(store: pg_sys::Relation, values: &mut [pg_sys::Datum], nul
 
 /// # Safety
 /// `meta` must hold, per entry of `meta_attrs`, NULL or identifying bytes of that attribute's type.
-unsafe fn set_meta(values: &mut [pg_sys::Datum], nulls: &mut [bool], meta: &[Option<Vec<u8>>], meta_attrs: &[&Attr]) {
+unsafe fn set_meta(values: &mut [pg_sys::Datum], nulls: &mut [bool], meta: &[Option<Vec<u8>>], meta_attrs: &[Attr]) {
     for (i, attr) in meta_attrs.iter().enumerate() {
         match &meta[i] {
             Some(bytes) => {
@@ -202,7 +202,7 @@ pub unsafe fn relabel_bucket(store: pg_sys::Relation, config: &Config, shape: &T
     let id = unsafe { allocate_id(store, config) };
     values[COL_BUCKET_ID] = pg_sys::Datum::from(id);
     // SAFETY: `meta` holds the new meta values' identifying bytes, one per meta column of `shape`.
-    unsafe { set_meta(&mut values, &mut nulls, meta, &shape.meta_attrs()) };
+    unsafe { set_meta(&mut values, &mut nulls, meta, shape.meta_attrs()) };
     // SAFETY: `values`/`nulls` are `old`'s full store row (one entry per attribute) with a new id and meta; its
     // by-reference values still point into memory `old` keeps alive for this call.
     unsafe { insert_tuple(store, &mut values, &mut nulls, pg_sys::GetCurrentCommandId(true)) };

@@ -73,14 +73,20 @@ pub fn set_current_segment(config: &Config, tail: &TailConfig, segment: usize) {
 /// # Safety
 /// In a transaction.
 unsafe fn open_current(config: &Config, tail: &TailConfig) -> (usize, pg_sys::Relation) {
-    // Only the read made with the lock held counts; the one before it can be a guess: this backend's last answer
-    // for the table, right until the next drain (one read a commit instead of two). A guess is only tried
-    // without waiting: a drain that holds or awaits ExclusiveLock on it has just moved "current" away.
-    if let Some(guess) = LAST_CURRENT.with(|l| l.borrow().get(&config.relid).copied()) {
+    // Only a read made with the lock held counts; the one before it can be a guess: this backend's last answer
+    // for the table, right until the next drain. A guess is only tried without waiting: a drain that holds or
+    // awaits ExclusiveLock on it has just moved "current" away. Once the lock is held, the guess stands without
+    // a second read of the sequence (one read a drain instead of one a commit) if no relcache invalidation came
+    // in since it was made: a drain that marks a segment invalidates it in the same transaction, and taking the
+    // lock takes in every invalidation committed before it, so a drain of the guessed segment that committed
+    // since shows. One that has not committed yet waits for this transaction's lock, and reads its rows.
+    if let Some((guess, generation)) = LAST_CURRENT.with(|l| l.borrow().get(&config.relid).copied()) {
         let oid = tail.segments[guess];
         // SAFETY: a lock on one of the tail's segments, kept to the transaction's end if the guess is right.
         if unsafe { pg_sys::ConditionalLockRelationOid(oid, pg_sys::RowExclusiveLock as i32) } {
-            if current_segment(config, tail) == guess {
+            let now = crate::catalog::config::relcache_generation();
+            if now == generation || current_segment(config, tail) == guess {
+                LAST_CURRENT.with(|l| l.borrow_mut().insert(config.relid, (guess, now)));
                 // SAFETY: the segment is locked RowExclusive just above.
                 return (guess, unsafe { pg_sys::table_open(oid, pg_sys::NoLock as i32) });
             }
@@ -93,8 +99,9 @@ unsafe fn open_current(config: &Config, tail: &TailConfig) -> (usize, pg_sys::Re
         // SAFETY: the segment is a heap table of the tail (config's catalog row); the lock is kept to the
         // transaction's end unless the value moved, when this call's acquisition is given back.
         let rel = unsafe { pg_sys::table_open(tail.segments[segment], pg_sys::RowExclusiveLock as i32) };
+        let generation = crate::catalog::config::relcache_generation();
         let current = current_segment(config, tail);
-        LAST_CURRENT.with(|l| l.borrow_mut().insert(config.relid, current));
+        LAST_CURRENT.with(|l| l.borrow_mut().insert(config.relid, (current, generation)));
         if current == segment {
             return (segment, rel);
         }
@@ -106,8 +113,9 @@ unsafe fn open_current(config: &Config, tail: &TailConfig) -> (usize, pg_sys::Re
 }
 
 thread_local! {
-    /// Per table, the current segment as this backend last read it (a guess for the next append).
-    static LAST_CURRENT: std::cell::RefCell<HashMap<pg_sys::Oid, usize>> = std::cell::RefCell::new(HashMap::default());
+    /// Per table, the current segment as this backend last read it (a guess for the next append), and the
+    /// relcache generation when it was read.
+    static LAST_CURRENT: std::cell::RefCell<HashMap<pg_sys::Oid, (usize, u64)>> = std::cell::RefCell::new(HashMap::default());
     static ROWS_WRITTEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
@@ -175,7 +183,7 @@ unsafe fn append_part(
             None => nulls[1 + i] = true,
         }
     }
-    let mut row = Vec::new();
+    let mut row = Vec::with_capacity(64);
     for r in 0..rows {
         values[0] = pg_sys::Datum::from(times[r]);
         row.clear();

@@ -63,11 +63,12 @@ unsafe fn value_size(attr: &Attr, value: pg_sys::Datum) -> usize {
     }
 }
 
-/// What appending a row needs first: buckets to write, a new bucket id.
+/// What appending a row came to: the row went in, or buckets must be written first.
 enum Step {
     /// Bucket id, row index, and whether the buffer is now over its memory limit.
     Appended(i64, usize, bool),
-    Prepare { close: Vec<(OpenBucket, CloseReason)>, new_bucket: bool },
+    /// Buckets to write before the row can go in.
+    Close(Vec<(OpenBucket, CloseReason)>),
 }
 
 /// Appends the slot's row to its open bucket and gives the slot its TID.
@@ -119,7 +120,6 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
     // SAFETY: `values`/`nulls` are the inserted row of the table `shape` was built for (table_of above).
     unsafe { series_key(&shape, values, nulls, &mut key) };
 
-    let mut new_id = None;
     let memory_limit = gucs::catalog_memory_limit_bytes();
     let (bucket_id, row, over_limit) = loop {
         let step = BUFFER.with(|b| {
@@ -192,9 +192,9 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                 Some(entry) => entry.1 = entry.1.max(window_start),
                 None => series.newest.push((owner, window_start)),
             }
-            if close.is_empty()
-                && let Some(bucket_id) = new_id
-            {
+            if close.is_empty() {
+                // (A provisional id, drawn without SQL: the row goes in on this pass.)
+                let bucket_id = new_bucket_id();
                 let mut bucket = OpenBucket {
                     bucket_id,
                     window_start,
@@ -213,16 +213,13 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                 return Step::Appended(bucket_id, 0, buffer.bytes > memory_limit);
             }
             buffer.bytes -= close.iter().map(|(b, _)| b.bytes).sum::<usize>();
-            Step::Prepare { close, new_bucket: true }
+            Step::Close(close)
         });
         match step {
             Step::Appended(id, row, over) => break (id, row, over),
-            Step::Prepare { close, new_bucket } => {
+            Step::Close(close) => {
                 for (bucket, reason) in close {
                     flush_bucket(&config, &shape, bucket, reason);
-                }
-                if new_bucket && new_id.is_none() {
-                    new_id = Some(new_bucket_id());
                 }
             }
         }

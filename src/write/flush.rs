@@ -67,17 +67,14 @@ pub fn flush_at_commit() {
         work
     });
     let tail_below = crate::catalog::gucs::tail_bucket_rows();
-    let (to_tail, to_store): (Vec<_>, Vec<_>) = work.into_iter().partition(|(config, _, b)| b.rows < tail_below && config.tail.is_some());
+    let (mut to_tail, to_store): (Vec<_>, Vec<_>) = work.into_iter().partition(|(config, _, b)| b.rows < tail_below && config.tail.is_some());
     write_all(to_store, CloseReason::EndOfStatement);
-    // One append per table: its current segment is looked up and locked once.
-    let mut by_table: std::collections::BTreeMap<(u32, usize), Vec<(std::rc::Rc<Config>, std::rc::Rc<TableShape>, OpenBucket)>> =
-        Default::default();
-    for item in to_tail {
-        by_table.entry((item.0.relid.to_u32(), std::rc::Rc::as_ptr(&item.1) as usize)).or_default().push(item);
-    }
-    for buckets in by_table.values() {
-        let (config, shape) = (&buckets[0].0, &buckets[0].1);
-        let parts: Vec<crate::store::tail::TailRows> = buckets
+    // One append per table (and shape): its current segment is looked up and locked once. The sort is
+    // stable, so each table's buckets keep their order.
+    to_tail.sort_by_key(|(config, shape, _)| (config.relid.to_u32(), std::rc::Rc::as_ptr(shape) as usize));
+    for group in to_tail.chunk_by(|a, b| a.0.relid == b.0.relid && std::rc::Rc::ptr_eq(&a.1, &b.1)) {
+        let (config, shape) = (&group[0].0, &group[0].1);
+        let parts: Vec<crate::store::tail::TailRows> = group
             .iter()
             .map(|(_, _, b)| crate::store::tail::TailRows { meta: &b.meta, columns: &b.columns, rows: b.rows, cid: b.owner.cid })
             .collect();
