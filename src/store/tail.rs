@@ -135,7 +135,9 @@ pub struct TailRows<'a> {
 }
 
 /// Appends buffered buckets' rows to the tail: one segment tuple per row, in
-/// the current segment (looked up and locked once for them all).
+/// the current segment (looked up and locked once for them all). The rows of
+/// one command go in together, as COPY's do (heap_multi_insert: one WAL
+/// record per page filled instead of one per row).
 ///
 /// # Safety
 /// In a transaction; every part's columns built for `shape`'s payload attributes.
@@ -146,25 +148,32 @@ pub unsafe fn append(config: &Config, shape: &TableShape, parts: &[TailRows]) {
     }
     // SAFETY: in a transaction (append's contract).
     let (_, rel) = unsafe { open_current(config, tail) };
-    for part in parts {
-        // SAFETY: `rel` is the current segment, open and locked RowExclusive; the part's columns are `shape`'s.
-        unsafe { append_part(config, shape, rel, part.meta, part.columns, part.rows, part.cid) };
+    let mut tuples: Vec<pg_sys::HeapTuple> = Vec::new();
+    for command in parts.chunk_by(|a, b| a.cid == b.cid) {
+        tuples.clear();
+        for part in command {
+            // SAFETY: `rel` is the current segment, open and locked RowExclusive; the part's columns are `shape`'s.
+            unsafe { form_part(config, shape, rel, part, &mut tuples) };
+        }
+        for batch in tuples.chunks(MULTI_INSERT_ROWS) {
+            // SAFETY: `rel` is open and locked RowExclusive; the batch's tuples were formed for its descriptor
+            // just above, and insert_tuples frees them.
+            unsafe { insert_tuples(rel, batch, command[0].cid) };
+        }
     }
     // SAFETY: `rel` was opened by open_current; its RowExclusiveLock stays until the transaction ends.
     unsafe { pg_sys::table_close(rel, pg_sys::NoLock as i32) };
 }
 
+/// Rows a multi-insert takes at once (COPY's batch).
+const MULTI_INSERT_ROWS: usize = 1000;
+
+/// Forms the segment tuples of one buffered bucket's rows, appending them to `out`.
+///
 /// # Safety
-/// `rel` is a segment of `config`'s tail, open and locked RowExclusive; `columns` built for `shape`'s payload attributes.
-unsafe fn append_part(
-    config: &Config,
-    shape: &TableShape,
-    rel: pg_sys::Relation,
-    meta: &[Option<Vec<u8>>],
-    columns: &[Column],
-    rows: usize,
-    cid: pg_sys::CommandId,
-) {
+/// `rel` is a segment of `config`'s tail, open; the part's columns built for `shape`'s payload attributes.
+unsafe fn form_part(config: &Config, shape: &TableShape, rel: pg_sys::Relation, part: &TailRows, out: &mut Vec<pg_sys::HeapTuple>) {
+    let columns = part.columns;
     let time_pos = columns.iter().position(|c| c.attnum as i16 == config.time_attnum).expect("the time column is buffered");
     let others: Vec<&Column> = columns.iter().filter(|c| c.attnum as i16 != config.time_attnum).collect();
     let times = match &columns[time_pos].values {
@@ -175,31 +184,61 @@ unsafe fn append_part(
     let natts = 2 + meta_attrs.len();
     let mut values = vec![pg_sys::Datum::from(0); natts];
     let mut nulls = vec![false; natts];
-    for (i, (attr, m)) in meta_attrs.iter().zip(meta).enumerate() {
+    for (i, (attr, m)) in meta_attrs.iter().zip(part.meta).enumerate() {
         match m {
             // SAFETY: `bytes` are datum_bytes of meta attribute `attr`'s type (the buffer made them); the datum is
-            // palloc'd in the current memory context, alive through the inserts below.
+            // palloc'd in the current memory context, alive until the tuples are formed.
             Some(bytes) => values[1 + i] = unsafe { datum::bytes_datum(bytes, attr.layout()) },
             None => nulls[1 + i] = true,
         }
     }
     let mut row = Vec::with_capacity(64);
-    for r in 0..rows {
+    for r in 0..part.rows {
         values[0] = pg_sys::Datum::from(times[r]);
         row.clear();
         encode_columns_row(&others, r, &mut row);
         let bytes = datum::bytea(&row);
         values[natts - 1] = bytes;
-        // SAFETY: `rel` is the segment opened above, whose descriptor has `natts` attributes (time, metas, row) that
-        // `values`/`nulls` fill; heap_insert WAL-logs the tuple as command `cid`, and both copies are freed after.
+        // SAFETY: `rel`'s descriptor has `natts` attributes (time, metas, row) that `values`/`nulls` fill;
+        // heap_form_tuple copies them, so the row's bytea is freed at once.
         unsafe {
-            let tuple = pg_sys::heap_form_tuple((*rel).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
-            pg_sys::heap_insert(rel, tuple, cid, 0, std::ptr::null_mut());
-            pg_sys::heap_freetuple(tuple);
+            out.push(pg_sys::heap_form_tuple((*rel).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr()));
             pg_sys::pfree(bytes.cast_mut_ptr());
         }
     }
-    ROWS_WRITTEN.with(|w| w.set(w.get() + rows as u64));
+    ROWS_WRITTEN.with(|w| w.set(w.get() + part.rows as u64));
+}
+
+/// Inserts (and frees) `tuples` as command `cid`: heap_insert for one,
+/// heap_multi_insert for more.
+///
+/// # Safety
+/// `rel` is a segment, open and locked RowExclusive; `tuples` were formed for its descriptor and are not used after.
+unsafe fn insert_tuples(rel: pg_sys::Relation, tuples: &[pg_sys::HeapTuple], cid: pg_sys::CommandId) {
+    if let [tuple] = tuples {
+        // SAFETY: `tuple` was formed for `rel` (the contract); heap_insert WAL-logs a copy as command `cid`.
+        unsafe {
+            pg_sys::heap_insert(rel, *tuple, cid, 0, std::ptr::null_mut());
+            pg_sys::heap_freetuple(*tuple);
+        }
+        return;
+    }
+    // SAFETY: each slot is made for `rel`'s descriptor and takes its tuple with shouldFree, so dropping the slot
+    // frees the tuple; heap_multi_insert reads the slots' tuples, sets their TIDs and WAL-logs them as command `cid`.
+    unsafe {
+        let slots: Vec<*mut pg_sys::TupleTableSlot> = tuples
+            .iter()
+            .map(|&tuple| {
+                let slot = pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, &pg_sys::TTSOpsHeapTuple);
+                pg_sys::ExecStoreHeapTuple(tuple, slot, true);
+                slot
+            })
+            .collect();
+        pg_sys::heap_multi_insert(rel, slots.as_ptr().cast_mut(), slots.len() as i32, cid, 0, std::ptr::null_mut());
+        for slot in slots {
+            pg_sys::ExecDropSingleTupleTableSlot(slot);
+        }
+    }
 }
 
 // ---- drained marks ----
