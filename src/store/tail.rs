@@ -7,10 +7,11 @@
 //!
 //! New rows go to the current segment, the value of a sequence (read and set
 //! outside transactions). A writer locks the segment RowExclusive and reads
-//! the value again: if a drain moved it meanwhile, the writer goes to the new
-//! one. A drain moves "current" to an empty segment (never one it emptied
-//! itself: the sequence would outlive a rollback of the emptying), then takes
-//! ExclusiveLock on the old one, which waits out its writers (and DML on its
+//! the value again (or trusts its last read, briefly, while no relcache
+//! invalidation came in: `open_current`): if a drain moved it meanwhile, the
+//! writer goes to the new one. A drain moves "current" to an empty segment (never one it emptied
+//! itself: the sequence would outlive a rollback of the emptying), then tries
+//! ExclusiveLock on the old one for up to a second, until its writers (and DML on its
 //! rows, which locks the segment RowExclusive and, holding it, checks for a
 //! mark: `drained_now`): a snapshot taken then sees every row it will ever
 //! hold. The drain writes those rows into buckets and marks
@@ -74,19 +75,27 @@ pub fn set_current_segment(config: &Config, tail: &TailConfig, segment: usize) {
 /// In a transaction.
 unsafe fn open_current(config: &Config, tail: &TailConfig) -> (usize, pg_sys::Relation) {
     // Only a read made with the lock held counts; the one before it can be a guess: this backend's last answer
-    // for the table, right until the next drain. A guess is only tried without waiting: a drain that holds or
-    // awaits ExclusiveLock on it has just moved "current" away. Once the lock is held, the guess stands without
-    // a second read of the sequence (one read a drain instead of one a commit) if no relcache invalidation came
-    // in since it was made: a drain that marks a segment invalidates it in the same transaction, and taking the
-    // lock takes in every invalidation committed before it, so a drain of the guessed segment that committed
-    // since shows. One that has not committed yet waits for this transaction's lock, and reads its rows.
-    if let Some((guess, generation)) = LAST_CURRENT.with(|l| l.borrow().get(&config.relid).copied()) {
+    // for the table. A guess is only tried without waiting. Once its lock is held, the guess stands without a
+    // second read of the sequence if no relcache invalidation came in since it was read, and it was read less
+    // than GUESS_TRUSTED_US ago. Safety rests on the invalidation: a drain that marks a segment invalidates it
+    // in the same transaction, so a drain of the guessed segment that committed before this lock was first
+    // taken shows (taking a lock takes in every invalidation committed before it; one held since earlier in
+    // this transaction excludes the drain). A drain that has not committed waits for this lock and reads these
+    // rows. Progress rests on the age: a drain that moved "current" tries the old segment's lock for a second
+    // without queueing for it, and writers that trusted their guess forever would keep it busy.
+    if let Some((guess, generation, read_at)) = LAST_CURRENT.with(|l| l.borrow().get(&config.relid).copied()) {
         let oid = tail.segments[guess];
         // SAFETY: a lock on one of the tail's segments, kept to the transaction's end if the guess is right.
         if unsafe { pg_sys::ConditionalLockRelationOid(oid, pg_sys::RowExclusiveLock as i32) } {
-            let now = crate::catalog::config::relcache_generation();
-            if now == generation || current_segment(config, tail) == guess {
-                LAST_CURRENT.with(|l| l.borrow_mut().insert(config.relid, (guess, now)));
+            let now_generation = crate::catalog::config::relcache_generation();
+            // SAFETY: GetCurrentTimestamp reads the clock; it has no preconditions.
+            let now = unsafe { pg_sys::GetCurrentTimestamp() };
+            if now_generation == generation && now.saturating_sub(read_at) < GUESS_TRUSTED_US {
+                // SAFETY: the segment is locked RowExclusive just above.
+                return (guess, unsafe { pg_sys::table_open(oid, pg_sys::NoLock as i32) });
+            }
+            if current_segment(config, tail) == guess {
+                LAST_CURRENT.with(|l| l.borrow_mut().insert(config.relid, (guess, now_generation, now)));
                 // SAFETY: the segment is locked RowExclusive just above.
                 return (guess, unsafe { pg_sys::table_open(oid, pg_sys::NoLock as i32) });
             }
@@ -100,8 +109,10 @@ unsafe fn open_current(config: &Config, tail: &TailConfig) -> (usize, pg_sys::Re
         // transaction's end unless the value moved, when this call's acquisition is given back.
         let rel = unsafe { pg_sys::table_open(tail.segments[segment], pg_sys::RowExclusiveLock as i32) };
         let generation = crate::catalog::config::relcache_generation();
+        // SAFETY: GetCurrentTimestamp reads the clock; it has no preconditions.
+        let now = unsafe { pg_sys::GetCurrentTimestamp() };
         let current = current_segment(config, tail);
-        LAST_CURRENT.with(|l| l.borrow_mut().insert(config.relid, (current, generation)));
+        LAST_CURRENT.with(|l| l.borrow_mut().insert(config.relid, (current, generation, now)));
         if current == segment {
             return (segment, rel);
         }
@@ -112,10 +123,14 @@ unsafe fn open_current(config: &Config, tail: &TailConfig) -> (usize, pg_sys::Re
     }
 }
 
+/// How long a writer trusts its last read of "current" (µs): a drain that
+/// moved it finds the old segment free within this and a commit.
+const GUESS_TRUSTED_US: i64 = 100_000;
+
 thread_local! {
-    /// Per table, the current segment as this backend last read it (a guess for the next append), and the
-    /// relcache generation when it was read.
-    static LAST_CURRENT: std::cell::RefCell<HashMap<pg_sys::Oid, (usize, u64)>> = std::cell::RefCell::new(HashMap::default());
+    /// Per table, the current segment as this backend last read it (a guess for the next append), the
+    /// relcache generation and the time when it was read.
+    static LAST_CURRENT: std::cell::RefCell<HashMap<pg_sys::Oid, (usize, u64, i64)>> = std::cell::RefCell::new(HashMap::default());
     static ROWS_WRITTEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
