@@ -70,10 +70,8 @@ impl TableShape {
                 }
             })
             .collect::<Vec<Attr>>();
-        let mut metas: Vec<(usize, Attr)> =
-            attrs.iter().filter_map(|a| if let Role::Meta(i) = a.role { Some((i, a.clone())) } else { None }).collect();
-        metas.sort_by_key(|(i, _)| *i);
-        TableShape { attrs, metas: metas.into_iter().map(|(_, a)| a).collect() }
+        let metas = config.meta_attnums.iter().filter_map(|&m| attrs.get((m as usize).wrapping_sub(1))).cloned().collect();
+        TableShape { attrs, metas }
     }
 
     /// Attributes stored in the payload: the time column and the measurements.
