@@ -1,7 +1,7 @@
 //! A bucket payload: every measurement column of one bucket, each compressed
 //! with the codec for its kind.
 //!
-//! Layout (version 2, written since 0.6.0):
+//! Layout (version 2, written by 0.6.0; version 3 adds the Document kind):
 //! ```text
 //! u8 version | varint rows | varint columns |
 //! per column: varint attnum | u8 kind + 16 * flags | [chunk validity] | chunk body
@@ -21,11 +21,11 @@
 //! The directory lets a reader decode only the columns a query needs.
 
 use crate::bits::{pack_bools, put_chunk, put_varint, unpack_bools, Cursor};
-use crate::codec::{bytes, float, int};
+use crate::codec::{bytes, document, float, int};
 use crate::column::{ByteValues, Column, ColumnKind, Values};
 use crate::error::{DecodeError, Result};
 
-pub const FORMAT_VERSION: u8 = 2;
+pub const FORMAT_VERSION: u8 = 3;
 /// No bucket may hold more rows than this, whatever the settings say; bounds
 /// what a corrupt payload can make the decoder allocate.
 pub const MAX_BUCKET_ROWS: usize = 1 << 16;
@@ -69,10 +69,14 @@ pub fn encode_bucket(rows: usize, columns: &[Column]) -> Vec<u8> {
                 let vals: Vec<bool> = v.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, x)| *x).collect();
                 encode_bools(&vals, &mut body);
             }
-            (Values::Bytes(v), _) => {
+            (Values::Bytes(v), kind) => {
                 let mut vals = ByteValues::default();
                 v.iter().enumerate().filter(|(i, _)| keep(*i)).for_each(|(_, x)| vals.push(x));
-                bytes::encode(&vals, &mut body);
+                if kind == ColumnKind::Document {
+                    document::encode(&vals, &mut body);
+                } else {
+                    bytes::encode(&vals, &mut body);
+                }
             }
         }
         put_chunk(&mut out, &body);
@@ -209,7 +213,9 @@ impl<'a> BucketReader<'a> {
                 let b = c.u8("column kind")?;
                 (b & 15, b >> 4, FLAG_HAS_NULLS | FLAG_NULL_POSITIONS)
             };
-            let kind = ColumnKind::from_tag(tag).ok_or(DecodeError::UnknownTag { what: "column kind", tag })?;
+            let kind = ColumnKind::from_tag(tag)
+                .filter(|k| *k != ColumnKind::Document || version >= 3)
+                .ok_or(DecodeError::UnknownTag { what: "column kind", tag })?;
             if flags & !known != 0 || flags == FLAG_NULL_POSITIONS {
                 return Err(DecodeError::Invalid("unknown column flags"));
             }
@@ -262,6 +268,7 @@ impl EncodedColumn<'_> {
             ColumnKind::Float32 => Values::Float(float::decode(&mut c, present)?.into_iter().map(|v| v as f32 as f64).collect()),
             ColumnKind::Bool => Values::Bool(decode_bools(&mut c, present, self.version)?),
             ColumnKind::Bytes => Values::Bytes(bytes::decode(&mut c, present)?),
+            ColumnKind::Document => Values::Bytes(document::decode(&mut c, present)?),
         };
         if values.len() != present {
             return Err(DecodeError::Invalid("column value count differs from its row count"));
@@ -327,7 +334,9 @@ mod tests {
         // Version 2 with the positions flag but no NULLs flag.
         let bytes = [2u8, 1, 1, 1, ColumnKind::Int as u8 | FLAG_NULL_POSITIONS << 4, 0];
         assert!(BucketReader::parse(&bytes).is_err());
-        // Version 3 is not written yet.
-        assert!(BucketReader::parse(&[3u8, 0, 0]).is_err());
+        // Version 4 is not written yet.
+        assert!(BucketReader::parse(&[4u8, 0, 0]).is_err());
+        // Version 2 had no documents.
+        assert!(BucketReader::parse(&[2u8, 1, 1, 1, ColumnKind::Document as u8, 0]).is_err());
     }
 }

@@ -15,6 +15,9 @@ pub enum ColumnKind {
     Bool = 4,
     /// Any other type, as its raw bytes.
     Bytes = 5,
+    /// jsonb, as its datum's bytes in memory; stored shredded by path
+    /// (`codec::document`). Format version 3; older buckets hold jsonb as Bytes.
+    Document = 6,
 }
 
 impl ColumnKind {
@@ -22,6 +25,12 @@ impl ColumnKind {
     /// headers keep their min/max, NULL count and sum (`stats::column_stats`).
     pub fn summarised(self) -> bool {
         matches!(self, ColumnKind::Timestamp | ColumnKind::Int | ColumnKind::Float64 | ColumnKind::Float32)
+    }
+
+    /// Whether a column stored as `stored` reads as this kind: the same kind,
+    /// or jsonb kept as Bytes before format version 3.
+    pub fn reads(self, stored: ColumnKind) -> bool {
+        self == stored || (self == ColumnKind::Document && stored == ColumnKind::Bytes)
     }
 
     pub fn from_tag(tag: u8) -> Option<Self> {
@@ -32,6 +41,7 @@ impl ColumnKind {
             3 => ColumnKind::Float32,
             4 => ColumnKind::Bool,
             5 => ColumnKind::Bytes,
+            6 => ColumnKind::Document,
             _ => return None,
         })
     }
@@ -188,7 +198,7 @@ impl Values {
             ColumnKind::Timestamp | ColumnKind::Int => Values::Int(Vec::new()),
             ColumnKind::Float64 | ColumnKind::Float32 => Values::Float(Vec::new()),
             ColumnKind::Bool => Values::Bool(Vec::new()),
-            ColumnKind::Bytes => Values::Bytes(ByteValues::default()),
+            ColumnKind::Bytes | ColumnKind::Document => Values::Bytes(ByteValues::default()),
         }
     }
 

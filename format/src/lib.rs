@@ -7,6 +7,7 @@ pub mod bucket;
 pub mod codec;
 pub mod column;
 pub mod error;
+pub mod jsonb;
 pub mod merge_plan;
 pub mod row;
 pub mod stats;

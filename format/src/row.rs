@@ -39,7 +39,7 @@ pub fn encode_row(values: &[(u16, ColumnKind, Value)], out: &mut Vec<u8>) {
             (ColumnKind::Float64, Value::Float(v)) => out.extend_from_slice(&v.to_bits().to_le_bytes()),
             (ColumnKind::Float32, Value::Float(v)) => out.extend_from_slice(&(v as f32).to_bits().to_le_bytes()),
             (ColumnKind::Bool, Value::Bool(v)) => out.push(v as u8),
-            (ColumnKind::Bytes, Value::Bytes(v)) => {
+            (ColumnKind::Bytes | ColumnKind::Document, Value::Bytes(v)) => {
                 put_varint(out, v.len() as u64);
                 out.extend_from_slice(v);
             }
@@ -91,7 +91,7 @@ impl<'a> RowReader<'a> {
                 1 => Value::Bool(true),
                 _ => return Err(DecodeError::Invalid("row bool is neither 0 nor 1")),
             },
-            ColumnKind::Bytes => Value::Bytes(self.cursor.chunk("row bytes")?),
+            ColumnKind::Bytes | ColumnKind::Document => Value::Bytes(self.cursor.chunk("row bytes")?),
         };
         Ok(Some((attnum, kind, value)))
     }
@@ -100,7 +100,7 @@ impl<'a> RowReader<'a> {
 /// Appends `value` to `col` (whose kind must be the value's: a corrupt row
 /// with another kind for the column is an error, never a panic).
 pub fn push_value(col: &mut Column, kind: ColumnKind, value: Value) -> Result<()> {
-    if kind != col.kind {
+    if !col.kind.reads(kind) {
         return Err(DecodeError::Invalid("row value of another kind than its column"));
     }
     match value {

@@ -4,6 +4,7 @@
 //! (Regenerate the current version's file only when adding it:
 //! TSBUCKET_WRITE_GOLDEN=1 cargo test -p tsbucket-format --test golden.)
 
+use tsbucket_format::jsonb::{self, Value};
 use tsbucket_format::{encode_bucket, BucketReader, Column, ColumnKind, FORMAT_VERSION};
 
 /// The columns every golden file holds: each kind, with NULLs and extremes.
@@ -66,6 +67,42 @@ fn expected_columns(version: u8) -> (usize, Vec<Column>) {
             states.push_bytes([b"ok".as_slice(), b"warn", b"fault"][(i / 40 % 3) as usize]);
         }
         columns.extend([walk, sparse, runs, exceptions, precise, tag, states]);
+    }
+    if version >= 3 {
+        // Version 3's documents: jsonb shredded by path, with a path that changes
+        // type, one present in some rows, a nested array, scales that vary, a
+        // number beyond an i64, a scalar and SQL NULLs.
+        let mut docs = Column::new(17, ColumnKind::Document);
+        let num = |m: i64, s: u16| {
+            let mut v = Vec::new();
+            jsonb::decimal_to_numeric(m, s, &mut v);
+            Value::Number(v)
+        };
+        for i in 0..rows as i64 {
+            if i % 50 == 7 {
+                docs.push_null();
+                continue;
+            }
+            let mut pairs = vec![
+                (b"n".to_vec(), num(i, 0)),
+                (b"v".to_vec(), if i % 31 == 5 { Value::String(b"n/a".to_vec()) } else { num(2150 + i % 9, 1 + (i % 2) as u16) }),
+                (b"ok".to_vec(), Value::Bool(i % 3 != 0)),
+                (b"tags".to_vec(), Value::Array(vec![Value::String(b"a".to_vec()), Value::Null])),
+            ];
+            if i % 10 == 0 {
+                pairs.push((b"gps".to_vec(), Value::Object(vec![(b"lat".to_vec(), num(4_812_345 + i, 5))])));
+            }
+            if i % 97 == 1 {
+                // 2^70 + 1: the numeric's own bytes.
+                pairs.push((b"big".to_vec(), Value::Number(vec![16 << 2, 0, 0, 0, 0x00, 0x85, 0x0B, 0, 0xF3, 0x16, 0x99, 0x21, 0x6D, 0x0F, 0x19, 0x1A])));
+            }
+            pairs.sort_by(|a, b| jsonb::key_order(&a.0, &b.0));
+            let doc = if i == 3 { Value::String(b"scalar".to_vec()) } else { Value::Object(pairs) };
+            let mut bytes = Vec::new();
+            jsonb::write(&doc, &mut bytes).unwrap();
+            docs.push_bytes(&bytes);
+        }
+        columns.push(docs);
     }
     (rows as usize, columns)
 }

@@ -3,7 +3,29 @@
 //! payload can make the decoder panic.
 
 use proptest::prelude::*;
+use tsbucket_format::jsonb::{self, Value};
 use tsbucket_format::{encode_bucket, BucketReader, ByteValues, Column, ColumnKind, Values};
+
+/// A sensor's reading as a jsonb datum: a decimal, a status, a count, gps now and then.
+fn reading(level: i64, extra: bool) -> Vec<u8> {
+    let num = |m: i64, s: u16| {
+        let mut v = Vec::new();
+        jsonb::decimal_to_numeric(m, s, &mut v);
+        Value::Number(v)
+    };
+    let mut pairs = vec![
+        (b"n".to_vec(), num(level, 0)),
+        (b"st".to_vec(), Value::String(format!("s{}", level.rem_euclid(3)).into_bytes())),
+        (b"temp".to_vec(), num(level * 7, 1 + (level & 1) as u16)),
+    ];
+    if extra {
+        pairs.push((b"gps".to_vec(), Value::Array(vec![num(level, 5), Value::Null])));
+        pairs.sort_by(|a, b| jsonb::key_order(&a.0, &b.0));
+    }
+    let mut out = Vec::new();
+    jsonb::write(&Value::Object(pairs), &mut out).unwrap();
+    out
+}
 
 #[derive(Clone, Debug)]
 enum Cell {
@@ -45,6 +67,12 @@ fn cell(kind: ColumnKind) -> BoxedStrategy<Cell> {
         ]
         .prop_map(Cell::Bytes)
         .boxed(),
+        ColumnKind::Document => prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..40),
+            (-1_000_000_000i64..1_000_000_000, any::<bool>()).prop_map(|(l, e)| reading(l, e)),
+        ]
+        .prop_map(Cell::Bytes)
+        .boxed(),
     };
     prop_oneof![1 => Just(Cell::Null), 4 => value].boxed()
 }
@@ -52,7 +80,7 @@ fn cell(kind: ColumnKind) -> BoxedStrategy<Cell> {
 fn kind() -> impl Strategy<Value = ColumnKind> {
     prop::sample::select(vec![
         ColumnKind::Timestamp, ColumnKind::Int, ColumnKind::Float64, ColumnKind::Float32,
-        ColumnKind::Bool, ColumnKind::Bytes,
+        ColumnKind::Bool, ColumnKind::Bytes, ColumnKind::Document,
     ])
 }
 
@@ -126,6 +154,7 @@ fn shaped_column(attnum: u16, kind: ColumnKind, rows: usize) -> impl Strategy<Va
                         col.push_bool(flag)
                     }
                     ColumnKind::Bytes => col.push_bytes(format!("status_{}", level.rem_euclid(4)).as_bytes()),
+                    ColumnKind::Document => col.push_bytes(&reading(level, c % 13 == 0)),
                 }
             }
             col

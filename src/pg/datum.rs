@@ -24,14 +24,16 @@ impl Layout {
 }
 
 /// The storage kind of a SQL type: floats, timestamps, booleans and other
-/// fixed-width by-value types as integers have codecs of their own; the rest
-/// (numeric, text, jsonb, arrays, ...) are kept as their datum's bytes.
+/// fixed-width by-value types as integers have codecs of their own; jsonb is
+/// kept as its datum's bytes and stored shredded by path; the rest (numeric,
+/// text, arrays, ...) are kept as their datum's bytes.
 pub fn kind_for_type(typid: pg_sys::Oid, typlen: i16, typbyval: bool) -> ColumnKind {
     match typid {
         pg_sys::FLOAT8OID => ColumnKind::Float64,
         pg_sys::FLOAT4OID => ColumnKind::Float32,
         pg_sys::TIMESTAMPTZOID | pg_sys::TIMESTAMPOID => ColumnKind::Timestamp,
         pg_sys::BOOLOID => ColumnKind::Bool,
+        pg_sys::JSONBOID => ColumnKind::Document,
         _ if typbyval && matches!(typlen, 1 | 2 | 4 | 8) => ColumnKind::Int,
         _ => ColumnKind::Bytes,
     }
@@ -47,7 +49,7 @@ pub unsafe fn push_datum(col: &mut Column, layout: Layout, value: pg_sys::Datum)
         ColumnKind::Float32 => col.push_float(f32::from_bits(value.value() as u32) as f64),
         ColumnKind::Bool => col.push_bool(value.value() & 0xff != 0),
         ColumnKind::Timestamp | ColumnKind::Int => col.push_int(int_of(value, layout.typlen)),
-        ColumnKind::Bytes => {
+        ColumnKind::Bytes | ColumnKind::Document => {
             // SAFETY: `value` is a datum of the layout's type (push_datum's contract); push_bytes copies
             // the bytes before `value` goes out of scope.
             let bytes = unsafe { datum_bytes(&value, layout) };

@@ -39,10 +39,12 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
             continue;
         }
         if let Some(encoded) = reader.column(attr.attnum) {
-            if encoded.kind != attr.kind {
+            if !attr.kind.reads(encoded.kind) {
                 corrupt(config.relid, stored.bucket_id, &format!("column {} has storage kind {:?}, expected {:?}", attr.attnum, encoded.kind, attr.kind));
             }
-            let col = encoded.decode().unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
+            let mut col = encoded.decode().unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
+            // jsonb a bucket kept as Bytes (format 2) reads as documents: the same values.
+            col.kind = attr.kind;
             columns[attr.attnum as usize - 1] = Some(col);
         }
     }

@@ -42,6 +42,35 @@ SELECT format_version FROM pg_temp.bucket_info();
 SELECT count(*), sum(hum) FROM old_fmt;
 DROP TABLE old_fmt;
 
+-- jsonb that format version 2 (0.6.0) kept as its datum's bytes reads back
+-- as the same documents; a rewrite stores it shredded by path (version 3).
+CREATE TABLE old_docs (time timestamptz NOT NULL, dev text, doc jsonb) USING tsbucket;
+SELECT tsbucket.create_timeseries('old_docs', 'time', 'dev');
+INSERT INTO old_docs VALUES ('2024-01-01 00:00:00', 'd1', '{"a": 1.50, "b": [true, null]}'), ('2024-01-01 00:00:10', 'd1', '"s"'),
+                            ('2024-01-01 00:00:20', 'd1', NULL), ('2024-01-01 00:00:30', 'd1', '{}');
+SELECT count(*) > 0 AS compacted FROM tsbucket.compact('old_docs');
+CREATE TEMP TABLE docs_now AS SELECT * FROM old_docs;
+CREATE FUNCTION pg_temp.docs_version() RETURNS SETOF int LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY EXECUTE format('SELECT get_byte(payload, 0) FROM %s',
+                              (SELECT store_relid::regclass FROM tsbucket.catalog WHERE relid = 'old_docs'::regclass));
+END $$;
+SELECT * FROM pg_temp.docs_version();
+DO $$
+BEGIN
+  EXECUTE format('UPDATE %s SET payload = decode(%L, ''hex'')',
+                 (SELECT store_relid::regclass FROM tsbucket.catalog WHERE relid = 'old_docs'::regclass),
+                 '02040201000f04038080cacebab5d80280dac409000315010b45040303604d07443d0200002001000080010000000c0000100e0000506162000028000000008101008813000002000040000000b00000004001000050010000807300000020');
+END $$;
+SELECT * FROM pg_temp.docs_version();
+SELECT count(*) AS rows_differing FROM old_docs o FULL JOIN docs_now n USING (time) WHERE o.doc::text IS DISTINCT FROM n.doc::text OR o.dev IS NULL OR n.dev IS NULL;
+SELECT * FROM tsbucket.verify('old_docs');
+SELECT time, doc, doc->'b'->0 AS b0 FROM old_docs ORDER BY time;
+DELETE FROM old_docs WHERE doc = '"s"';
+SELECT * FROM pg_temp.docs_version();
+SELECT time, doc FROM old_docs ORDER BY time;
+DROP TABLE old_docs;
+
 -- A payload longer than a TOAST chunk (1996 bytes) is stored in two parts:
 -- its whole chunks in `payload` and the rest inline in the store row, so that
 -- TOAST pages hold four full chunks each. Four buckets of one and three

@@ -1,0 +1,90 @@
+-- jsonb columns are stored shredded by path (bucket format version 3): each
+-- path's values compressed with the codec of their kind, and read back as the
+-- same jsonb, numeric scales included, whatever the documents hold: paths
+-- that come and go or change type, SQL NULL against JSON null, scalars, empty
+-- containers, deep nesting, more than 32 keys or elements (where jsonb keeps
+-- offsets), numbers beyond an int8 or far from 1, unicode, big strings.
+SET client_min_messages = warning;
+SET timezone = 'UTC';
+CREATE EXTENSION IF NOT EXISTS tsbucket;
+CREATE TABLE docs_h (time timestamptz NOT NULL, dev text, doc jsonb);
+CREATE TABLE docs_t (time timestamptz NOT NULL, dev text, doc jsonb) USING tsbucket;
+SELECT tsbucket.create_timeseries('docs_t', 'time', 'dev');
+INSERT INTO docs_h SELECT '2024-01-01'::timestamptz + i * interval '10 s', 'd' || (i % 3),
+  CASE
+    WHEN i % 97 = 0 THEN NULL
+    WHEN i % 89 = 0 THEN 'null'::jsonb
+    WHEN i % 83 = 0 THEN '{}'::jsonb
+    WHEN i % 79 = 0 THEN '[]'::jsonb
+    WHEN i % 73 = 0 THEN to_jsonb(i * 1.50)
+    WHEN i % 71 = 0 THEN '"a scalar string"'
+    ELSE jsonb_build_object('temp', round((20 + sin(i) * 5)::numeric, 1 + i % 3), 'count', i,
+                            'status', CASE WHEN i % 10 = 0 THEN 'warn' ELSE 'ok' END, 'on', i % 7 <> 0)
+      || CASE WHEN i % 10 = 0 THEN jsonb_build_object('gps', jsonb_build_object('lat', 48.1 + i / 1e5, 'lon', 11.50)) ELSE '{}'::jsonb END
+      || CASE WHEN i % 31 = 0 THEN '{"temp": "n/a"}'::jsonb ELSE '{}'::jsonb END
+      || CASE WHEN i % 41 = 0 THEN jsonb_build_object('big', 123456789012345678901234567890.123456789 * i, 'tiny', 1e-300 * i,
+                                                       'huge', 1e300, 'neg', -0.000100, 'int8max', 9223372036854775807,
+                                                       'past', 9223372036854775808, 'zero', 0.000) ELSE '{}'::jsonb END
+      || CASE WHEN i % 43 = 0 THEN jsonb_build_object('text', E'ünïcødé ☃ "quoted" \\ back\nslash', 'long', repeat('xyz', 1500), '', 'empty key')
+              ELSE '{}'::jsonb END
+      || CASE WHEN i % 47 = 0 THEN jsonb_build_object('deep', '[[[[[[[[{"a": [[[1.0]]]}]]]]]]]]'::jsonb,
+                                                       'mixed', jsonb_build_array(1, 'a', NULL, true, '{"k": [2.50, []]}'::jsonb, '{}'::jsonb),
+                                                       'many', (SELECT jsonb_agg(g * 0.5) FROM generate_series(1, 40) g),
+                                                       'wide', (SELECT jsonb_object_agg('k' || g, g) FROM generate_series(1, 40) g)) ELSE '{}'::jsonb END
+  END
+  FROM generate_series(0, 1999) i;
+INSERT INTO docs_t SELECT * FROM docs_h;
+-- Rows written one statement at a time wait in the tail, then drain into buckets.
+INSERT INTO docs_h VALUES ('2024-01-02', 'd0', '{"temp": 1.50, "x": [1, {"y": null}]}');
+INSERT INTO docs_t VALUES ('2024-01-02', 'd0', '{"temp": 1.50, "x": [1, {"y": null}]}');
+INSERT INTO docs_h VALUES ('2024-01-02 00:00:10', 'd0', NULL);
+INSERT INTO docs_t VALUES ('2024-01-02 00:00:10', 'd0', NULL);
+CREATE FUNCTION pg_temp.differing() RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM docs_h h FULL JOIN docs_t t USING (time)
+   WHERE h.doc::text IS DISTINCT FROM t.doc::text OR jsonb_send(h.doc) IS DISTINCT FROM jsonb_send(t.doc)
+      OR h.dev IS DISTINCT FROM t.dev OR h.time IS NULL OR t.time IS NULL $$;
+SELECT pg_temp.differing() AS rows_differing, (SELECT tail_rows FROM tsbucket.stats('docs_t')) AS tail_rows;
+SELECT count(*) > 0 AS compacted FROM tsbucket.compact('docs_t');
+SELECT pg_temp.differing() AS rows_differing, (SELECT tail_rows FROM tsbucket.stats('docs_t')) AS tail_rows;
+-- Every bucket is written in format version 3.
+CREATE FUNCTION pg_temp.versions() RETURNS SETOF int LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY EXECUTE format('SELECT DISTINCT get_byte(payload, 0) FROM %s',
+                              (SELECT store_relid::regclass FROM tsbucket.catalog WHERE relid = 'docs_t'::regclass));
+END $$;
+SELECT * FROM pg_temp.versions();
+-- Readings of one shape with an optional path (gps), kept as jsonb, take a
+-- fraction of the room of the same documents kept as text (bytes, lz4).
+CREATE TABLE rd_j (time timestamptz NOT NULL, dev text, doc jsonb) USING tsbucket;
+SELECT tsbucket.create_timeseries('rd_j', 'time', 'dev');
+CREATE TABLE rd_x (time timestamptz NOT NULL, dev text, doc text) USING tsbucket;
+SELECT tsbucket.create_timeseries('rd_x', 'time', 'dev');
+INSERT INTO rd_j SELECT '2024-01-01'::timestamptz + i * interval '10 s', 'd' || (i % 3),
+   jsonb_build_object('temp', round((20 + sin(i / 50.0) * 5)::numeric, 1 + i % 2), 'count', i,
+                      'status', CASE WHEN i % 100 < 10 THEN 'warn' ELSE 'ok' END, 'on', i % 70 <> 0)
+   || CASE WHEN i % 10 = 0 THEN jsonb_build_object('gps', jsonb_build_object('lat', 48.1 + i / 1e5, 'lon', 11.50)) ELSE '{}'::jsonb END
+  FROM generate_series(0, 9999) i;
+INSERT INTO rd_x SELECT time, dev, doc::text FROM rd_j;
+SELECT (SELECT sum(compressed_bytes) FROM tsbucket.buckets('rd_j')) * 3
+     < (SELECT sum(compressed_bytes) FROM tsbucket.buckets('rd_x')) AS shredded_is_smaller;
+SELECT count(*) FROM (TABLE rd_j EXCEPT ALL SELECT time, dev, doc::jsonb FROM rd_x) d;
+-- Queries on the documents answer as on the heap.
+SELECT count(*) FROM ((SELECT dev, doc->>'status' s, avg((doc->>'count')::int) a, max(doc->>'temp') m, count(doc->'gps') g
+                         FROM docs_h WHERE jsonb_typeof(doc) = 'object' GROUP BY 1, 2
+                       EXCEPT ALL
+                       SELECT dev, doc->>'status' s, avg((doc->>'count')::int) a, max(doc->>'temp') m, count(doc->'gps') g
+                         FROM docs_t WHERE jsonb_typeof(doc) = 'object' GROUP BY 1, 2)) d;
+SELECT count(*) AS warn_rows, count(*) FILTER (WHERE doc ? 'gps') AS with_gps, sum((doc #>> '{gps,lat}')::numeric) AS lat_sum
+  FROM docs_t WHERE doc @> '{"status": "warn"}';
+SELECT count(*) AS warn_rows, count(*) FILTER (WHERE doc ? 'gps') AS with_gps, sum((doc #>> '{gps,lat}')::numeric) AS lat_sum
+  FROM docs_h WHERE doc @> '{"status": "warn"}';
+SELECT doc FROM docs_t WHERE doc ? 'big' ORDER BY time LIMIT 2;
+SELECT doc->'deep', doc->'mixed', doc->'wide'->'k33' FROM docs_t WHERE doc ? 'deep' ORDER BY time LIMIT 1;
+-- DELETE and UPDATE of meta rewrite buckets; the documents stay the same.
+DELETE FROM docs_h WHERE (doc->>'count')::int % 5 = 1;
+DELETE FROM docs_t WHERE (doc->>'count')::int % 5 = 1;
+UPDATE docs_h SET dev = 'moved' WHERE dev = 'd2';
+UPDATE docs_t SET dev = 'moved' WHERE dev = 'd2';
+SELECT pg_temp.differing() AS rows_differing;
+SELECT count(*) AS problems FROM tsbucket.verify('docs_t');
+DROP TABLE docs_h, docs_t, rd_j, rd_x;
