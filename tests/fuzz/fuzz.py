@@ -229,7 +229,7 @@ class Round:
         droppable = [c for c in s.measurements() if c.name not in ("dev", "site")]
         if rng.random() < 0.6 or len(droppable) < 4:
             s.added += 1
-            typ = rng.choice(["float8", "int4", "text", "bool", "numeric", "timestamptz", "int2"])
+            typ = rng.choice(["float8", "int4", "text", "bool", "numeric", "timestamptz", "int2", "jsonb"])
             col = model.Column(f"x{s.added}", typ)
             default = ""
             if rng.random() < 0.5:

@@ -218,6 +218,13 @@ class QueryGen:
             return rng.choice([f"{col.name}", f"NOT {col.name}", f"{col.name} IS NOT TRUE", f"{col.name} = true"]), []
         if col.kind == "text" and r < 0.4:
             return f"{col.name} LIKE {lit(rng.choice(['w%', '%a%', 'd_', '']), 'text')}", []
+        if col.kind == "jsonb" and r < 0.6:
+            n = col.name
+            return rng.choice([
+                f"{n} ? 'gps'", f"{n} ? 't'", f"{n} @> jsonb_build_object('s', 'warn')", f"{n} @> jsonb_build_object('on', true)",
+                f"{n}->>'s' = 'ok'", f"{n}->'t' > '1.5'::jsonb", f"jsonb_typeof({n}->'t') = 'number'",
+                f"{n} #>> ARRAY['gps', 'lat'] IS NOT NULL", f"{n}->>'t' LIKE '1%%'",
+            ]), []
         if r < 0.3:
             vals = [self.const(col) for _ in range(rng.randrange(1, 4))]
             return f"{col.name} IN ({', '.join(v for v, _ in vals)})", [x for _, p in vals for x in p]
@@ -235,6 +242,9 @@ class QueryGen:
     # -- queries ----------------------------------------------------------
 
     def plain_out(self, col):
+        if col.kind == "jsonb":
+            # As text: psycopg would read jsonb into Python values, where 1.50 equals 1.5.
+            return Out(f"{col.name}::text")
         return Out(col.name, float_key=col.kind == "float")
 
     def query(self):
@@ -350,6 +360,9 @@ class QueryGen:
             options += [Out(f"min({n})"), Out(f"max({n})")]
         elif k == "bool":
             options += [Out(f"bool_and({n})"), Out(f"bool_or({n})")]
+        elif k == "jsonb":
+            return rng.choice(options + [Out(f"max({n}->>'s')"), Out(f"count(*) FILTER (WHERE {n} ? 'gps')"),
+                                         Out(f"string_agg({n}->>'s', ',' ORDER BY {n}::text, time)")])
         if rng.random() < 0.15:
             first = rng.random() < 0.5
             f = "first" if first else "last"

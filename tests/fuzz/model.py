@@ -5,6 +5,7 @@ boundaries), and SQL literals of them."""
 
 import datetime as dt
 import decimal
+import json
 import math
 import random
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ TYPES = {
     "timestamp": "timestamp",
     "timestamptz": "timestamptz",
     "date": "date",
+    "jsonb": "jsonb",
 }
 INT_BOUNDS = {"int2": 2**15, "int4": 2**31, "int8": 2**63}
 
@@ -90,6 +92,7 @@ def new_schema(rng, need_meta=False):
         Column("num", "numeric"),
         Column("ts", "timestamp"),
         Column("d", "date"),
+        Column("doc", "jsonb"),
     ]
     for c in cols[3:]:
         c.null_p = rng.choice([0.0, 0.05, 0.2, 0.6, 1.0]) if rng.random() < 0.3 else 0.1
@@ -207,7 +210,55 @@ def value(rng, col, times):
         return as_time(t, kind)
     if kind == "date":
         return dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(-700000, 27000))
+    if kind == "jsonb":
+        return document(rng)
     raise AssertionError(kind)
+
+
+JSON_KEYS = ["t", "n", "s", "on", "gps", "v", "", "ü", "a_much_longer_key_name"]
+JSON_NUMBERS = ["0", "-0", "1.50", "0.000", "-12.5", "1e-20", "1E+30", "9223372036854775807", "9223372036854775808",
+                "123456789012345678901234567890.123456789", "0.1", "42"]
+
+
+def json_number(rng):
+    r = rng.random()
+    if r < 0.2:
+        return rng.choice(JSON_NUMBERS)
+    if r < 0.4:
+        return str(rng.randrange(-1000, 1000))
+    return f"{rng.randrange(-10**6, 10**6) / 10 ** rng.choice([1, 2]):.{rng.choice([1, 2, 3])}f}"
+
+
+def json_value(rng, depth):
+    """JSON text of a random value: nesting, arrays of mixed types, empty containers, JSON null."""
+    r = rng.random()
+    if depth < 4 and r < 0.12:
+        return "[" + ", ".join(json_value(rng, depth + 1) for _ in range(rng.choice([0, 1, 3, 40]))) + "]"
+    if depth < 4 and r < 0.22:
+        keys = rng.sample(JSON_KEYS, rng.randrange(0, 4))
+        if rng.random() < 0.05:
+            keys = [f"k{i}" for i in range(40)]
+        return "{" + ", ".join(f'"{k}": {json_value(rng, depth + 1)}' for k in keys) + "}"
+    if r < 0.3:
+        return rng.choice(["null", "true", "false"])
+    if r < 0.5:
+        return json.dumps(rng.choice(TEXTS + ["long " * 300]), ensure_ascii=False)
+    return json_number(rng)
+
+
+def document(rng):
+    """A jsonb document as JSON text: mostly a sensor's reading (paths that come
+    and go, a value that changes type now and then), sometimes anything."""
+    if rng.random() < 0.15:
+        return json_value(rng, 0)
+    fields = {"t": json_number(rng), "s": json.dumps(rng.choice(["ok", "warn", "fault"])), "on": rng.choice(["true", "false"])}
+    if rng.random() < 0.3:
+        fields["gps"] = f'{{"lat": {json_number(rng)}, "lon": 11.50}}'
+    if rng.random() < 0.1:
+        fields["t"] = json_value(rng, 1)
+    if rng.random() < 0.2:
+        fields[rng.choice(JSON_KEYS)] = json_value(rng, 1)
+    return "{" + ", ".join(f'"{k}": {v}' for k, v in fields.items()) + "}"
 
 
 def row(rng, schema, times):
@@ -235,7 +286,9 @@ def lit(v, sql_type):
         return f"'{v.isoformat()}'::{sql_type}"
     if kind == "date":
         return f"'{v.isoformat()}'::date"
-    return "'" + str(v).replace("'", "''").replace("%", "%%") + f"'::{sql_type}"
+    # Doubled braces: queries are str.format templates ({t} is the table).
+    text = str(v).replace("'", "''").replace("%", "%%").replace("{", "{{").replace("}", "}}")
+    return "'" + text + f"'::{sql_type}"
 
 
 def constant(rng, col, times):
