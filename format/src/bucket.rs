@@ -253,6 +253,12 @@ impl EncodedColumn<'_> {
     }
 
     pub fn decode(&self) -> Result<Column> {
+        self.decode_keys(None)
+    }
+
+    /// Like `decode`; a Document column's objects keep only the top-level
+    /// fields `keys` names, when given (`codec::document::decode_keys`).
+    pub fn decode_keys(&self, keys: Option<&[Vec<u8>]>) -> Result<Column> {
         let validity = match self.validity {
             Some((bytes, positions)) => Some(decode_validity(bytes, self.rows, positions)?),
             None => None,
@@ -268,7 +274,7 @@ impl EncodedColumn<'_> {
             ColumnKind::Float32 => Values::Float(float::decode(&mut c, present)?.into_iter().map(|v| v as f32 as f64).collect()),
             ColumnKind::Bool => Values::Bool(decode_bools(&mut c, present, self.version)?),
             ColumnKind::Bytes => Values::Bytes(bytes::decode(&mut c, present)?),
-            ColumnKind::Document => Values::Bytes(document::decode(&mut c, present)?),
+            ColumnKind::Document => Values::Bytes(document::decode_keys(&mut c, present, keys)?),
         };
         if values.len() != present {
             return Err(DecodeError::Invalid("column value count differs from its row count"));

@@ -101,8 +101,8 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     // SAFETY: `rel` is the scan relation ExecInitCustomScan opened and locked for the whole execution; rd_att is its descriptor.
     let (relid, natts) = unsafe { ((*rel).rd_id, (*(*rel).rd_att).natts as usize) };
     let config = config::require(relid);
-    // SAFETY: `cscan.custom_private` is the mode/argument/attnums List of Integer nodes private_list built at planning.
-    let private: Vec<i32> = unsafe { list_ptrs((*cscan).custom_private).iter().map(|p| (*(*p as *mut pg_sys::Integer)).ival).collect() };
+    // SAFETY: `cscan.custom_private` is the List private_list built at planning.
+    let (private, doc_keys) = unsafe { crate::scan::plan::read_private((*cscan).custom_private) };
     let [mode, arg, attnums @ ..] = private.as_slice() else { panic!("custom_private starts with the mode and its argument") };
     let last_point_mode = *mode == MODE_LAST_POINT;
     let time_order = (*mode == MODE_TIME_ORDER).then_some(*arg & 1 == 1);
@@ -177,6 +177,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
         unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"TsBucketScan per scan".as_ptr(), 0, 1024, 8 * 1024) };
     let state = ExecState {
         needed,
+        doc_keys: std::rc::Rc::from(doc_keys),
         candidates,
         scan: std::ptr::null_mut(),
         totals: Default::default(),
@@ -314,7 +315,7 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
         let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
         // SAFETY: `shared` points into the Gather's DSM chunk, mapped while this participant scans.
     let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
-    let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel, vector_filter, tail_claim };
+    let options = ScanOptions { needed: st.needed.clone(), doc_keys: st.doc_keys.clone(), prune, store_parallel, vector_filter, tail_claim };
         // SAFETY: `rel` is open, `es_snapshot` the query's snapshot and `ps_ExprContext` the node's; AggregatingScan::begin
         // allocates in `scan_cxt`, the context start_scan made current.
         let aggregating = unsafe {
@@ -338,24 +339,30 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
         // SAFETY: `node.ss.ps.qual` was set above for this execution.
         let rows_unfiltered = unsafe { (*node).ss.ps.qual.is_null() };
         // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; LastPointScan::begin allocates in `scan_cxt`.
-        st.last_point = Some(unsafe { LastPointScan::begin(rel, (*estate).es_snapshot, index, st.needed.clone(), prune, rows_unfiltered) });
+        let mut scan = unsafe { LastPointScan::begin(rel, (*estate).es_snapshot, index, st.needed.clone(), prune, rows_unfiltered) };
+        scan.doc_keys = st.doc_keys.clone();
+        st.last_point = Some(scan);
         return;
     }
     if let Some(descending) = st.time_order {
         // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the time-ordered merge allocates in `scan_cxt`.
-        st.ordered = Some(unsafe { OrderedScan::begin(rel, (*estate).es_snapshot, descending, st.meta_ties, st.needed.clone(), prune) });
+        let mut scan = unsafe { OrderedScan::begin(rel, (*estate).es_snapshot, descending, st.meta_ties, st.needed.clone(), prune) };
+        scan.doc_keys = st.doc_keys.clone();
+        st.ordered = Some(scan);
         return;
     }
     if let Some(descending) = st.series_order {
         // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the series-order walk allocates in `scan_cxt`.
-        st.ordered = Some(unsafe { OrderedScan::begin_series_order(rel, (*estate).es_snapshot, descending, st.needed.clone(), prune) });
+        let mut scan = unsafe { OrderedScan::begin_series_order(rel, (*estate).es_snapshot, descending, st.needed.clone(), prune) };
+        scan.doc_keys = st.doc_keys.clone();
+        st.ordered = Some(scan);
         return;
     }
     // SAFETY: `st.shared`, when set, points into the Gather's DSM segment, mapped until the parallel scan shuts down.
     let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
     // SAFETY: `shared` points into the Gather's DSM chunk, mapped while this participant scans.
     let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
-    let options = ScanOptions { needed: st.needed.clone(), prune, store_parallel, vector_filter, tail_claim };
+    let options = ScanOptions { needed: st.needed.clone(), doc_keys: st.doc_keys.clone(), prune, store_parallel, vector_filter, tail_claim };
     // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the plain scan's descriptor goes in `scan_cxt`.
     st.scan = unsafe { crate::scan::plain::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options) };
 }

@@ -52,7 +52,15 @@ pub(super) unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanStat
                 .enumerate()
                 .filter(|(_, n)| **n)
                 // SAFETY: `rel` is the explained scan's open relation and the mask is one entry per column of it.
-                .map(|(i, _)| unsafe { crate::pg::relation::attr_name(rel, (i + 1) as i16) })
+                .map(|(i, _)| (i, unsafe { crate::pg::relation::attr_name(rel, (i + 1) as i16) }))
+                // A document read through key accessors: the keys decoded.
+                .map(|(i, name)| match st.doc_keys.iter().find(|(a, _)| *a == i) {
+                    None => name,
+                    Some((_, keys)) => {
+                        let keys: Vec<String> = keys.iter().map(|k| String::from_utf8_lossy(k).into_owned()).collect();
+                        format!("{name} (keys: {})", if keys.is_empty() { "none".to_string() } else { keys.join(", ") })
+                    }
+                })
                 .collect();
             if names.is_empty() { "none".to_string() } else { names.join(", ") }
         }

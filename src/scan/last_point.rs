@@ -33,6 +33,8 @@ pub(super) struct LastPointScan {
     index: pg_sys::Relation,
     snapshot: pg_sys::Snapshot,
     needed: Option<Vec<bool>>,
+    /// Documents the query reads only some top-level keys of (`rows::DocKeys`).
+    pub(super) doc_keys: Rc<rows::DocKeys>,
     prune: Vec<Prune>,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
     row_filters: Vec<crate::scan::prune::RowFilter>,
@@ -133,6 +135,7 @@ impl LastPointScan {
             index,
             snapshot,
             needed,
+            doc_keys: Rc::from([]),
             prune,
             meta_fns,
             row_filters,
@@ -457,7 +460,7 @@ impl LastPointScan {
             self.counters.buckets_read += 1;
             stored.load_payload();
             self.counters.payload_bytes += stored.payload().len() as u64;
-            let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
+            let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref(), &self.doc_keys);
             self.counters.decoded_bytes += rows::decoded_bytes(&bucket);
             // SAFETY: `qual` and `econtext` are the node's (next's contract); `bucket` is decoded in bucket_cxt, still current.
             if let Some(t) = unsafe { self.best_in_bucket(&bucket, best, qual, econtext) } {

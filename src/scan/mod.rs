@@ -15,6 +15,7 @@
 pub mod access;
 pub mod agg_plan;
 pub mod aggregating;
+pub mod doc_keys;
 pub mod exec;
 pub mod explain;
 pub mod last_point;

@@ -127,6 +127,8 @@ pub(super) struct OrderedScan {
     walks: Vec<Walk>,
     descending: bool,
     needed: Option<Vec<bool>>,
+    /// Documents the query reads only some top-level keys of (`rows::DocKeys`).
+    pub(super) doc_keys: Rc<rows::DocKeys>,
     prune: Vec<Prune>,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
     row_filters: Vec<crate::scan::prune::RowFilter>,
@@ -295,6 +297,7 @@ impl OrderedScan {
             walks,
             descending,
             needed,
+            doc_keys: Rc::from([]),
             prune,
             meta_fns,
             row_filters,
@@ -551,7 +554,7 @@ impl OrderedScan {
         let old = unsafe { pg_sys::MemoryContextSwitchTo(cxt) };
         stored.load_payload();
         self.counters.payload_bytes += stored.payload().len() as u64;
-        let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref());
+        let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref(), &self.doc_keys);
         self.counters.decoded_bytes += rows::decoded_bytes(&bucket);
         // SAFETY: back to `old`, the context load was called in, once the bucket is decoded into `cxt`.
         unsafe { pg_sys::MemoryContextSwitchTo(old) };

@@ -577,7 +577,7 @@ unsafe fn needed_attnums(rel: *mut pg_sys::RelOptInfo, clauses: *mut pg_sys::Lis
 
 #[pg_guard]
 unsafe extern "C-unwind" fn plan_custom_path(
-    _root: *mut pg_sys::PlannerInfo,
+    root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     best_path: *mut pg_sys::CustomPath,
     tlist: *mut pg_sys::List,
@@ -595,9 +595,11 @@ unsafe extern "C-unwind" fn plan_custom_path(
         [mode, arg] => (*mode, *arg),
         _ => (MODE_SCAN, 0),
     };
+    // SAFETY: `root` plans the query that scans `rel.relid`.
+    let doc_keys = unsafe { crate::scan::doc_keys::of_query(root, (*rel).relid) };
     // SAFETY: `rel.relid` is the scan's range-table index and `best_path.flags` its CustomPath's flags; private_list and
     // new_custom_scan palloc the plan node in the planner's CurrentMemoryContext.
-    unsafe { new_custom_scan((*rel).relid, tlist, quals, (*best_path).flags, private_list(mode, arg, &needed)) }
+    unsafe { new_custom_scan((*rel).relid, tlist, quals, (*best_path).flags, private_list(mode, arg, &needed, &doc_keys)) }
 }
 
 /// A TsBucketScan plan node over range-table entry `scanrelid`.
@@ -643,8 +645,10 @@ unsafe extern "C-unwind" fn plan_last_point_path(
     // SAFETY: `tlist` (create_plan's target list) and `quals` are expression trees; referenced_attnums only walks them.
     let used = unsafe { referenced_attnums(&[tlist as *mut pg_sys::Node, quals as *mut pg_sys::Node], rti) };
     let needed: Vec<i32> = if used.contains(&0) { vec![-1] } else { used.into_iter().filter(|&a| a > 0).collect() };
+    // SAFETY: `root` plans the query that scans `rti`.
+    let doc_keys = unsafe { crate::scan::doc_keys::of_query(root, rti) };
     // SAFETY: private_list and new_custom_scan palloc the last-point plan node and its custom_private in the planner's context.
-    unsafe { new_custom_scan(rti, tlist, quals, 0, private_list(MODE_LAST_POINT, 0, &needed)) }
+    unsafe { new_custom_scan(rti, tlist, quals, 0, private_list(MODE_LAST_POINT, 0, &needed, &doc_keys)) }
 }
 
 struct PathMethods {

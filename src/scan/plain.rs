@@ -21,6 +21,8 @@ use std::rc::Rc;
 pub struct ScanOptions {
     /// Attributes the query reads (by attnum - 1); None = all.
     pub needed: Option<Vec<bool>>,
+    /// Documents the query reads only some top-level keys of (`rows::DocKeys`).
+    pub doc_keys: Rc<rows::DocKeys>,
     pub prune: Vec<Prune>,
     /// A parallel scan's shared state of the store's heap: this participant
     /// reads the buckets of the blocks it is handed (pruning still applies).
@@ -328,7 +330,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
         }
         stored.load_payload();
         st.counters.payload_bytes += stored.payload().len() as u64;
-        let loaded = rows::load_columns(config, shape, &stored, st.options.needed.as_deref());
+        let loaded = rows::load_columns(config, shape, &stored, st.options.needed.as_deref(), &st.options.doc_keys);
         st.counters.decoded_bytes += rows::decoded_bytes(&loaded);
         // SAFETY: bucket_cxt is current, so the prepared datums live until the next bucket resets it, as long as `loaded`.
         st.prepared = unsafe { rows::prepare(shape, &loaded) };

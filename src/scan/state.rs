@@ -20,6 +20,8 @@ pub(super) struct TsBucketScanState {
 
 pub(super) struct ExecState {
     pub needed: Option<Vec<bool>>,
+    /// Documents the query reads only some top-level keys of (`doc_keys`).
+    pub doc_keys: std::rc::Rc<crate::store::rows::DocKeys>,
     pub candidates: Vec<Candidate>,
     pub scan: pg_sys::TableScanDesc,
     pub totals: crate::scan::plain::ScanCounters,

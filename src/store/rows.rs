@@ -21,11 +21,17 @@ pub(super) fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::D
 }
 
 pub fn load(config: &Config, shape: &TableShape, stored: &StoredBucket) -> LoadedBucket {
-    load_columns(config, shape, stored, None)
+    load_columns(config, shape, stored, None, &[])
 }
 
-/// Like `load`, decoding only the attributes `needed` marks (by attnum - 1).
-pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, needed: Option<&[bool]>) -> LoadedBucket {
+/// The top-level keys of jsonb attributes a query reads only through key
+/// accessors (`->`, `->>`, `?`, `@>` ...), by attnum - 1: their documents may
+/// come back holding only those fields. An attribute not listed reads whole.
+pub type DocKeys = [(usize, Vec<Vec<u8>>)];
+
+/// Like `load`, decoding only the attributes `needed` marks (by attnum - 1),
+/// and of the documents in `doc_keys` only the fields named there.
+pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, needed: Option<&[bool]>, doc_keys: &DocKeys) -> LoadedBucket {
     if let Some(tail) = &stored.tail {
         return needed_of(tail, shape, needed);
     }
@@ -42,7 +48,8 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
             if !attr.kind.reads(encoded.kind) {
                 corrupt(config.relid, stored.bucket_id, &format!("column {} has storage kind {:?}, expected {:?}", attr.attnum, encoded.kind, attr.kind));
             }
-            let mut col = encoded.decode().unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
+            let keys = doc_keys.iter().find(|(i, _)| *i == attr.attnum as usize - 1).map(|(_, k)| &k[..]);
+            let mut col = encoded.decode_keys(keys).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
             // jsonb a bucket kept as Bytes (format 2) reads as documents: the same values.
             col.kind = attr.kind;
             columns[attr.attnum as usize - 1] = Some(col);

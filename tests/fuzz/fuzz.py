@@ -59,7 +59,7 @@ OWNER = "fuzz_owner"
 TEXT_TYPES = ["bool", "int2", "int4", "int8", "float4", "float8", "numeric", "text", "varchar", "bpchar", "name",
               "timestamp", "timestamptz", "date", "interval", "xid", "cid", "tid", "oid", "json", "jsonb", "bytea"]
 PATHS = ["series index", "window index", "seq scan", "time order", "series order", "last point",
-         "vectorized aggregation", "vectorized filter", "header answers", "parallel"]
+         "vectorized aggregation", "vectorized filter", "header answers", "parallel", "document keys"]
 
 
 class Mismatch(Exception):
@@ -413,6 +413,8 @@ def paths_of(plan_json):
                 found.add("vectorized filter")
             if node.get("Buckets Answered from Headers", 0) > 0:
                 found.add("header answers")
+            if "(keys:" in node.get("Decoded Columns", ""):
+                found.add("document keys")
             if node.get("Parallel Aware"):
                 found.add("parallel")
         # Children, and on Citus the remote plans of the tasks ("Distributed Query").

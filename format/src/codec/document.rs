@@ -240,12 +240,21 @@ fn encode_numbers(numbers: &[&[u8]], out: &mut Vec<u8>) {
 }
 
 pub fn decode(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
+    decode_keys(c, limit, None)
+}
+
+/// Like `decode`, but the objects at the top of each document keep only the
+/// fields `keys` names (when given): what a query that reads only those
+/// top-level keys needs; their other fields' sub-columns are skipped, not
+/// decoded. Documents stored as bytes (form 0), and documents that are no
+/// object, come back whole.
+pub fn decode_keys(c: &mut Cursor, limit: usize, keys: Option<&[Vec<u8>]>) -> Result<ByteValues> {
     match c.u8("document form")? {
         FORM_BYTES => bytes::decode(c, limit),
         FORM_SHREDDED => {
             let n = c.len("document count", limit)?;
             let mut budget = Budget { left: MAX_ENTRIES };
-            let docs = decode_slot(c, n, 0, &mut budget)?;
+            let docs = decode_slot(c, n, 0, &mut budget, keys)?;
             let mut out = ByteValues::default();
             let mut scratch = Vec::new();
             for doc in docs {
@@ -263,7 +272,8 @@ pub fn decode(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
     }
 }
 
-fn decode_slot(c: &mut Cursor, n: usize, depth: usize, budget: &mut Budget) -> Result<Vec<Option<Value>>> {
+/// The entries of a slot; `keys`, when given, the only fields its objects keep.
+fn decode_slot(c: &mut Cursor, n: usize, depth: usize, budget: &mut Budget, keys: Option<&[Vec<u8>]>) -> Result<Vec<Option<Value>>> {
     if depth > jsonb::MAX_DEPTH + 1 {
         return Err(DecodeError::TooLarge("document nesting"));
     }
@@ -304,7 +314,7 @@ fn decode_slot(c: &mut Cursor, n: usize, depth: usize, budget: &mut Budget) -> R
             total += l as usize;
         }
         let mut ec = Cursor::new(c.chunk("document array elements")?);
-        let mut elems = decode_slot(&mut ec, total, depth + 1, budget)?.into_iter();
+        let mut elems = decode_slot(&mut ec, total, depth + 1, budget, None)?.into_iter();
         if !ec.is_empty() {
             return Err(DecodeError::Invalid("trailing bytes after document elements"));
         }
@@ -319,18 +329,23 @@ fn decode_slot(c: &mut Cursor, n: usize, depth: usize, budget: &mut Budget) -> R
     let nobjects = count(OBJECT);
     if nobjects > 0 {
         let nkeys = c.len("document key count", c.remaining())?;
-        let mut keys: Vec<&[u8]> = Vec::with_capacity(nkeys);
+        let mut names: Vec<&[u8]> = Vec::with_capacity(nkeys);
         for _ in 0..nkeys {
             let key = c.chunk("document key")?;
-            if keys.last().is_some_and(|last| key_order(last, key).is_ge()) {
+            if names.last().is_some_and(|last| key_order(last, key).is_ge()) {
                 return Err(DecodeError::Invalid("document keys out of order"));
             }
-            keys.push(key);
+            names.push(key);
         }
+        let wanted = keys;
         let mut built: Vec<Vec<(Vec<u8>, Value)>> = vec![Vec::new(); nobjects];
-        for key in keys {
-            let mut fc = Cursor::new(c.chunk("document fields")?);
-            let fields = decode_slot(&mut fc, nobjects, depth + 1, budget)?;
+        for key in names {
+            let chunk = c.chunk("document fields")?;
+            if wanted.is_some_and(|w| !w.iter().any(|k| k[..] == *key)) {
+                continue;
+            }
+            let mut fc = Cursor::new(chunk);
+            let fields = decode_slot(&mut fc, nobjects, depth + 1, budget, None)?;
             if !fc.is_empty() {
                 return Err(DecodeError::Invalid("trailing bytes after document fields"));
             }
@@ -523,6 +538,25 @@ mod tests {
         encode(&values, &mut body);
         assert_eq!(body[0], FORM_SHREDDED);
         round_trip(&values);
+    }
+
+    proptest! {
+        #[test]
+        fn documents_decode_with_only_the_keys_asked(docs in proptest::collection::vec(value(), 0..30), ask in proptest::collection::vec(prop_oneof![Just(b"t".to_vec()), Just(b"gps".to_vec()), Just(b"zz".to_vec())], 0..3)) {
+            let values = datums(&docs);
+            let mut body = Vec::new();
+            encode(&values, &mut body);
+            let got = decode_keys(&mut Cursor::new(&body), values.len(), Some(&ask)).unwrap();
+            let expected: Vec<Value> = if body[0] == FORM_BYTES {
+                docs.clone()
+            } else {
+                docs.iter().map(|d| match d {
+                    Value::Object(p) => Value::Object(p.iter().filter(|(k, _)| ask.contains(k)).cloned().collect()),
+                    other => other.clone(),
+                }).collect()
+            };
+            prop_assert_eq!(got, datums(&expected));
+        }
     }
 
     #[test]

@@ -80,6 +80,29 @@ SELECT count(*) AS warn_rows, count(*) FILTER (WHERE doc ? 'gps') AS with_gps, s
   FROM docs_h WHERE doc @> '{"status": "warn"}';
 SELECT doc FROM docs_t WHERE doc ? 'big' ORDER BY time LIMIT 2;
 SELECT doc->'deep', doc->'mixed', doc->'wide'->'k33' FROM docs_t WHERE doc ? 'deep' ORDER BY time LIMIT 1;
+-- A query that reads documents only through key accessors decodes only
+-- those keys' sub-columns (EXPLAIN's Decoded Columns names them); answers
+-- are the heap's.
+EXPLAIN (COSTS OFF) SELECT doc->>'status', count(*), max((doc->>'count')::int) FROM docs_t GROUP BY 1;
+EXPLAIN (COSTS OFF) SELECT doc #>> '{gps,lat}', doc['temp'] FROM docs_t WHERE doc ? 'big' OR doc @> '{"on": false}';
+EXPLAIN (COSTS OFF) SELECT doc->>'status' FROM docs_t WHERE doc IS NOT NULL AND doc->2 IS NULL;
+-- The document itself, a whole row, a key that is not a constant, or a use
+-- in a sub-query read documents whole.
+EXPLAIN (COSTS OFF) SELECT doc->>'status', doc FROM docs_t;
+EXPLAIN (COSTS OFF) SELECT doc->>dev FROM docs_t;
+EXPLAIN (COSTS OFF) SELECT t FROM docs_t t WHERE t.doc->>'status' = 'warn';
+EXPLAIN (COSTS OFF) SELECT doc->>'status' FROM docs_t t WHERE EXISTS (SELECT 1 FROM docs_h h WHERE h.doc = t.doc);
+SELECT count(*) FROM ((SELECT doc->>'status', count(*), max((doc->>'count')::int), sum((doc #>> '{gps,lat}')::numeric),
+                              count(*) FILTER (WHERE doc ? 'big' OR doc @> '{"on": false}'), count(doc['temp']), count(doc->2)
+                         FROM docs_t GROUP BY 1
+                       EXCEPT ALL
+                       SELECT doc->>'status', count(*), max((doc->>'count')::int), sum((doc #>> '{gps,lat}')::numeric),
+                              count(*) FILTER (WHERE doc ? 'big' OR doc @> '{"on": false}'), count(doc['temp']), count(doc->2)
+                         FROM docs_h GROUP BY 1)) d;
+SELECT dev, doc->'gps' FROM docs_t WHERE doc ? 'gps' ORDER BY time DESC LIMIT 3;
+SELECT dev, doc->'gps' FROM docs_h WHERE doc ? 'gps' ORDER BY time DESC LIMIT 3;
+SELECT DISTINCT ON (dev) dev, doc->>'temp' FROM docs_t ORDER BY dev, time DESC;
+SELECT DISTINCT ON (dev) dev, doc->>'temp' FROM docs_h ORDER BY dev, time DESC;
 -- DELETE and UPDATE of meta rewrite buckets; the documents stay the same.
 DELETE FROM docs_h WHERE (doc->>'count')::int % 5 = 1;
 DELETE FROM docs_t WHERE (doc->>'count')::int % 5 = 1;
