@@ -75,6 +75,7 @@ def main():
     p.add_argument("--instances", type=int, default=5, help="random instances per query type")
     p.add_argument("--runs", type=int, default=3, help="best of this many runs per instance")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--sizes-only", action="store_true", help="load and print bytes per row, run no query")
     a = p.parse_args()
     path = tsbs.csv_path(a.days, tsbs.HOSTS, "devops")
     shape = tsbs.SHAPES["devops"]
@@ -125,6 +126,8 @@ def run(cluster, a, path, shape):
         b = table_bytes(conn, t)
         print(f"| {label} | {b / rows:.2f} | {b / typed_bytes:.2f} |")
     print()
+    if a.sizes_only:
+        return
     rng = random.Random(a.seed)
     types = {name: (lambda q: lambda r, h, d: q.build(r, h, d, False))(q) for name, q in tsbs.DEVOPS_QUERIES.items()}
     print(f"| type | typed ms | docs ms | docs / typed | docs_heap ms |{' docs_tsdb ms |' if tsdb else ''} answers |")

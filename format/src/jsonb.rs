@@ -143,12 +143,19 @@ fn parse_container(bytes: &[u8], start: usize, end: usize, depth: usize) -> Resu
 /// must be empty or hold whole datums padded to 4; as Postgres writes them.
 /// Fails only where Postgres would: a container over 256 MiB.
 pub fn write(value: &Value, out: &mut Vec<u8>) -> Result<()> {
+    write_root(out, value.is_scalar(), |out, base| write_value(out, base, value))
+}
+
+/// Appends a datum whose root `value` writes (returning its JEntry): a
+/// scalar root is wrapped in the one-element array Postgres makes of it.
+pub(crate) fn write_root(out: &mut Vec<u8>, scalar: bool, value: impl FnOnce(&mut Vec<u8>, usize) -> Result<u32>) -> Result<()> {
     debug_assert!(out.len().is_multiple_of(4), "a datum starts 4-aligned");
     let base = out.len();
-    if value.is_scalar() {
-        write_container(out, base, std::slice::from_ref(value), None, true)?;
+    if scalar {
+        let mut value = Some(value);
+        write_container(out, base, Container::ScalarRoot, 1, &mut |out, _| (value.take().expect("one element"))(out, base))?;
     } else {
-        write_value(out, base, value)?;
+        value(out, base)?;
     }
     Ok(())
 }
@@ -157,67 +164,106 @@ pub fn write(value: &Value, out: &mut Vec<u8>) -> Result<()> {
 fn write_value(out: &mut Vec<u8>, base: usize, value: &Value) -> Result<u32> {
     Ok(match value {
         Value::Null => T_NULL,
-        Value::Bool(false) => T_FALSE,
-        Value::Bool(true) => T_TRUE,
-        Value::String(s) => {
-            out.extend_from_slice(s);
-            T_STRING | length_field(s.len())?
-        }
-        Value::Number(n) => {
-            let pad = padding(out.len() - base);
-            out.resize(out.len() + pad, 0);
-            out.extend_from_slice(n);
-            T_NUMERIC | length_field(pad + n.len())?
-        }
-        Value::Array(elems) => write_container(out, base, elems, None, false)?,
-        Value::Object(pairs) => write_container(out, base, &[], Some(pairs), false)?,
+        Value::Bool(b) => bool_entry(*b),
+        Value::String(s) => write_string(out, s)?,
+        Value::Number(n) => write_number(out, base, |out| out.extend_from_slice(n))?,
+        Value::Array(elems) => write_container(out, base, Container::Array, elems.len(), &mut |out, i| write_value(out, base, &elems[i]))?,
+        Value::Object(pairs) => write_container(out, base, Container::Object, pairs.len(), &mut |out, i| {
+            if i < pairs.len() { write_string(out, &pairs[i].0) } else { write_value(out, base, &pairs[i - pairs.len()].1) }
+        })?,
     })
+}
+
+pub(crate) const NULL_ENTRY: u32 = T_NULL;
+
+pub(crate) fn bool_entry(b: bool) -> u32 {
+    if b { T_TRUE } else { T_FALSE }
+}
+
+pub(crate) fn write_string(out: &mut Vec<u8>, s: &[u8]) -> Result<u32> {
+    out.extend_from_slice(s);
+    Ok(T_STRING | length_field(s.len())?)
+}
+
+/// A numeric: padded to 4 (from `base`), then the datum `numeric` appends.
+pub(crate) fn write_number(out: &mut Vec<u8>, base: usize, numeric: impl FnOnce(&mut Vec<u8>)) -> Result<u32> {
+    let start = out.len();
+    out.resize(start + padding(start - base), 0);
+    numeric(out);
+    Ok(T_NUMERIC | length_field(out.len() - start)?)
 }
 
 fn length_field(len: usize) -> Result<u32> {
     u32::try_from(len).ok().filter(|&l| l <= JENTRY_OFFLENMASK).ok_or(DecodeError::TooLarge("jsonb value"))
 }
 
-fn write_container(out: &mut Vec<u8>, base: usize, elems: &[Value], pairs: Option<&[(Vec<u8>, Value)]>, scalar: bool) -> Result<u32> {
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Container {
+    Array,
+    Object,
+    ScalarRoot,
+}
+
+/// A container of `count` elements (or pairs) written at the end of `out`:
+/// `child(out, i)` appends child i's data and returns its JEntry (an
+/// object's keys are children 0..count, its values count..2 count).
+pub(crate) fn write_container(
+    out: &mut Vec<u8>,
+    base: usize,
+    kind: Container,
+    count: usize,
+    child: &mut dyn FnMut(&mut Vec<u8>, usize) -> Result<u32>,
+) -> Result<u32> {
     let start = out.len();
     out.resize(start + padding(start - base), 0);
-    let (count, flags) = match pairs {
-        Some(p) => (p.len(), JB_FOBJECT),
-        None => (elems.len(), if scalar { JB_FARRAY | JB_FSCALAR } else { JB_FARRAY }),
-    };
     if count > JB_CMASK as usize {
         return Err(DecodeError::TooLarge("jsonb container"));
     }
+    let (flags, entries) = match kind {
+        Container::Array => (JB_FARRAY, count),
+        Container::ScalarRoot => (JB_FARRAY | JB_FSCALAR, count),
+        Container::Object => (JB_FOBJECT, 2 * count),
+    };
     out.extend_from_slice(&(count as u32 | flags).to_le_bytes());
-    let entries = if pairs.is_some() { 2 * count } else { count };
     let jentries = out.len();
     out.resize(jentries + 4 * entries, 0);
     let mut total = 0usize;
-    let mut put = |out: &mut Vec<u8>, i: usize, je: u32| -> Result<()> {
+    for i in 0..entries {
+        let je = child(out, i)?;
         total += (je & JENTRY_OFFLENMASK) as usize;
         let je = if i.is_multiple_of(OFFSET_STRIDE) { (je & JENTRY_TYPEMASK) | length_field(total)? | JENTRY_HAS_OFF } else { je };
         out[jentries + 4 * i..jentries + 4 * i + 4].copy_from_slice(&je.to_le_bytes());
-        Ok(())
-    };
-    match pairs {
-        Some(pairs) => {
-            for (i, (key, _)) in pairs.iter().enumerate() {
-                out.extend_from_slice(key);
-                put(out, i, T_STRING | length_field(key.len())?)?;
-            }
-            for (i, (_, value)) in pairs.iter().enumerate() {
-                let je = write_value(out, base, value)?;
-                put(out, count + i, je)?;
-            }
-        }
-        None => {
-            for (i, elem) in elems.iter().enumerate() {
-                let je = write_value(out, base, elem)?;
-                put(out, i, je)?;
-            }
-        }
     }
     Ok(T_CONTAINER | length_field(out.len() - start)?)
+}
+
+/// The bytes of a jsonb datum that only frame its top-level object: the
+/// header, the JEntries and the key names. A bucket stores them once per
+/// key, not per row, when it stores the documents by path. 0 for a root
+/// that is no object, or bytes that are no jsonb.
+pub fn root_framing(bytes: &[u8]) -> usize {
+    let Ok(header) = u32_at(bytes, 0, "") else { return 0 };
+    if header & !JB_CMASK != JB_FOBJECT {
+        return 0;
+    }
+    let count = (header & JB_CMASK) as usize;
+    let Some(framing) = count.checked_mul(8).map(|j| j + 4).filter(|&f| f <= bytes.len()) else { return 0 };
+    // The keys' data comes first, ending where the last key's entry says.
+    let mut end = 0usize;
+    for i in 0..count {
+        let Ok(je) = u32_at(bytes, 4 + 4 * i, "") else { return 0 };
+        let field = (je & JENTRY_OFFLENMASK) as usize;
+        end = if je & JENTRY_HAS_OFF != 0 { field } else { end + field };
+    }
+    (framing + end).min(bytes.len())
+}
+
+/// What a jsonb datum counts toward a bucket's size limit: its bytes less
+/// most of its top-level framing (`root_framing`), which a bucket that stores
+/// its documents by path keeps once per key. (A bucket whose documents stay
+/// bytes is then larger than the limit says, by at most 8 times.)
+pub fn bucket_size(bytes: &[u8]) -> usize {
+    bytes.len() - root_framing(bytes) * 7 / 8
 }
 
 // ---- numerics ----
@@ -285,18 +331,30 @@ pub fn decimal_to_numeric(mantissa: i64, dscale: u16, out: &mut Vec<u8>) {
     debug_assert!(dscale <= DSCALE_MASK);
     let groups = (dscale as u32).div_ceil(4);
     // Up to three zeros more, so the fraction is whole base-10000 digits: < 9.3e21, in a u128.
-    let mut a = mantissa.unsigned_abs() as u128 * 10u128.pow(4 * groups - dscale as u32);
-    let mut digits = Vec::new();
-    while a > 0 {
-        digits.push((a % NBASE) as u16);
-        a /= NBASE;
+    let a = mantissa.unsigned_abs() as u128 * 10u128.pow(4 * groups - dscale as u32);
+    // Base-10000 digits, least significant first: at most 6 (a < 10000^6); u64 arithmetic while it fits.
+    let mut reversed = [0u16; 6];
+    let mut n = 0;
+    let (mut wide, mut narrow) = if a > u64::MAX as u128 { (a, 0u64) } else { (0, a as u64) };
+    while wide > 0 {
+        reversed[n] = (wide % NBASE) as u16;
+        wide /= NBASE;
+        n += 1;
+        if wide <= u64::MAX as u128 {
+            narrow = wide as u64;
+            wide = 0;
+        }
+    }
+    while narrow > 0 {
+        reversed[n] = (narrow % 10_000) as u16;
+        narrow /= 10_000;
+        n += 1;
     }
     let negative = mantissa < 0;
-    let weight = digits.len() as i32 - 1 - groups as i32;
-    digits.reverse();
-    while digits.last() == Some(&0) {
-        digits.pop();
-    }
+    let weight = n as i32 - 1 - groups as i32;
+    // Trailing zero digits (the least significant) are dropped.
+    let low = reversed[..n].iter().take_while(|&&d| d == 0).count();
+    let digits = &reversed[low..n];
     let (negative, weight) = if digits.is_empty() { (false, 0) } else { (negative, weight) };
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
@@ -311,7 +369,7 @@ pub fn decimal_to_numeric(mantissa: i64, dscale: u16, out: &mut Vec<u8>) {
         out.extend_from_slice(&((if negative { NUMERIC_NEG } else { 0 }) | (dscale & DSCALE_MASK)).to_le_bytes());
         out.extend_from_slice(&(weight as i16).to_le_bytes());
     }
-    for d in digits {
+    for d in digits.iter().rev() {
         out.extend_from_slice(&d.to_le_bytes());
     }
     let len = (out.len() - start) as u32;

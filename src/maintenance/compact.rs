@@ -21,7 +21,7 @@ use crate::store::tuple;
 use pgrx::pg_sys;
 use std::collections::BTreeMap;
 use tsbucket_format::merge_plan::{self, Piece};
-use tsbucket_format::{Column, Values};
+use tsbucket_format::{Column, ColumnKind, Values};
 
 #[derive(Clone, Copy)]
 pub(super) struct Candidate {
@@ -308,6 +308,8 @@ fn chunks<'a>(columns: &[Column], order: &'a [usize], max_count: usize, max_size
                     return 1;
                 }
                 match &c.values {
+                    // As inserts count them (write::append): a document less most of its framing.
+                    Values::Bytes(b) if c.kind == ColumnKind::Document => b.get(r).map_or(0, tsbucket_format::jsonb::bucket_size) + 4,
                     Values::Bytes(b) => b.get(r).map_or(0, <[u8]>::len) + 4,
                     Values::Bool(_) => 1,
                     _ => 8,

@@ -119,6 +119,17 @@ pub(super) unsafe fn is_plain_inline(p: *const pg_sys::varlena) -> bool {
     if first & 0x01 == 0x01 { first != 0x01 } else { first & 0x03 == 0x00 }
 }
 
+/// The data of a varlena datum stored inline and uncompressed, read in
+/// place (None when reading it would need the detoaster).
+///
+/// # Safety
+/// `value` must be a varlena datum.
+pub unsafe fn inline_bytes<'a>(value: pg_sys::Datum) -> Option<&'a [u8]> {
+    let p = value.cast_mut_ptr::<pg_sys::varlena>();
+    // SAFETY: `value` is a varlena datum (the contract); an inline uncompressed one is read where it lies.
+    unsafe { is_plain_inline(p).then(|| std::slice::from_raw_parts(vardata_any(p) as *const u8, varsize_any_exhdr(p))) }
+}
+
 /// Uncompressed size of a varlena datum, header included.
 ///
 /// # Safety

@@ -15,7 +15,6 @@
 use crate::pg::datum::{Layout, datum_bytes};
 use crate::pg::nodes::list_ptrs;
 use pgrx::pg_sys;
-use pgrx::FromDatum;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use tsbucket_format::ColumnKind;
@@ -183,9 +182,15 @@ unsafe fn accessor(walk: &Walk, node: *mut pg_sys::Node) -> Option<(i16, Vec<Vec
             let attnum = unsafe { our_var(walk, r.refexpr as *mut pg_sys::Node) }?;
             let subscripts = args(r.refupperindexpr);
             let head = *subscripts.first()?;
-            // A text subscript names a key; an integer one an array element (no key of an object).
+            // A text subscript names a key; an integer one an array element, or on an object the key of its digits
+            // (jsonb_get_element looks the subscript's text up).
             // SAFETY: `head` is the first subscript expression; constant() checks its tag before reading it as a Const.
-            let keys = if unsafe { constant(head, pg_sys::INT4OID) }.is_some() { Vec::new() } else { vec![unsafe { const_text(head) }?] };
+            let key = match unsafe { constant(head, pg_sys::INT4OID) } {
+                Some(d) => (d.value() as i32).to_string().into_bytes(),
+                // SAFETY: `head` is the subscript expression, not an int4 Const: const_text checks its tag and type.
+                None => unsafe { const_text(head) }?,
+            };
+            let keys = vec![key];
             Some((attnum, keys, subscripts))
         }
         pg_sys::NodeTag::T_NullTest => {
@@ -211,19 +216,42 @@ unsafe fn constant(n: *mut pg_sys::Node, typid: pg_sys::Oid) -> Option<pg_sys::D
     }
 }
 
+/// A text datum's bytes, as the server encoding has them (jsonb keeps keys so).
+///
+/// # Safety
+/// `d` must be a non-NULL text datum.
+unsafe fn text_bytes(d: pg_sys::Datum) -> Vec<u8> {
+    // SAFETY: a text datum (the contract) is a varlena; datum_bytes detoasts it if need be.
+    unsafe { datum_bytes(&d, Layout { typlen: -1, typbyval: false, kind: ColumnKind::Bytes }) }.to_vec()
+}
+
 unsafe fn const_text(n: *mut pg_sys::Node) -> Option<Vec<u8>> {
-    // SAFETY: a non-NULL text constant's datum is a text varlena, read by String::from_datum.
+    // SAFETY: a non-NULL text constant's datum is a text varlena.
     let d = unsafe { constant(n, pg_sys::TEXTOID) }?;
-    // SAFETY: `d` is a non-NULL text datum.
-    unsafe { String::from_datum(d, false) }.map(String::into_bytes)
+    // SAFETY: `d` is that non-NULL text datum.
+    Some(unsafe { text_bytes(d) })
+}
+
+/// The elements of a text[] datum (None for NULL ones).
+///
+/// # Safety
+/// `d` must be a non-NULL text[] datum.
+unsafe fn text_array(d: pg_sys::Datum) -> Vec<Option<Vec<u8>>> {
+    let (mut elems, mut nulls, mut n) = (std::ptr::null_mut(), std::ptr::null_mut(), 0i32);
+    // SAFETY: `d` is a text[] datum (the contract): DatumGetArrayTypeP detoasts it and deconstruct_array palloc's the
+    // element datums and NULL flags (text: varlena, 4-byte aligned), read below while this memory context lives.
+    unsafe {
+        let array = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::ArrayType;
+        pg_sys::deconstruct_array(array, pg_sys::TEXTOID, -1, false, b'i' as std::ffi::c_char, &mut elems, &mut nulls, &mut n);
+        (0..n as usize).map(|i| (!*nulls.add(i)).then(|| text_bytes(*elems.add(i)))).collect()
+    }
 }
 
 unsafe fn const_texts(n: *mut pg_sys::Node) -> Option<Vec<Vec<u8>>> {
     // SAFETY: a non-NULL text[] constant's datum is a text array.
     let d = unsafe { constant(n, pg_sys::TEXTARRAYOID) }?;
-    // SAFETY: `d` is a non-NULL text[] datum; NULL elements are kept as None (and name no key).
-    let items = unsafe { Vec::<Option<String>>::from_datum(d, false) }?;
-    Some(items.into_iter().flatten().map(String::into_bytes).collect())
+    // SAFETY: `d` is that non-NULL text[] datum; NULL elements name no key (?| and ?& skip them).
+    Some(unsafe { text_array(d) }.into_iter().flatten().collect())
 }
 
 /// The first element of a path: a text[] constant, or an ARRAY[...] whose first element is a text constant.
@@ -234,9 +262,9 @@ unsafe fn path_head(n: *mut pg_sys::Node) -> Option<Vec<u8>> {
             let first = *list_ptrs((*(n as *mut pg_sys::ArrayExpr)).elements).first()?;
             return const_text(first as *mut pg_sys::Node);
         }
-        // A NULL element ends the path at NULL, whatever the document: no key needed then, but keep it simple.
+        // A NULL first element (the path's answer is NULL then) is not taken as a key: the document is read whole.
         let d = constant(n, pg_sys::TEXTARRAYOID)?;
-        Vec::<Option<String>>::from_datum(d, false)?.into_iter().next()?.map(String::into_bytes)
+        text_array(d).into_iter().next()?
     }
 }
 

@@ -110,11 +110,25 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
     }
     let window_start = pg_window_start(time, config.span_micros);
     let owner = Owner { subxid: current_subxid(), cid };
-    let mut row_bytes = 0usize;
+    // What the row takes in memory, and what it counts toward its bucket's size limit: less for a document
+    // held inline, whose keys and entries a bucket stores once per key (jsonb::bucket_size).
+    let (mut row_bytes, mut row_size) = (0usize, 0usize);
     for attr in shape.payload_attrs() {
         let i = attr.attnum as usize - 1;
+        if nulls[i] {
+            row_bytes += 1;
+            row_size += 1;
+            continue;
+        }
         // SAFETY: values[i] is the slot's non-NULL datum (nulls[i] checked) of payload attribute `attr`'s type.
-        row_bytes += if nulls[i] { 1 } else { unsafe { value_size(attr, values[i]) } };
+        let bytes = unsafe { value_size(attr, values[i]) };
+        row_bytes += bytes;
+        row_size += if attr.kind == tsbucket_format::ColumnKind::Document {
+            // SAFETY: as above: a jsonb datum, read in place when it is inline and uncompressed.
+            unsafe { datum::inline_bytes(values[i]) }.map_or(bytes, |b| tsbucket_format::jsonb::bucket_size(b) + 4)
+        } else {
+            bytes
+        };
     }
     let mut key = KEY.with(|k| std::mem::take(&mut *k.borrow_mut()));
     // SAFETY: `values`/`nulls` are the inserted row of the table `shape` was built for (table_of above).
@@ -161,13 +175,13 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                 Some(i) if series.open[i].rows >= gucs::bucket_max_count() => {
                     close.push((series.open.swap_remove(i), CloseReason::Count));
                 }
-                Some(i) if series.open[i].rows > 0 && series.open[i].bytes + row_bytes > gucs::bucket_max_size() => {
+                Some(i) if series.open[i].rows > 0 && series.open[i].size + row_size > gucs::bucket_max_size() => {
                     close.push((series.open.swap_remove(i), CloseReason::Size));
                 }
                 Some(i) => {
                     let bucket = &mut series.open[i];
                     // SAFETY: the inserted row of `shape`'s table goes into its series' open bucket of this window.
-                    unsafe { append(bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row) };
+                    unsafe { append(bucket, &shape, values, nulls, (row_bytes, row_size), series.meta_bytes_per_row) };
                     buffer.bytes += row_bytes;
                     return Step::Appended(bucket.bucket_id, bucket.rows - 1, buffer.bytes > memory_limit);
                 }
@@ -203,11 +217,12 @@ pub unsafe fn insert_row(rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlo
                     columns: shape.payload_attrs().map(|a| Column::new(a.attnum, a.kind)).collect(),
                     rows: 0,
                     bytes: 0,
+                    size: 0,
                     meta_bytes: 0,
                     open_across: false,
                 };
                 // SAFETY: the inserted row of `shape`'s table starts the new bucket with the id drawn for it.
-                unsafe { append(&mut bucket, &shape, values, nulls, row_bytes, series.meta_bytes_per_row) };
+                unsafe { append(&mut bucket, &shape, values, nulls, (row_bytes, row_size), series.meta_bytes_per_row) };
                 series.open.push(bucket);
                 buffer.bytes += row_bytes;
                 return Step::Appended(bucket_id, 0, buffer.bytes > memory_limit);
@@ -244,7 +259,7 @@ unsafe fn append(
     shape: &TableShape,
     values: &[pg_sys::Datum],
     nulls: &[bool],
-    row_bytes: usize,
+    (row_bytes, row_size): (usize, usize),
     meta_bytes: usize,
 ) {
     for (col, attr) in bucket.columns.iter_mut().zip(shape.payload_attrs()) {
@@ -258,6 +273,7 @@ unsafe fn append(
     }
     bucket.rows += 1;
     bucket.bytes += row_bytes;
+    bucket.size += row_size;
     bucket.meta_bytes += meta_bytes;
 }
 

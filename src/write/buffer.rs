@@ -32,7 +32,10 @@ pub(super) struct OpenBucket {
     /// One per payload attribute, in shape order.
     pub(super) columns: Vec<Column>,
     pub(super) rows: usize,
+    /// The rows' values in memory.
     pub(super) bytes: usize,
+    /// What they count toward the bucket size limit (documents less their framing).
+    pub(super) size: usize,
     pub(super) meta_bytes: usize,
     /// Its statement has ended and left it open: a later command of the same
     /// subtransaction may add rows (then owns it), so a transaction of many

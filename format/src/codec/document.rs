@@ -8,22 +8,25 @@
 //! path (a document; an object's field, absent or not; an array's element):
 //!
 //! ```text
-//! slot    := chunk(tags) [chunk(numbers)] [chunk(strings)] [chunk(lengths) chunk(slot)] [objects]
+//! slot    := tags [chunk(numbers)] [chunk(strings)] [chunk(lengths) chunk(slot)] [objects]
 //! objects := varint keys | chunk(key) per key | chunk(slot) per key
 //! ```
-//! A tag per entry (integer codec; a path that always holds one type costs
-//! a few bytes): absent, null, false, true, number, string, array, object.
-//! Each section is there when some tag needs it: the numbers, strings, array
-//! lengths and elements (one slot for all elements of the slot's arrays), and
-//! per key of the slot's objects (in jsonb's key order) a slot with one entry
-//! per object. A path whose type changes in some rows spreads over the
-//! sections of those types; the others stay as compressible as before.
+//! A tag per entry: absent, null, false, true, number, string, array, object
+//! (`put_tags`: one byte when every entry has the same, the exceptions to the
+//! most common one by position when they are few, else all of them through
+//! the integer codec). Each section is there when some tag needs it: the
+//! numbers, strings, array lengths and elements (one slot for all elements of
+//! the slot's arrays), and per key of the slot's objects (in jsonb's key
+//! order) a slot with one entry per object. A path whose type changes in some
+//! rows spreads over the sections of those types; the others stay as
+//! compressible as before.
 //!
-//! Numbers: `chunk(scales) | u8 common | [varint s] | chunk(mantissas) | chunk(raw)`.
-//! A numeric that is a decimal with an i64 mantissa (`jsonb::numeric_to_decimal`)
-//! is its display scale plus its mantissa, scaled to the slot's largest scale
-//! when all fit (so 21.5 and 21.25 are 2150 and 2125); any other keeps its
-//! datum bytes (scale -1).
+//! Numbers: `u8 form | scale(s) | [chunk(mantissas)] | [chunk(raw)]`. A
+//! numeric that is a decimal with an i64 mantissa (`jsonb::numeric_to_decimal`)
+//! is its display scale plus its mantissa; when the scales differ, mantissas
+//! are scaled to the slot's largest scale if all fit (so 21.5 and 21.25 are
+//! 2150 and 2125) and the scales kept one per number. Any other numeric keeps
+//! its datum bytes (scale -1, in `raw`).
 //!
 //! Every value reads back as the same bytes: a document whose bytes are not
 //! what `jsonb::write` makes of them keeps the whole column in form 0.
@@ -48,7 +51,19 @@ const OBJECT: i64 = 7;
 /// the decoder allocate more, and documents whose paths barely repeat (keys
 /// that are ids) stay bytes.
 const MAX_ENTRIES: usize = 1 << 22;
+/// Bytes of documents one column's body may decode to, at most: repeated
+/// values (dictionaries) cost little in the body, so its length bounds
+/// nothing. Buckets close at `bucket_max_size` (64 MB at most), documents
+/// counted at an eighth of their size or more, or hold one larger row.
+const MAX_OUTPUT: usize = 1 << 30;
 const RAW_SCALE: i64 = -1;
+const TAGS_EXCEPTIONS: u8 = 8;
+const TAGS_ALL: u8 = 9;
+/// Numbers: every one a decimal of one scale (`varint scale`), or a scale per
+/// number (chunk), mantissas at their own scale or at the largest (`varint`).
+const SCALES_ONE: u8 = 0;
+const SCALES_OWN: u8 = 1;
+const SCALES_COMMON: u8 = 2;
 const MAX_SCALE: i64 = 0x3FFF;
 
 pub fn encode(values: &ByteValues, out: &mut Vec<u8>) {
@@ -56,6 +71,11 @@ pub fn encode(values: &ByteValues, out: &mut Vec<u8>) {
     bytes::encode(values, &mut plain);
     match shred(values) {
         Some(shredded) if shredded.len() < plain.len() => {
+            // Debug builds (the tests) read every shredded body back.
+            debug_assert!(
+                decode(&mut Cursor::new(&[&[FORM_SHREDDED][..], &shredded].concat()), values.len()).is_ok_and(|back| back == *values),
+                "a shredded document column reads back differently"
+            );
             out.push(FORM_SHREDDED);
             out.extend_from_slice(&shredded);
         }
@@ -133,9 +153,8 @@ fn encode_slot(entries: &[Option<&Value>], depth: usize, budget: &mut Budget, ou
         return None;
     }
     let tags: Vec<i64> = entries.iter().map(|e| tag_of(*e)).collect();
+    put_tags(&tags, out);
     let mut chunk = Vec::new();
-    int::encode(&tags, &mut chunk);
-    put_chunk(out, &chunk);
 
     let numbers: Vec<&[u8]> = entries.iter().filter_map(|e| if let Some(Value::Number(n)) = e { Some(&n[..]) } else { None }).collect();
     if !numbers.is_empty() {
@@ -211,32 +230,101 @@ fn encode_numbers(numbers: &[&[u8]], out: &mut Vec<u8>) {
             }
         }
     }
-    let common = scales.iter().copied().max().unwrap_or(0).max(0);
-    let scaled: Option<Vec<i64>> = scales
-        .iter()
-        .filter(|&&s| s != RAW_SCALE)
-        .zip(&mantissas)
-        .map(|(&s, &m)| 10i64.checked_pow((common - s) as u32).and_then(|f| m.checked_mul(f)))
-        .collect();
     let mut chunk = Vec::new();
-    int::encode(&scales, &mut chunk);
-    put_chunk(out, &chunk);
-    chunk.clear();
-    match scaled {
-        Some(scaled) => {
-            out.push(1);
+    if !raw.is_empty() || scales.iter().any(|&x| x != scales[0]) {
+        let common = scales.iter().copied().max().unwrap_or(0).max(0);
+        let scaled: Option<Vec<i64>> = scales
+            .iter()
+            .filter(|&&s| s != RAW_SCALE)
+            .zip(&mantissas)
+            .map(|(&s, &m)| 10i64.checked_pow((common - s) as u32).and_then(|f| m.checked_mul(f)))
+            .collect();
+        if let Some(scaled) = scaled {
+            mantissas = scaled;
+            out.push(SCALES_COMMON);
             put_varint(out, common as u64);
-            int::encode(&scaled, &mut chunk);
+        } else {
+            out.push(SCALES_OWN);
         }
-        None => {
-            out.push(0);
-            int::encode(&mantissas, &mut chunk);
-        }
+        int::encode(&scales, &mut chunk);
+        put_chunk(out, &chunk);
+    } else {
+        out.push(SCALES_ONE);
+        put_varint(out, scales[0] as u64);
     }
-    put_chunk(out, &chunk);
+    if !mantissas.is_empty() {
+        chunk.clear();
+        int::encode(&mantissas, &mut chunk);
+        put_chunk(out, &chunk);
+    }
+    if !raw.is_empty() {
+        chunk.clear();
+        bytes::encode(&raw, &mut chunk);
+        put_chunk(out, &chunk);
+    }
+}
+
+/// A slot's tags: `u8 t` when every entry has tag t (0..=7); `TAGS_EXCEPTIONS |
+/// u8 dominant | chunk(positions) | chunk(tags)` listing the entries of
+/// another tag (a path absent from a row in a hundred costs a few bytes, not
+/// bits per row); else `TAGS_ALL | chunk(tags)`. The smaller form is kept.
+fn put_tags(tags: &[i64], out: &mut Vec<u8>) {
+    let first = tags.first().copied().unwrap_or(ABSENT);
+    if tags.iter().all(|&t| t == first) {
+        out.push(first as u8);
+        return;
+    }
+    let mut counts = [0usize; 8];
+    tags.iter().for_each(|&t| counts[t as usize] += 1);
+    let dominant = (0..8).max_by_key(|&t| counts[t]).expect("eight tags") as i64;
+    let (positions, others): (Vec<i64>, Vec<i64>) =
+        tags.iter().enumerate().filter(|(_, t)| **t != dominant).map(|(i, t)| (i as i64, *t)).unzip();
+    let mut exceptions = vec![TAGS_EXCEPTIONS, dominant as u8];
+    let mut chunk = Vec::new();
+    int::encode(&positions, &mut chunk);
+    put_chunk(&mut exceptions, &chunk);
     chunk.clear();
-    bytes::encode(&raw, &mut chunk);
-    put_chunk(out, &chunk);
+    int::encode(&others, &mut chunk);
+    put_chunk(&mut exceptions, &chunk);
+    chunk.clear();
+    int::encode(tags, &mut chunk);
+    if chunk.len() + 2 < exceptions.len() {
+        out.push(TAGS_ALL);
+        put_chunk(out, &chunk);
+    } else {
+        out.extend_from_slice(&exceptions);
+    }
+}
+
+fn get_tags(c: &mut Cursor, n: usize) -> Result<Vec<i64>> {
+    let tag = c.u8("document tags")?;
+    let tags = match tag {
+        0..=7 => vec![tag as i64; n],
+        TAGS_EXCEPTIONS => {
+            let dominant = c.u8("dominant tag")? as i64;
+            let positions = int::decode(&mut Cursor::new(c.chunk("tag positions")?), n)?;
+            let others = int::decode(&mut Cursor::new(c.chunk("other tags")?), positions.len())?;
+            if dominant > OBJECT || others.len() != positions.len() {
+                return Err(DecodeError::Invalid("document tag exceptions"));
+            }
+            let mut tags = vec![dominant; n];
+            let mut last = -1i64;
+            for (p, t) in positions.into_iter().zip(others) {
+                if p <= last || p >= n as i64 || t == dominant {
+                    return Err(DecodeError::Invalid("document tag exceptions"));
+                }
+                tags[p as usize] = t;
+                last = p;
+            }
+            tags
+        }
+        TAGS_ALL => int::decode(&mut Cursor::new(c.chunk("document tags")?), n)?,
+        tag => return Err(DecodeError::UnknownTag { what: "document tags", tag }),
+    };
+    if tags.len() != n {
+        return Err(DecodeError::Invalid("document tag count"));
+    }
+    Ok(tags)
 }
 
 pub fn decode(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
@@ -254,14 +342,18 @@ pub fn decode_keys(c: &mut Cursor, limit: usize, keys: Option<&[Vec<u8>]>) -> Re
         FORM_SHREDDED => {
             let n = c.len("document count", limit)?;
             let mut budget = Budget { left: MAX_ENTRIES };
-            let docs = decode_slot(c, n, 0, &mut budget, keys)?;
+            let slot = decode_slot(c, n, 0, &mut budget, keys)?;
+            if slot.tags.contains(&(ABSENT as u8)) {
+                return Err(DecodeError::Invalid("a document is absent"));
+            }
+            // Documents are written straight from the sub-columns, no tree in between.
             let mut out = ByteValues::default();
             let mut scratch = Vec::new();
-            for doc in docs {
-                let doc = doc.ok_or(DecodeError::Invalid("a document is absent"))?;
+            for i in 0..n {
                 scratch.clear();
-                jsonb::write(&doc, &mut scratch)?;
-                if out.byte_len() + scratch.len() > u32::MAX as usize / 2 {
+                let scalar = !matches!(slot.tags[i] as i64, ARRAY | OBJECT);
+                jsonb::write_root(&mut scratch, scalar, |out, base| slot.write(out, base, i))?;
+                if out.byte_len() + scratch.len() > MAX_OUTPUT {
                     return Err(DecodeError::TooLarge("documents"));
                 }
                 out.push(&scratch);
@@ -272,23 +364,87 @@ pub fn decode_keys(c: &mut Cursor, limit: usize, keys: Option<&[Vec<u8>]>) -> Re
     }
 }
 
+/// A number as decoded: a decimal (mantissa, display scale), or the index of its numeric's bytes.
+enum Number {
+    Decimal(i64, u16),
+    Raw(u32),
+}
+
+/// One decoded slot, column by column.
+struct Slot<'a> {
+    tags: Vec<u8>,
+    /// Per entry: its index among the slot's entries of its tag.
+    rank: Vec<u32>,
+    numbers: Vec<Number>,
+    raw: ByteValues,
+    strings: ByteValues,
+    /// Per array (by rank), where its elements start in `elements`; one more at the end.
+    starts: Vec<usize>,
+    elements: Option<Box<Slot<'a>>>,
+    /// The keys decoded (all, or those asked for) and their slots, one entry per object.
+    keys: Vec<&'a [u8]>,
+    fields: Vec<Slot<'a>>,
+}
+
+impl Slot<'_> {
+    /// Appends entry `i` (not absent) and returns its JEntry.
+    fn write(&self, out: &mut Vec<u8>, base: usize, i: usize) -> Result<u32> {
+        let r = self.rank[i] as usize;
+        match self.tags[i] as i64 {
+            NULL => Ok(jsonb::NULL_ENTRY),
+            FALSE => Ok(jsonb::bool_entry(false)),
+            TRUE => Ok(jsonb::bool_entry(true)),
+            NUMBER => jsonb::write_number(out, base, |out| match self.numbers[r] {
+                Number::Decimal(m, s) => jsonb::decimal_to_numeric(m, s, out),
+                Number::Raw(k) => out.extend_from_slice(self.raw.get(k as usize).expect("counted")),
+            }),
+            STRING => jsonb::write_string(out, self.strings.get(r).expect("ranked")),
+            ARRAY => {
+                let elements = self.elements.as_deref().expect("arrays have elements");
+                let (from, to) = (self.starts[r], self.starts[r + 1]);
+                jsonb::write_container(out, base, jsonb::Container::Array, to - from, &mut |out, e| elements.write(out, base, from + e))
+            }
+            ABSENT => Err(DecodeError::Invalid("an absent document value")),
+            _ => {
+                let here = |k: &usize| self.fields[*k].tags[r] != ABSENT as u8;
+                let count = (0..self.keys.len()).filter(here).count();
+                // Children come in order: the present keys, then their values; one walk over the keys for each.
+                let mut keys = (0..self.keys.len()).filter(here);
+                let mut values = (0..self.keys.len()).filter(here);
+                jsonb::write_container(out, base, jsonb::Container::Object, count, &mut |out, e| {
+                    if e < count {
+                        jsonb::write_string(out, self.keys[keys.next().expect("counted")])
+                    } else {
+                        self.fields[values.next().expect("counted")].write(out, base, r)
+                    }
+                })
+            }
+        }
+    }
+}
+
 /// The entries of a slot; `keys`, when given, the only fields its objects keep.
-fn decode_slot(c: &mut Cursor, n: usize, depth: usize, budget: &mut Budget, keys: Option<&[Vec<u8>]>) -> Result<Vec<Option<Value>>> {
+fn decode_slot<'a>(c: &mut Cursor<'a>, n: usize, depth: usize, budget: &mut Budget, keys: Option<&[Vec<u8>]>) -> Result<Slot<'a>> {
     if depth > jsonb::MAX_DEPTH + 1 {
         return Err(DecodeError::TooLarge("document nesting"));
     }
     if !budget.take(n) {
         return Err(DecodeError::TooLarge("document entries"));
     }
-    let tags = int::decode(&mut Cursor::new(c.chunk("document tags")?), n)?;
-    if tags.len() != n {
-        return Err(DecodeError::Invalid("document tag count"));
+    let tags = get_tags(c, n)?;
+    let mut counts = [0u32; 8];
+    let mut rank = Vec::with_capacity(n);
+    let mut small = Vec::with_capacity(n);
+    for &t in &tags {
+        if !(ABSENT..=OBJECT).contains(&t) {
+            return Err(DecodeError::UnknownTag { what: "document entry", tag: t as u8 });
+        }
+        rank.push(counts[t as usize]);
+        counts[t as usize] += 1;
+        small.push(t as u8);
     }
-    let count = |t: i64| tags.iter().filter(|&&x| x == t).count();
-    if let Some(&bad) = tags.iter().find(|&&t| !(ABSENT..=OBJECT).contains(&t)) {
-        return Err(DecodeError::UnknownTag { what: "document entry", tag: bad as u8 });
-    }
-    let mut numbers = if count(NUMBER) > 0 { decode_numbers(c.chunk("document numbers")?, count(NUMBER))? } else { Vec::new() }.into_iter();
+    let count = |t: i64| counts[t as usize] as usize;
+    let (numbers, raw) = if count(NUMBER) > 0 { decode_numbers(c.chunk("document numbers")?, count(NUMBER))? } else { (Vec::new(), ByteValues::default()) };
     let strings = if count(STRING) > 0 {
         let mut sc = Cursor::new(c.chunk("document strings")?);
         let s = bytes::decode(&mut sc, count(STRING))?;
@@ -299,109 +455,97 @@ fn decode_slot(c: &mut Cursor, n: usize, depth: usize, budget: &mut Budget, keys
     } else {
         ByteValues::default()
     };
-    let mut strings_at = 0usize;
-    let mut arrays = Vec::new().into_iter();
+    let mut starts = vec![0usize];
+    let mut elements = None;
     if count(ARRAY) > 0 {
         let lengths = int::decode(&mut Cursor::new(c.chunk("document array lengths")?), count(ARRAY))?;
         if lengths.len() != count(ARRAY) {
             return Err(DecodeError::Invalid("document array count"));
         }
-        let mut total = 0usize;
         for &l in &lengths {
             if l < 0 || l as usize > MAX_ENTRIES {
                 return Err(DecodeError::Invalid("document array length"));
             }
-            total += l as usize;
+            starts.push(starts.last().expect("starts at 0") + l as usize);
         }
+        let total = *starts.last().expect("starts at 0");
         let mut ec = Cursor::new(c.chunk("document array elements")?);
-        let mut elems = decode_slot(&mut ec, total, depth + 1, budget, None)?.into_iter();
+        let slot = decode_slot(&mut ec, total, depth + 1, budget, None)?;
         if !ec.is_empty() {
             return Err(DecodeError::Invalid("trailing bytes after document elements"));
         }
-        let mut built = Vec::with_capacity(lengths.len());
-        for l in lengths {
-            let items: Option<Vec<Value>> = elems.by_ref().take(l as usize).collect();
-            built.push(items.ok_or(DecodeError::Invalid("an array element is absent"))?);
+        if slot.tags.contains(&(ABSENT as u8)) {
+            return Err(DecodeError::Invalid("an array element is absent"));
         }
-        arrays = built.into_iter();
+        elements = Some(Box::new(slot));
     }
-    let mut objects = Vec::new().into_iter();
-    let nobjects = count(OBJECT);
-    if nobjects > 0 {
+    let mut names = Vec::new();
+    let mut fields = Vec::new();
+    if count(OBJECT) > 0 {
         let nkeys = c.len("document key count", c.remaining())?;
-        let mut names: Vec<&[u8]> = Vec::with_capacity(nkeys);
+        let mut all: Vec<&[u8]> = Vec::with_capacity(nkeys);
         for _ in 0..nkeys {
             let key = c.chunk("document key")?;
-            if names.last().is_some_and(|last| key_order(last, key).is_ge()) {
+            if all.last().is_some_and(|last| key_order(last, key).is_ge()) {
                 return Err(DecodeError::Invalid("document keys out of order"));
             }
-            names.push(key);
+            all.push(key);
         }
-        let wanted = keys;
-        let mut built: Vec<Vec<(Vec<u8>, Value)>> = vec![Vec::new(); nobjects];
-        for key in names {
+        for key in all {
             let chunk = c.chunk("document fields")?;
-            if wanted.is_some_and(|w| !w.iter().any(|k| k[..] == *key)) {
+            if keys.is_some_and(|w| !w.iter().any(|k| k[..] == *key)) {
                 continue;
             }
             let mut fc = Cursor::new(chunk);
-            let fields = decode_slot(&mut fc, nobjects, depth + 1, budget, None)?;
+            let slot = decode_slot(&mut fc, count(OBJECT), depth + 1, budget, None)?;
             if !fc.is_empty() {
                 return Err(DecodeError::Invalid("trailing bytes after document fields"));
             }
-            for (object, field) in built.iter_mut().zip(fields) {
-                if let Some(v) = field {
-                    object.push((key.to_vec(), v));
-                }
-            }
+            names.push(key);
+            fields.push(slot);
         }
-        objects = built.into_iter();
     }
     if !c.is_empty() {
         return Err(DecodeError::Invalid("trailing bytes in document slot"));
     }
-    let mut out = Vec::with_capacity(n);
-    for t in tags {
-        out.push(match t {
-            ABSENT => None,
-            NULL => Some(Value::Null),
-            FALSE => Some(Value::Bool(false)),
-            TRUE => Some(Value::Bool(true)),
-            NUMBER => Some(Value::Number(numbers.next().expect("counted"))),
-            STRING => {
-                strings_at += 1;
-                Some(Value::String(strings.get(strings_at - 1).expect("counted").to_vec()))
-            }
-            ARRAY => Some(Value::Array(arrays.next().expect("counted"))),
-            _ => Some(Value::Object(objects.next().expect("counted"))),
-        });
-    }
-    Ok(out)
+    Ok(Slot { tags: small, rank, numbers, raw, strings, starts, elements, keys: names, fields })
 }
 
-fn decode_numbers(bytes: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+/// The numbers of a slot, and the bytes of those that are no decimal (`Number::Raw` indexes them).
+fn decode_numbers(bytes: &[u8], n: usize) -> Result<(Vec<Number>, ByteValues)> {
     let mut c = Cursor::new(bytes);
-    let scales = int::decode(&mut Cursor::new(c.chunk("number scales")?), n)?;
+    let (scales, common) = match c.u8("number form")? {
+        SCALES_ONE => (vec![c.len("number scale", MAX_SCALE as usize)? as i64; n], None),
+        form @ (SCALES_OWN | SCALES_COMMON) => {
+            let common = if form == SCALES_COMMON { Some(c.len("common scale", MAX_SCALE as usize)? as i64) } else { None };
+            (int::decode(&mut Cursor::new(c.chunk("number scales")?), n)?, common)
+        }
+        tag => return Err(DecodeError::UnknownTag { what: "number form", tag }),
+    };
     if scales.len() != n || scales.iter().any(|&s| !(RAW_SCALE..=MAX_SCALE).contains(&s)) {
         return Err(DecodeError::Invalid("number scales"));
     }
     let decimals = scales.iter().filter(|&&s| s != RAW_SCALE).count();
-    let common = match c.u8("number form")? {
-        0 => None,
-        1 => Some(c.len("common scale", MAX_SCALE as usize)? as i64),
-        tag => return Err(DecodeError::UnknownTag { what: "number form", tag }),
+    let mantissas = if decimals > 0 { int::decode(&mut Cursor::new(c.chunk("number mantissas")?), decimals)? } else { Vec::new() };
+    let raw = if decimals < n {
+        let mut rc = Cursor::new(c.chunk("raw numbers")?);
+        let raw = bytes::decode(&mut rc, n - decimals)?;
+        if !rc.is_empty() {
+            return Err(DecodeError::Invalid("trailing bytes after raw numbers"));
+        }
+        raw
+    } else {
+        ByteValues::default()
     };
-    let mantissas = int::decode(&mut Cursor::new(c.chunk("number mantissas")?), decimals)?;
-    let mut rc = Cursor::new(c.chunk("raw numbers")?);
-    let raw = bytes::decode(&mut rc, n - decimals)?;
-    if mantissas.len() != decimals || raw.len() != n - decimals || !rc.is_empty() || !c.is_empty() {
+    if mantissas.len() != decimals || raw.len() != n - decimals || !c.is_empty() {
         return Err(DecodeError::Invalid("number counts"));
     }
-    let (mut m, mut r) = (mantissas.into_iter(), raw.iter());
+    let (mut m, mut r) = (mantissas.into_iter(), 0u32);
     let mut out = Vec::with_capacity(n);
     for s in scales {
         if s == RAW_SCALE {
-            out.push(r.next().expect("counted").to_vec());
+            out.push(Number::Raw(r));
+            r += 1;
             continue;
         }
         let mut mantissa = m.next().expect("counted");
@@ -412,11 +556,9 @@ fn decode_numbers(bytes: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
                 _ => return Err(DecodeError::Invalid("number off its common scale")),
             }
         }
-        let mut num = Vec::with_capacity(16);
-        jsonb::decimal_to_numeric(mantissa, s as u16, &mut num);
-        out.push(num);
+        out.push(Number::Decimal(mantissa, s as u16));
     }
-    Ok(out)
+    Ok((out, raw))
 }
 
 #[cfg(test)]

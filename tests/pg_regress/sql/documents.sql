@@ -103,6 +103,14 @@ SELECT dev, doc->'gps' FROM docs_t WHERE doc ? 'gps' ORDER BY time DESC LIMIT 3;
 SELECT dev, doc->'gps' FROM docs_h WHERE doc ? 'gps' ORDER BY time DESC LIMIT 3;
 SELECT DISTINCT ON (dev) dev, doc->>'temp' FROM docs_t ORDER BY dev, time DESC;
 SELECT DISTINCT ON (dev) dev, doc->>'temp' FROM docs_h ORDER BY dev, time DESC;
+-- An integer subscript on an object looks up the key of its digits.
+CREATE TABLE sub_t (time timestamptz NOT NULL, doc jsonb) USING tsbucket;
+SELECT tsbucket.create_timeseries('sub_t', 'time');
+INSERT INTO sub_t VALUES ('2024-01-01', '{"0": 1, "x": 2}'), ('2024-01-01 00:00:01', '[10, 20]'), ('2024-01-01 00:00:02', '{"1": "one"}');
+SELECT count(*) > 0 AS compacted FROM tsbucket.compact('sub_t');
+EXPLAIN (COSTS OFF) SELECT doc[0], doc[1] FROM sub_t;
+SELECT doc[0], doc[1], doc['x'], doc->0, doc->>'x' FROM sub_t ORDER BY time;
+DROP TABLE sub_t;
 -- DELETE and UPDATE of meta rewrite buckets; the documents stay the same.
 DELETE FROM docs_h WHERE (doc->>'count')::int % 5 = 1;
 DELETE FROM docs_t WHERE (doc->>'count')::int % 5 = 1;
