@@ -224,6 +224,11 @@ class QueryGen:
                 f"{n} ? 'gps'", f"{n} ? 't'", f"{n} @> jsonb_build_object('s', 'warn')", f"{n} @> jsonb_build_object('on', true)",
                 f"{n}->>'s' = 'ok'", f"{n}->'t' > '1.5'::jsonb", f"jsonb_typeof({n}->'t') = 'number'",
                 f"{n} #>> ARRAY['gps', 'lat'] IS NOT NULL", f"{n}->>'t' LIKE '1%%'",
+                f"{n}['s'] = '\"ok\"'::jsonb", f"jsonb_extract_path_text({n}, 'gps', 'lon') = '11.50'",
+                f"{n} ?| ARRAY['gps', 'v']", f"{n} ?& ARRAY['t', 's']", f"{n}[0] IS NOT NULL", f"{n}->0 IS NULL",
+                f"CASE WHEN jsonb_typeof({n}->'t') = 'number' THEN ({n}->>'t')::numeric END > 1",
+                # Forms read on whole documents: jsonpath, a key from another column.
+                f"jsonb_path_exists({n}, '$.t ? (@ > 1)')", f"{n} ? coalesce(dev, 't')",
             ]), []
         if r < 0.3:
             vals = [self.const(col) for _ in range(rng.randrange(1, 4))]
@@ -362,7 +367,8 @@ class QueryGen:
             options += [Out(f"bool_and({n})"), Out(f"bool_or({n})")]
         elif k == "jsonb":
             return rng.choice(options + [Out(f"max({n}->>'s')"), Out(f"count(*) FILTER (WHERE {n} ? 'gps')"),
-                                         Out(f"string_agg({n}->>'s', ',' ORDER BY {n}::text, time)")])
+                                         Out(f"string_agg({n}->>'s', ',' ORDER BY {n}::text, time)"),
+                                         Out(f"sum(CASE WHEN jsonb_typeof({n}->'t') = 'number' THEN ({n}->>'t')::numeric END)")])
         if rng.random() < 0.15:
             first = rng.random() < 0.5
             f = "first" if first else "last"
