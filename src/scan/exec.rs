@@ -3,7 +3,7 @@
 //! rows, rescans and the end.
 
 use crate::catalog::config::{self, Config};
-use crate::pg::nodes::{list_ptrs, strip};
+use crate::pg::nodes::{list_ptrs, referenced_attnums, strip};
 use crate::scan::aggregating::{AggCounters, AggregatingScan};
 use crate::scan::explain::explain;
 use crate::scan::last_point::LastPointScan;
@@ -11,7 +11,7 @@ use crate::scan::ordered::OrderedScan;
 use crate::scan::parallel::{estimate_dsm, initialize_dsm, initialize_worker, reinitialize_dsm, shutdown};
 use crate::scan::plain::ScanOptions;
 use crate::scan::plan::{MODE_LAST_POINT, MODE_PARTIAL_AGG, MODE_SCAN, MODE_SERIES_ORDER, MODE_TIME_ORDER};
-use crate::scan::quals::{evaluate, find_candidates};
+use crate::scan::quals::{Candidate, evaluate, find_candidates};
 use crate::scan::state::{ExecState, PartialAggExec, SharedScan, TsBucketScanState, exec_state, finish_scan};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -144,6 +144,9 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     } else {
         Vec::new()
     };
+    // SAFETY: `quals` is this plan's qual List and `node.ss.ps` the PlanState being initialized; meta_only_quals compiles
+    // in the query context, current during begin.
+    let meta_qual = unsafe { meta_only_quals(node, rel, quals, scanrelid, &config.meta_attnums, &candidates) };
     let mut decided: Vec<*mut std::ffi::c_void> = candidates.iter().map(|c| c.clause as *mut std::ffi::c_void).collect();
     decided.extend(vector_quals.iter().map(|(q, _)| *q));
     let needed = match needed {
@@ -176,6 +179,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     let scan_cxt =
         unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"TsBucketScan per scan".as_ptr(), 0, 1024, 8 * 1024) };
     let state = ExecState {
+        meta_qual,
         needed,
         doc_keys: std::rc::Rc::from(doc_keys),
         candidates,
@@ -281,6 +285,54 @@ unsafe fn residual_qual(node: *mut pg_sys::CustomScanState, quals: *mut pg_sys::
     unsafe { pg_sys::ExecInitQual(residual, &mut (*node).ss.ps) }
 }
 
+/// The quals that read only meta columns (and no volatile function or
+/// sub-plan; none where row-level security applies), compiled for `node`, with a virtual slot of the table's
+/// descriptor to evaluate them on a bucket's meta values (`Prune::MetaQual`).
+/// Those the meta conditions of `candidates` already apply are left out.
+unsafe fn meta_only_quals(
+    node: *mut pg_sys::CustomScanState,
+    rel: pg_sys::Relation,
+    quals: *mut pg_sys::List,
+    scanrelid: u32,
+    meta_attnums: &[i16],
+    candidates: &[Candidate],
+) -> Option<(*mut pg_sys::ExprState, *mut pg_sys::TupleTableSlot, *mut pg_sys::List)> {
+    if meta_attnums.is_empty() {
+        return None;
+    }
+    // Where row-level security applies, a qual run on every bucket's meta value would see values the policy hides
+    // from the caller (before the policy's quals filter them): none is run so.
+    // SAFETY: check_enable_rls looks up the open scan relation `rel` by OID for the current user.
+    if unsafe { pg_sys::check_enable_rls((*rel).rd_id, pg_sys::InvalidOid, true) } == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32 {
+        return None;
+    }
+    let mut list: *mut pg_sys::List = std::ptr::null_mut();
+    // SAFETY: `quals` is this node's qual List, alive with the plan.
+    for q in unsafe { list_ptrs(quals) } {
+        if candidates.iter().any(|c| std::ptr::eq(c.clause as *mut std::ffi::c_void, q)) {
+            continue;
+        }
+        let n = q as *mut pg_sys::Node;
+        // SAFETY: `n` is a qual expression of the plan: the walkers only read it.
+        let (used, volatile, subplans) =
+            unsafe { (referenced_attnums(&[n], scanrelid), pg_sys::contain_volatile_functions(n), pg_sys::contain_subplans(n)) };
+        if !used.is_empty() && used.iter().all(|a| meta_attnums.contains(&(*a as i16))) && !volatile && !subplans {
+            // SAFETY: lappend grows `list`, a new List in the query context.
+            list = unsafe { pg_sys::lappend(list, q) };
+        }
+    }
+    if list.is_null() {
+        return None;
+    }
+    // SAFETY: ExecInitQual compiles `list` for `node.ss.ps`, the PlanState being initialized; the slot, of the open
+    // relation's descriptor, goes in the EState's tuple table, which the executor releases (and unpins) at its end.
+    unsafe {
+        let estate = (*node).ss.ps.state;
+        let slot = pg_sys::ExecAllocTableSlot(&mut (*estate).es_tupleTable, (*rel).rd_att, &pg_sys::TTSOpsVirtual);
+        Some((pg_sys::ExecInitQual(list, &mut (*node).ss.ps), slot, list))
+    }
+}
+
 unsafe fn start_scan(node: *mut pg_sys::CustomScanState) {
     // SAFETY: `node` is begun, its ExecState owned by the query context; its `scan_cxt` is current only while
     // start_scan_in_context runs, then `old` is restored.
@@ -297,7 +349,14 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
     // SAFETY: `node`'s scan relation is open for the whole execution and `ss.ps.state` is the EState running it.
     let (rel, estate) = unsafe { ((*node).ss.ss_currentRelation, (*node).ss.ps.state) };
     // SAFETY: evaluate runs the candidates' ExprStates in `node`'s ExprContext and copies kept values into `st.scan_cxt`.
-    let (prune, exact) = unsafe { evaluate(node, &st.candidates, st.scan_cxt) };
+    let (mut prune, exact) = unsafe { evaluate(node, &st.candidates, st.scan_cxt) };
+    if let Some((qual, slot, _)) = st.meta_qual {
+        // SAFETY: `rel` is the open scan relation; the qual and slot were made in begin for this node.
+        let config = config::require(unsafe { (*rel).rd_id });
+        // SAFETY: `ps_ExprContext` is this node's ExprContext, alive for the execution.
+        let econtext = unsafe { (*node).ss.ps.ps_ExprContext };
+        prune.push(crate::scan::prune::Prune::MetaQual(crate::scan::prune::MetaQual { qual, econtext, slot, meta_attnums: config.meta_attnums.clone() }));
+    }
     let vector_filter = (!st.vector_quals.is_empty()).then(|| {
         // SAFETY: `ps_ExprContext` is this node's ExprContext and `rel.rd_att` the open relation's descriptor.
         let (econtext, tupdesc) = unsafe { ((*node).ss.ps.ps_ExprContext, (*rel).rd_att) };

@@ -68,11 +68,15 @@ pub(super) unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanStat
     let columns = std::ffi::CString::new(columns).expect("no NUL in names");
     // SAFETY: `columns` is a CString that outlives the call; ExplainPropertyText copies the decoded column names into `es`.
     unsafe { pg_sys::ExplainPropertyText(c"Decoded Columns".as_ptr(), columns.as_ptr(), es) };
-    if !st.candidates.is_empty() {
+    if !st.candidates.is_empty() || st.meta_qual.is_some() {
         let mut clauses: *mut pg_sys::List = std::ptr::null_mut();
         for c in &st.candidates {
             // SAFETY: lappend collects the pruning clause `c.clause`, a plan qual, in a new List in CurrentMemoryContext.
             clauses = unsafe { pg_sys::lappend(clauses, c.clause as *mut std::ffi::c_void) };
+        }
+        if let Some((_, _, meta_quals)) = st.meta_qual {
+            // SAFETY: `meta_quals` is the List of plan quals begin kept; list_concat copies its cells into `clauses`.
+            clauses = unsafe { pg_sys::list_concat(clauses, meta_quals) };
         }
         // SAFETY: the bucket-filter clauses are deparsed in `es.deparse_cxt`, set for the node's plan and `ancestors`, and
         // ExplainPropertyText copies the text into `es`.

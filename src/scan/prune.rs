@@ -18,6 +18,20 @@ pub enum Prune {
     /// A measurement column must lie in the range, checked against the
     /// bucket's stored min/max of that column.
     Column { attnum: u16, range: BoundRange },
+    /// Quals that read only meta columns (`meta->>'site' = 'x'`, `lower(host)
+    /// LIKE 'h1%'`): the same for every row of a bucket, so evaluated once per
+    /// bucket on its meta values (in `slot`, set as the scan tuple of
+    /// `econtext`, the scan node's), and a bucket they fail is skipped.
+    MetaQual(MetaQual),
+}
+
+/// The compiled meta-only quals of a scan (`Prune::MetaQual`).
+pub struct MetaQual {
+    pub qual: *mut pg_sys::ExprState,
+    pub econtext: *mut pg_sys::ExprContext,
+    pub slot: *mut pg_sys::TupleTableSlot,
+    /// The table's meta attnums, in the store's meta column order.
+    pub meta_attnums: Vec<i16>,
 }
 
 /// A bound on an integer-like (timestamps included) or float column.
@@ -166,7 +180,7 @@ pub(super) unsafe fn row_filters(config: &Config, prune: &[Prune], tupdesc: pg_s
         .filter_map(|p| match p {
             Prune::Time(range) => Some((config.time_attnum as usize - 1, *range)),
             Prune::Column { attnum, range } => Some((*attnum as usize - 1, *range)),
-            Prune::Meta { .. } => None,
+            Prune::Meta { .. } | Prune::MetaQual(_) => None,
         })
         .map(|(attr, range)| {
             // SAFETY: `attr` is an attribute of the table whose descriptor `tupdesc` is (the planner found it in the quals).
@@ -232,9 +246,48 @@ pub(super) unsafe fn bucket_may_match(prune: &[Prune], meta_fns: &mut [Option<pg
                     return false;
                 }
             }
+            Prune::MetaQual(q) => {
+                // SAFETY: `q` holds the scan's compiled meta-only quals, its ExprContext and a virtual slot of the
+                // table's descriptor (exec::begin); `b`'s meta datums live while the stored bucket does.
+                if !unsafe { meta_qual_passes(q, b) } {
+                    return false;
+                }
+            }
         }
     }
     true
+}
+
+/// The meta-only quals on the bucket's meta values (every other column NULL:
+/// the quals read none).
+///
+/// # Safety
+/// `q` must hold live pointers of this scan (see `Prune::MetaQual`).
+unsafe fn meta_qual_passes(q: &MetaQual, b: &bucket::StoredBucket) -> bool {
+    let slot = q.slot;
+    // SAFETY: `q.slot` is a virtual slot of the table's descriptor (the contract): cleared, then every attribute NULL.
+    let (values, nulls) = unsafe {
+        pg_sys::ExecClearTuple(slot);
+        let natts = (*(*slot).tts_tupleDescriptor).natts as usize;
+        (std::slice::from_raw_parts_mut((*slot).tts_values, natts), std::slice::from_raw_parts_mut((*slot).tts_isnull, natts))
+    };
+    nulls.fill(true);
+    for (i, &attnum) in q.meta_attnums.iter().enumerate() {
+        if let Some(d) = b.meta_datum(i) {
+            values[attnum as usize - 1] = d;
+            nulls[attnum as usize - 1] = false;
+        }
+    }
+    // SAFETY: the slot's values are set; the quals run with it as the scan tuple of the node's ExprContext, whose
+    // previous scan tuple is put back after.
+    unsafe {
+        pg_sys::ExecStoreVirtualTuple(slot);
+        let saved = (*q.econtext).ecxt_scantuple;
+        (*q.econtext).ecxt_scantuple = slot;
+        let pass = crate::scan::quals::qual_passes(q.qual, q.econtext);
+        (*q.econtext).ecxt_scantuple = saved;
+        pass
+    }
 }
 
 /// Whether the bucket's min/max of column `attnum` allow a row in the range.
@@ -265,7 +318,7 @@ pub(super) unsafe fn meta_functions(prune: &[Prune]) -> Vec<Option<pg_sys::FmgrI
                 unsafe { pg_sys::fmgr_info(pg_sys::get_opcode(*op), &mut finfo) };
                 Some(finfo)
             }
-            Prune::Time { .. } | Prune::Column { .. } => None,
+            Prune::Time { .. } | Prune::Column { .. } | Prune::MetaQual(_) => None,
         })
         .collect()
 }

@@ -19,6 +19,9 @@ pub(super) struct TsBucketScanState {
 }
 
 pub(super) struct ExecState {
+    /// Quals on meta columns alone, a slot to run them on a bucket's meta values (`prune::Prune::MetaQual`), and
+    /// their List (EXPLAIN).
+    pub meta_qual: Option<(*mut pg_sys::ExprState, *mut pg_sys::TupleTableSlot, *mut pg_sys::List)>,
     pub needed: Option<Vec<bool>>,
     /// Documents the query reads only some top-level keys of (`doc_keys`).
     pub doc_keys: std::rc::Rc<crate::store::rows::DocKeys>,

@@ -111,6 +111,27 @@ SELECT count(*) > 0 AS compacted FROM tsbucket.compact('sub_t');
 EXPLAIN (COSTS OFF) SELECT doc[0], doc[1] FROM sub_t;
 SELECT doc[0], doc[1], doc['x'], doc->0, doc->>'x' FROM sub_t ORDER BY time;
 DROP TABLE sub_t;
+-- A jsonb meta column (MongoDB's metaField as an object) is a series key;
+-- conditions on meta columns alone, subfields included, run once per bucket
+-- on its meta values, and the buckets they fail are skipped unread.
+CREATE TABLE mt (time timestamptz NOT NULL, meta jsonb, v float8) USING tsbucket;
+SELECT tsbucket.create_timeseries('mt', 'time', 'meta');
+INSERT INTO mt SELECT '2024-01-01'::timestamptz + i * interval '1 min', jsonb_build_object('site', 's' || (i % 4), 'rack', i % 2), i
+  FROM generate_series(0, 999) i;
+SELECT count(*) > 0 AS compacted FROM tsbucket.compact('mt');
+CREATE TEMP TABLE mt_h AS SELECT * FROM mt;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*), sum(v) FROM mt WHERE meta->>'site' = 's1';
+SELECT count(*), sum(v) FROM mt WHERE meta->>'site' = 's1';
+SELECT count(*), sum(v) FROM mt_h WHERE meta->>'site' = 's1';
+SELECT meta->>'site', count(*) FROM mt WHERE (meta->>'rack')::int = 1 AND time < '2024-01-01 10:00' OR meta @> '{"site": "s2"}' GROUP BY 1 ORDER BY 1;
+SELECT meta->>'site', count(*) FROM mt_h WHERE (meta->>'rack')::int = 1 AND time < '2024-01-01 10:00' OR meta @> '{"site": "s2"}' GROUP BY 1 ORDER BY 1;
+-- A meta column's function, a volatile one (never per bucket), a NULL meta value.
+INSERT INTO mt VALUES ('2024-01-01', NULL, -1);
+SELECT count(*) > 0 AS compacted FROM tsbucket.compact('mt');
+SELECT count(*) FROM mt WHERE meta IS NULL OR jsonb_typeof(meta) = 'null';
+SELECT count(*) FROM mt WHERE coalesce(meta->>'site', 'none') = 'none';
+SELECT count(*) >= 0 AS ran FROM mt WHERE meta->>'site' = 's' || (random() * 0)::int::text;
+DROP TABLE mt;
 -- DELETE and UPDATE of meta rewrite buckets; the documents stay the same.
 DELETE FROM docs_h WHERE (doc->>'count')::int % 5 = 1;
 DELETE FROM docs_t WHERE (doc->>'count')::int % 5 = 1;
