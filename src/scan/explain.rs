@@ -44,25 +44,27 @@ pub(super) unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanStat
         // SAFETY: `what` is a NUL-terminated CString alive across the call; ExplainPropertyText copies it into `es`.
         unsafe { pg_sys::ExplainPropertyText(c"Vectorized Aggregation".as_ptr(), what.as_ptr(), es) };
     }
-    let columns = match &st.needed {
-        None => "all".to_string(),
+    // Bytes: a document's keys are the server encoding's, shown as they are.
+    let columns: Vec<u8> = match &st.needed {
+        None => b"all".to_vec(),
         Some(mask) => {
-            let names: Vec<String> = mask
+            let names: Vec<Vec<u8>> = mask
                 .iter()
                 .enumerate()
                 .filter(|(_, n)| **n)
                 // SAFETY: `rel` is the explained scan's open relation and the mask is one entry per column of it.
-                .map(|(i, _)| (i, unsafe { crate::pg::relation::attr_name(rel, (i + 1) as i16) }))
+                .map(|(i, _)| (i, unsafe { crate::pg::relation::attr_name(rel, (i + 1) as i16) }.into_bytes()))
                 // A document read through key accessors: the keys decoded.
-                .map(|(i, name)| match st.doc_keys.iter().find(|(a, _)| *a == i) {
-                    None => name,
-                    Some((_, keys)) => {
-                        let keys: Vec<String> = keys.iter().map(|k| String::from_utf8_lossy(k).into_owned()).collect();
-                        format!("{name} (keys: {})", if keys.is_empty() { "none".to_string() } else { keys.join(", ") })
+                .map(|(i, mut name)| {
+                    if let Some((_, keys)) = st.doc_keys.iter().find(|(a, _)| *a == i) {
+                        name.extend_from_slice(b" (keys: ");
+                        name.extend_from_slice(if keys.is_empty() { b"none".to_vec() } else { keys.join(&b", "[..]) }.as_slice());
+                        name.push(b')');
                     }
+                    name
                 })
                 .collect();
-            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            if names.is_empty() { b"none".to_vec() } else { names.join(&b", "[..]) }
         }
     };
     let columns = std::ffi::CString::new(columns).expect("no NUL in names");
