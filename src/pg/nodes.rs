@@ -1,6 +1,6 @@
 //! Readers of Postgres node structures: lists, the columns an expression
 //! refers to, casts to see through, whether an expression is a constant for
-//! the length of a scan.
+//! the length of a scan; and running a compiled qual.
 
 use pgrx::pg_sys;
 
@@ -85,4 +85,20 @@ pub unsafe fn strip(mut n: *mut pg_sys::Node) -> *mut pg_sys::Node {
 pub unsafe fn is_pseudo_constant(n: *mut pg_sys::Node) -> bool {
     // SAFETY: `n` is a valid expression tree (is_pseudo_constant's contract); the three contain_* walkers only read it.
     unsafe { !pg_sys::contain_var_clause(n) && !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n) }
+}
+
+/// ExecQual: a NULL result is false; no qual is true.
+///
+/// # Safety
+/// `qual` must be NULL or an ExprState compiled for the node whose ExprContext
+/// `econtext` is, with the tuples its expressions read already set.
+pub unsafe fn qual_passes(qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext) -> bool {
+    if qual.is_null() {
+        return true;
+    }
+    let mut isnull = false;
+    // SAFETY: `qual` is a non-null ExprState compiled for the scan node whose ExprContext `econtext` the caller passes,
+    // its scan tuple already set.
+    let d = unsafe { pg_sys::ExecEvalExprSwitchContext(qual, econtext, &mut isnull) };
+    !isnull && d.value() != 0
 }

@@ -303,7 +303,7 @@ impl AggregatingScan {
                         rows::fill_slot(self.rel, rows.shape, rows.bucket, Some(rows.prepared), r as usize, self.row_slot);
                         pg_sys::MemoryContextSwitchTo(old);
                         (*self.econtext).ecxt_scantuple = self.row_slot;
-                        crate::scan::quals::qual_passes(qual, self.econtext)
+                        crate::pg::nodes::qual_passes(qual, self.econtext)
                     }
                 });
                 self.counters.rows_removed_by_filter += (before - selected.len()) as u64;

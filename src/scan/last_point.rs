@@ -16,7 +16,7 @@ use crate::catalog::config::{self, Config};
 use crate::catalog::shape::TableShape;
 use crate::scan::plain::ScanCounters;
 use crate::scan::prune::Prune;
-use crate::scan::quals::qual_passes;
+use crate::pg::nodes::qual_passes;
 use crate::store::bucket;
 use crate::store::bucket::LoadedBucket;
 use crate::store::rows;

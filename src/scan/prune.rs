@@ -284,7 +284,7 @@ unsafe fn meta_qual_passes(q: &MetaQual, b: &bucket::StoredBucket) -> bool {
         pg_sys::ExecStoreVirtualTuple(slot);
         let saved = (*q.econtext).ecxt_scantuple;
         (*q.econtext).ecxt_scantuple = slot;
-        let pass = crate::scan::quals::qual_passes(q.qual, q.econtext);
+        let pass = crate::pg::nodes::qual_passes(q.qual, q.econtext);
         (*q.econtext).ecxt_scantuple = saved;
         pass
     }

@@ -280,14 +280,3 @@ pub(super) unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[
     (out, exact)
 }
 
-/// ExecQual: a NULL result is false; no qual is true.
-pub(crate) unsafe fn qual_passes(qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext) -> bool {
-    if qual.is_null() {
-        return true;
-    }
-    let mut isnull = false;
-    // SAFETY: `qual` is a non-null ExprState compiled for the scan node whose ExprContext `econtext` the caller passes,
-    // its scan tuple already set.
-    let d = unsafe { pg_sys::ExecEvalExprSwitchContext(qual, econtext, &mut isnull) };
-    !isnull && d.value() != 0
-}
