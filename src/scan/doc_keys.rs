@@ -237,13 +237,11 @@ unsafe fn const_text(n: *mut pg_sys::Node) -> Option<Vec<u8>> {
 /// # Safety
 /// `d` must be a non-NULL text[] datum.
 unsafe fn text_array(d: pg_sys::Datum) -> Vec<Option<Vec<u8>>> {
-    let (mut elems, mut nulls, mut n) = (std::ptr::null_mut(), std::ptr::null_mut(), 0i32);
-    // SAFETY: `d` is a text[] datum (the contract): DatumGetArrayTypeP detoasts it and deconstruct_array palloc's the
-    // element datums and NULL flags (text: varlena, 4-byte aligned), read below while this memory context lives.
+    // SAFETY: `d` is a text[] datum (the contract): detoasted, then split by array_elements; each element is a text
+    // datum pointing into the detoasted array, read while this memory context lives.
     unsafe {
         let array = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::ArrayType;
-        pg_sys::deconstruct_array(array, pg_sys::TEXTOID, -1, false, b'i' as std::ffi::c_char, &mut elems, &mut nulls, &mut n);
-        (0..n as usize).map(|i| (!*nulls.add(i)).then(|| text_bytes(*elems.add(i)))).collect()
+        crate::pg::datum::array_elements(array).into_iter().map(|e| e.map(|t| text_bytes(t))).collect()
     }
 }
 

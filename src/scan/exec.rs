@@ -296,7 +296,7 @@ unsafe fn meta_only_quals(
     scanrelid: u32,
     meta_attnums: &[i16],
     candidates: &[Candidate],
-) -> Option<(*mut pg_sys::ExprState, *mut pg_sys::TupleTableSlot, *mut pg_sys::List)> {
+) -> Option<(*mut pg_sys::ExprState, *mut pg_sys::TupleTableSlot, *mut pg_sys::List, Vec<i16>)> {
     if meta_attnums.is_empty() {
         return None;
     }
@@ -329,7 +329,7 @@ unsafe fn meta_only_quals(
     unsafe {
         let estate = (*node).ss.ps.state;
         let slot = pg_sys::ExecAllocTableSlot(&mut (*estate).es_tupleTable, (*rel).rd_att, &pg_sys::TTSOpsVirtual);
-        Some((pg_sys::ExecInitQual(list, &mut (*node).ss.ps), slot, list))
+        Some((pg_sys::ExecInitQual(list, &mut (*node).ss.ps), slot, list, meta_attnums.to_vec()))
     }
 }
 
@@ -350,12 +350,11 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
     let (rel, estate) = unsafe { ((*node).ss.ss_currentRelation, (*node).ss.ps.state) };
     // SAFETY: evaluate runs the candidates' ExprStates in `node`'s ExprContext and copies kept values into `st.scan_cxt`.
     let (mut prune, exact) = unsafe { evaluate(node, &st.candidates, st.scan_cxt) };
-    if let Some((qual, slot, _)) = st.meta_qual {
-        // SAFETY: `rel` is the open scan relation; the qual and slot were made in begin for this node.
-        let config = config::require(unsafe { (*rel).rd_id });
+    if let Some((qual, slot, _, meta_attnums)) = &st.meta_qual {
         // SAFETY: `ps_ExprContext` is this node's ExprContext, alive for the execution.
         let econtext = unsafe { (*node).ss.ps.ps_ExprContext };
-        prune.push(crate::scan::prune::Prune::MetaQual(crate::scan::prune::MetaQual { qual, econtext, slot, meta_attnums: config.meta_attnums.clone() }));
+        let q = crate::scan::prune::MetaQual { qual: *qual, econtext, slot: *slot, meta_attnums: meta_attnums.clone() };
+        prune.push(crate::scan::prune::Prune::MetaQual(q));
     }
     let vector_filter = (!st.vector_quals.is_empty()).then(|| {
         // SAFETY: `ps_ExprContext` is this node's ExprContext and `rel.rd_att` the open relation's descriptor.

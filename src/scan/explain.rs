@@ -76,7 +76,7 @@ pub(super) unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanStat
             // SAFETY: lappend collects the pruning clause `c.clause`, a plan qual, in a new List in CurrentMemoryContext.
             clauses = unsafe { pg_sys::lappend(clauses, c.clause as *mut std::ffi::c_void) };
         }
-        if let Some((_, _, meta_quals)) = st.meta_qual {
+        if let Some((_, _, meta_quals, _)) = st.meta_qual {
             // SAFETY: `meta_quals` is the List of plan quals begin kept; list_concat copies its cells into `clauses`.
             clauses = unsafe { pg_sys::list_concat(clauses, meta_quals) };
         }

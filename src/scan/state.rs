@@ -19,9 +19,9 @@ pub(super) struct TsBucketScanState {
 }
 
 pub(super) struct ExecState {
-    /// Quals on meta columns alone, a slot to run them on a bucket's meta values (`prune::Prune::MetaQual`), and
-    /// their List (EXPLAIN).
-    pub meta_qual: Option<(*mut pg_sys::ExprState, *mut pg_sys::TupleTableSlot, *mut pg_sys::List)>,
+    /// Quals on meta columns alone, a slot to run them on a bucket's meta values (`prune::Prune::MetaQual`), their
+    /// List (EXPLAIN), and the table's meta attnums (the store's meta column order).
+    pub meta_qual: Option<(*mut pg_sys::ExprState, *mut pg_sys::TupleTableSlot, *mut pg_sys::List, Vec<i16>)>,
     pub needed: Option<Vec<bool>>,
     /// Documents the query reads only some top-level keys of (`doc_keys`).
     pub doc_keys: std::rc::Rc<crate::store::rows::DocKeys>,
