@@ -286,6 +286,31 @@ impl EncodedColumn<'_> {
     }
 }
 
+impl EncodedColumn<'_> {
+    /// For a Document column: top-level field `key` of every row (a NULL row
+    /// reads as `Field::Missing`), decoded from that field's sub-column
+    /// alone. None when the documents must be read whole (a column kept as
+    /// bytes, or of another kind).
+    pub fn decode_field(&self, key: &[u8]) -> Result<Option<Vec<document::Field>>> {
+        if self.kind != ColumnKind::Document {
+            return Ok(None);
+        }
+        let validity = match self.validity {
+            Some((bytes, positions)) => Some(decode_validity(bytes, self.rows, positions)?),
+            None => None,
+        };
+        let present = validity.as_ref().map_or(self.rows, |v| v.iter().filter(|x| **x).count());
+        let mut c = Cursor::new(self.body);
+        let Some(fields) = document::decode_field(&mut c, present, key)? else { return Ok(None) };
+        if fields.len() != present {
+            return Err(DecodeError::Invalid("column value count differs from its row count"));
+        }
+        let Some(valid) = validity else { return Ok(Some(fields)) };
+        let mut it = fields.into_iter();
+        Ok(Some(valid.iter().map(|&p| if p { it.next().expect("counted") } else { document::Field::Missing }).collect()))
+    }
+}
+
 /// Spreads the present values over all rows, placeholders where NULL.
 fn expand(values: Values, validity: Option<&[bool]>) -> Values {
     let Some(valid) = validity else { return values };

@@ -279,6 +279,23 @@ const SHORT_WEIGHT_MASK: u16 = 0x003F;
 const DSCALE_MASK: u16 = 0x3FFF;
 const NBASE: u128 = 10_000;
 
+/// mantissa x 10^-scale as float8in reads the numeric's text (`(doc->>'k')::float8`):
+/// the nearest double. None where float8in refuses it: a nonzero value that
+/// rounds to zero.
+pub fn decimal_as_float8(mantissa: i64, scale: u16) -> Option<f64> {
+    // Powers of ten a double holds exactly: with a mantissa below 2^53, one
+    // division is the correctly rounded quotient.
+    const EXACT: [f64; 23] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
+    if mantissa == 0 {
+        return Some(0.0);
+    }
+    if mantissa.unsigned_abs() <= 1 << 53 && (scale as usize) < EXACT.len() {
+        return Some(mantissa as f64 / EXACT[scale as usize]);
+    }
+    let v: f64 = format!("{mantissa}e-{scale}").parse().ok()?;
+    (v != 0.0).then_some(v)
+}
+
 /// A numeric datum (4-byte varlena header included) as `mantissa`
 /// x 10^-`dscale`, when it is exactly that with the mantissa in an i64 and
 /// `decimal_to_numeric` gives back the same bytes.
@@ -379,6 +396,26 @@ pub fn decimal_to_numeric(mantissa: i64, dscale: u16, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimals_read_as_float8in_reads_their_text() {
+        let text = |m: i64, s: u16| -> String {
+            let digits = m.unsigned_abs().to_string();
+            let digits = format!("{digits:0>width$}", width = s as usize + 1);
+            let (int, frac) = digits.split_at(digits.len() - s as usize);
+            format!("{}{int}{}{frac}", if m < 0 { "-" } else { "" }, if s > 0 { "." } else { "" })
+        };
+        let cases = [(0, 0), (0, 3), (15, 1), (-2125, 2), (1, 22), (1, 23), (123456789, 5), (i64::MAX, 0), (i64::MIN, 4), (9007199254740993, 0), (9007199254740993, 3), (7, 320), (1, 400)];
+        for (m, s) in cases {
+            let want: f64 = text(m, s).parse().unwrap();
+            let got = decimal_as_float8(m, s);
+            if want == 0.0 && m != 0 {
+                assert_eq!(got, None, "{m}e-{s}");
+            } else {
+                assert_eq!(got.map(f64::to_bits), Some(want.to_bits()), "{m}e-{s}");
+            }
+        }
+    }
 
     fn numeric(m: i64, s: u16) -> Vec<u8> {
         let mut v = Vec::new();

@@ -11,6 +11,7 @@ use tsbucket_format::ByteValues;
 
 fuzz_target!(|data: &[u8]| {
     let _ = document::decode(&mut Cursor::new(data), 1 << 16);
+    let _ = document::decode_field(&mut Cursor::new(data), 1 << 16, b"k");
     let _ = tsbucket_format::jsonb::parse(data);
     // The input cut into values at each 0xFF byte.
     let mut values = ByteValues::default();
@@ -19,4 +20,8 @@ fuzz_target!(|data: &[u8]| {
     document::encode(&values, &mut body);
     let back = document::decode(&mut Cursor::new(&body), values.len()).expect("an encoded body decodes");
     assert_eq!(back, values);
+    // A field read alone agrees with the document read whole.
+    if let Some(fields) = document::decode_field(&mut Cursor::new(&body), values.len(), b"k").expect("an encoded body decodes") {
+        assert_eq!(fields.len(), values.len());
+    }
 });

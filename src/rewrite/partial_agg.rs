@@ -382,12 +382,61 @@ unsafe fn computable_args(
     let args = unsafe {
         list_ptrs((*aggref).args)
             .into_iter()
-            .map(|te| outer_attno((*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node).and_then(&resolve).map(|x| strip(x)))
+            .map(|te| over_scan((*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node, &resolve))
             .collect::<Option<Vec<_>>>()?
     };
     // SAFETY: `aggref` is valid and `rel` the open table of `config`, the contract classify_aggref shares with this function.
-    let _ = unsafe { classify_aggref(aggref, &args, config, rel, scanrelid) }?;
+    let _ = unsafe { classify_aggref(aggref, &args, config, rel, scanrelid, &mut Vec::new()) }?;
     Some(args)
+}
+
+/// An aggregate argument `e` (over the Agg's input columns) as an
+/// expression over the scan's relation: the scan's expression for an input
+/// column, or a copy of `e` whose input-column Vars are the scan's Vars for
+/// them (`(doc->>'k')::float8`); None where a column it reads is no plain
+/// column of the scan.
+///
+/// # Safety
+/// `e` must be a valid expression of the Agg; `resolve`'s expressions valid.
+unsafe fn over_scan(e: *mut pg_sys::Node, resolve: &dyn Fn(i16) -> Option<*mut pg_sys::Node>) -> Option<*mut pg_sys::Node> {
+    // SAFETY: `e` is a valid expression node (the contract), as outer_attno requires.
+    if let Some(k) = unsafe { outer_attno(e) } {
+        // SAFETY: `resolve`'s expressions are valid (the contract); strip follows RelabelTypes only.
+        return resolve(k).map(|x| unsafe { strip(x) });
+    }
+    struct Subst<'a> {
+        resolve: &'a dyn Fn(i16) -> Option<*mut pg_sys::Node>,
+        ok: bool,
+    }
+    #[pgrx::pg_guard]
+    unsafe extern "C-unwind" fn subst(node: *mut pg_sys::Node, context: *mut std::ffi::c_void) -> bool {
+        if node.is_null() {
+            return false;
+        }
+        // SAFETY: `context` is the Subst over_scan passes, alive for the walk; `node` a node of the copied tree, read as a
+        // Var only when tagged T_Var, and overwritten in place by the scan's Var (same struct) it stands for.
+        unsafe {
+            let cx = &mut *(context as *mut Subst);
+            if (*node).type_ == pg_sys::NodeTag::T_Var {
+                let v = node as *mut pg_sys::Var;
+                let scan_var = ((*v).varno == pg_sys::OUTER_VAR).then(|| (cx.resolve)((*v).varattno)).flatten().map(|x| strip(x));
+                match scan_var.filter(|x| (**x).type_ == pg_sys::NodeTag::T_Var) {
+                    Some(x) => *v = *(x as *mut pg_sys::Var),
+                    None => cx.ok = false,
+                }
+                return !cx.ok;
+            }
+            pg_sys::expression_tree_walker(node, Some(subst), context)
+        }
+    }
+    // SAFETY: copyObjectImpl deep-copies the valid expression `e` in the planner's CurrentMemoryContext; the walk only
+    // rewrites that copy's Vars, and `cx` outlives it.
+    unsafe {
+        let copy = pg_sys::copyObjectImpl(e as *const _) as *mut pg_sys::Node;
+        let mut cx = Subst { resolve, ok: true };
+        subst(copy, &mut cx as *mut Subst as *mut std::ffi::c_void);
+        cx.ok.then(|| strip(copy))
+    }
 }
 
 /// The type of `aggref`'s partial state as passed between plan nodes: its

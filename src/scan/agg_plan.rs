@@ -5,6 +5,7 @@
 
 use crate::catalog::config::Config;
 use crate::pg::nodes::strip;
+use crate::scan::doc_keys::{FieldCast, numeric_field};
 use crate::scan::time_bucket::monotone_in_time;
 use pgrx::pg_sys;
 use tsbucket_kernels::AggKind;
@@ -18,6 +19,10 @@ pub enum ArgSource {
     Column(usize),
     /// A meta column (count only), by position among the meta columns.
     Meta(usize),
+    /// A top-level field of a jsonb column cast to a number
+    /// (`(doc->>'k')::float8`): its index among the scan's document fields
+    /// (`rows::DocFields`), its column (attnum - 1) and the cast.
+    Field { field: usize, column: usize, cast: FieldCast },
 }
 
 /// An aggregate the scan computes, as found in an Aggref.
@@ -51,10 +56,19 @@ const FIRST_NON_BUILTIN_OID: u32 = 10_000;
 
 /// The aggregate `aggref` computes, if the kernels can compute its partial
 /// state; `args` are its arguments as expressions over the scan's relation.
+/// A document field it reads goes in `fields` (once, by column and key),
+/// which its `ArgSource::Field` indexes.
 ///
 /// # Safety
 /// `aggref` must be a valid Aggref; `rel` the open table of `config`.
-pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::Node], config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
+pub unsafe fn classify_aggref(
+    aggref: *mut pg_sys::Aggref,
+    args: &[*mut pg_sys::Node],
+    config: &Config,
+    rel: pg_sys::Relation,
+    scanrelid: u32,
+    fields: &mut Vec<(usize, Vec<u8>, FieldCast)>,
+) -> Option<AggPlan> {
     // SAFETY: `aggref` is a valid Aggref, as this function's contract requires; it is only read.
     let a = unsafe { &*aggref };
     if !a.aggfilter.is_null()
@@ -110,6 +124,33 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::
         return (kind == AggKind::CountRows && a.aggstar).then_some(AggPlan { kind, arg: ArgSource::Rows, arg_type: pg_sys::InvalidOid, avg: false });
     };
     let e = arg;
+    use tsbucket_format::ColumnKind as K;
+    // SAFETY: `e` is the Aggref's single argument expression, valid as this function's contract requires of `args`.
+    if let Some((attnum, key, cast)) = unsafe { numeric_field(e, scanrelid) } {
+        // SAFETY: `rel` is the open table of `config` and `attnum` a positive column of it, so within its descriptor.
+        let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1) };
+        if att.attisdropped || config.meta_attnums.contains(&attnum) {
+            return None;
+        }
+        let (stored, typid) = match cast {
+            FieldCast::Float8 => (K::Float64, pg_sys::FLOAT8OID),
+            FieldCast::Int4 => (K::Int, pg_sys::INT4OID),
+            FieldCast::Int8 => (K::Int, pg_sys::INT8OID),
+        };
+        if !kernel_reads(kind, stored, typid) {
+            return None;
+        }
+        let column = attnum as usize - 1;
+        let field = match fields.iter().position(|(c, k, x)| *c == column && *k == key && *x == cast) {
+            Some(f) => f,
+            None => {
+                fields.push((column, key, cast));
+                fields.len() - 1
+            }
+        };
+        let avg = u32::from(a.aggfnoid) == pg_sys::F_AVG_FLOAT8;
+        return Some(AggPlan { kind, arg: ArgSource::Field { field, column, cast }, arg_type: typid, avg });
+    }
     // SAFETY: `e` is the Aggref's single argument expression, valid as this function's contract requires of `args`.
     if unsafe { (*e).type_ } != pg_sys::NodeTag::T_Var {
         return None;
@@ -131,25 +172,28 @@ pub unsafe fn classify_aggref(aggref: *mut pg_sys::Aggref, args: &[*mut pg_sys::
     if let Some(m) = config.meta_attnums.iter().position(|&x| x == attnum) {
         return (kind == AggKind::CountValues).then_some(AggPlan { kind, arg: ArgSource::Meta(m), arg_type: att.atttypid, avg: false });
     }
-    if kind.reads_values() {
-        // The kernels read integers and floats as stored: the argument must be
-        // the column itself, of a type stored that way.
-        let stored = crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval);
-        use tsbucket_format::ColumnKind as K;
-        let float = matches!(stored, K::Float64 | K::Float32);
-        let fits = match kind {
-            AggKind::SumFloat8 | AggKind::AccumFloat => float,
-            AggKind::SumInt | AggKind::AvgInt => stored == K::Int,
-            // The float comparison for float storage, the integer one for integers.
-            _ => float == matches!(att.atttypid, pg_sys::FLOAT4OID | pg_sys::FLOAT8OID) && (float || matches!(stored, K::Int | K::Timestamp)),
-        };
-        // SAFETY: exprType only reads the node tag and type fields of the argument Var `e`.
-        if !fits || unsafe { pg_sys::exprType(e) } != att.atttypid {
-            return None;
-        }
+    // The kernels read integers and floats as stored: the argument must be
+    // the column itself, of a type stored that way.
+    let stored = crate::pg::datum::kind_for_type(att.atttypid, att.attlen, att.attbyval);
+    // SAFETY: exprType only reads the node tag and type fields of the argument Var `e`.
+    if !kernel_reads(kind, stored, att.atttypid) || (kind.reads_values() && unsafe { pg_sys::exprType(e) } != att.atttypid) {
+        return None;
     }
     let avg = matches!(u32::from(a.aggfnoid), pg_sys::F_AVG_FLOAT4 | pg_sys::F_AVG_FLOAT8);
     Some(AggPlan { kind, arg: ArgSource::Column(attnum as usize - 1), arg_type: att.atttypid, avg })
+}
+
+/// Whether the kernels compute aggregate `kind` over values of type `typid` stored as `stored`.
+fn kernel_reads(kind: AggKind, stored: tsbucket_format::ColumnKind, typid: pg_sys::Oid) -> bool {
+    use tsbucket_format::ColumnKind as K;
+    let float = matches!(stored, K::Float64 | K::Float32);
+    match kind {
+        _ if !kind.reads_values() => true,
+        AggKind::SumFloat8 | AggKind::AccumFloat => float,
+        AggKind::SumInt | AggKind::AvgInt => stored == K::Int,
+        // The float comparison for float storage, the integer one for integers.
+        _ => float == matches!(typid, pg_sys::FLOAT4OID | pg_sys::FLOAT8OID) && (float || matches!(stored, K::Int | K::Timestamp)),
+    }
 }
 
 /// First or Last, when `aggfnoid` is tsbucket.first / tsbucket.last (an

@@ -8,6 +8,7 @@
 use crate::catalog::config::Config;
 use crate::pg::error::{SqlState, ts_error};
 use crate::scan::agg_plan::{AggPlan, ArgSource, KeyPlan};
+use crate::scan::doc_keys::FieldCast;
 use crate::scan::plain::{NextBucket, ScanCounters, ScanOptions};
 use crate::scan::prune::{BoundRange, Prune};
 use crate::store::rows;
@@ -58,6 +59,8 @@ pub(super) struct AggregatingScan {
     scan: pg_sys::TableScanDesc,
     keys: Rc<Vec<Key>>,
     aggs: Rc<Vec<AggPlan>>,
+    /// Per aggregate: a field argument's expression, for the rows whose field holds no decimal (else NULL).
+    field_exprs: Rc<Vec<*mut pg_sys::ExprState>>,
     /// The qual rows must pass beyond the range filters (NULL: none).
     residual: *mut pg_sys::ExprState,
     econtext: *mut pg_sys::ExprContext,
@@ -82,6 +85,7 @@ impl AggregatingScan {
         options: ScanOptions,
         keys: Rc<Vec<Key>>,
         aggs: Rc<Vec<AggPlan>>,
+        field_exprs: Rc<Vec<*mut pg_sys::ExprState>>,
         quals: &Quals,
         exact: bool,
         econtext: *mut pg_sys::ExprContext,
@@ -104,6 +108,7 @@ impl AggregatingScan {
             scan,
             keys,
             aggs,
+            field_exprs,
             residual,
             econtext,
             row_slot,
@@ -348,9 +353,15 @@ impl AggregatingScan {
             let columns: Vec<Option<std::borrow::Cow<tsbucket_format::Column>>> = self
                 .aggs
                 .iter()
-                .map(|agg| match agg.arg {
+                .enumerate()
+                .map(|(j, agg)| match agg.arg {
                     // SAFETY: `tupdesc` is the user table's descriptor and `rows.shape.attrs[i]` one of its payload attributes.
                     ArgSource::Column(i) => Some(unsafe { rows::column_or_default(tupdesc, &rows.shape.attrs[i], bucket) }),
+                    // SAFETY: `field_exprs[j]` is aggregate j's argument, compiled for this node; `rows` is the bucket
+                    // read, `selected` its rows that passed every filter.
+                    ArgSource::Field { field, column, cast } => Some(std::borrow::Cow::Owned(unsafe {
+                        self.field_column((rows.bucket, rows.prepared, rows.shape), (field, column, cast), self.field_exprs[j], &selected)
+                    })),
                     _ => None,
                 })
                 .collect();
@@ -386,7 +397,9 @@ impl AggregatingScan {
                         }
                         (_, ArgSource::Rows) => accumulate(agg.kind, &Input::Rows, group_rows, &mut state),
                         (_, ArgSource::Meta(m)) => accumulate(agg.kind, &Input::Constant { present: bucket.meta[m].is_some() }, group_rows, &mut state),
-                        (_, ArgSource::Column(_)) => accumulate(agg.kind, &Input::Column(column.as_ref().expect("read above")), group_rows, &mut state),
+                        (_, ArgSource::Column(_) | ArgSource::Field { .. }) => {
+                            accumulate(agg.kind, &Input::Column(column.as_ref().expect("read above")), group_rows, &mut state)
+                        }
                     };
                     if result.is_err() {
                         ts_error(SqlState::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow", "");
@@ -439,12 +452,101 @@ impl AggregatingScan {
                 };
                 (value, attr)
             }
-            ArgSource::Rows => unreachable!("first and last have a value argument"),
+            ArgSource::Rows | ArgSource::Field { .. } => unreachable!("first and last have a column argument"),
         };
         // SAFETY: `value` is row `row`'s datum of `attr`'s type (from `prepared` or `column`, of the same bucket); its bytes
         // are read before the per-tuple context is reset.
         let bytes = value.as_ref().map(|v| unsafe { crate::pg::datum::datum_bytes(v, attr.layout()) });
         first_last::encode(&first_last::Chosen { time, value: bytes, typlen: attr.typlen, typbyval: attr.typbyval })
+    }
+
+    /// A field argument's values over the bucket's rows: its decimals as the
+    /// cast reads their text; rows of `selected` whose field holds anything
+    /// else (or whose documents were kept whole) evaluated by `expr`, the
+    /// argument itself, on the row, so that they give heap's value or its
+    /// error. Rows not selected are never evaluated.
+    ///
+    /// # Safety
+    /// `expr` must be the aggregate's argument compiled for this node; `bucket`, `prepared` and `shape` those of the
+    /// bucket just read.
+    #[allow(clippy::type_complexity)]
+    unsafe fn field_column(
+        &self,
+        (bucket, prepared, shape): (&crate::store::bucket::LoadedBucket, &rows::Prepared, &crate::catalog::shape::TableShape),
+        (field, column, cast): (usize, usize, FieldCast),
+        expr: *mut pg_sys::ExprState,
+        selected: &[u32],
+    ) -> tsbucket_format::Column {
+        use tsbucket_format::codec::document::CastValue;
+        let n = bucket.rows;
+        let fields = bucket.fields.get(field).and_then(|f| f.as_deref());
+        let mut valid = vec![false; n];
+        let mut floats = if cast == FieldCast::Float8 { vec![0.0; n] } else { Vec::new() };
+        let mut ints = if cast == FieldCast::Float8 { Vec::new() } else { vec![0i64; n] };
+        // false: left to Postgres.
+        let mut set = |r: usize, f| -> bool {
+            match cast.of(f) {
+                CastValue::Null => return true,
+                CastValue::Float(v) => floats[r] = v,
+                CastValue::Int(v) => ints[r] = v,
+                CastValue::Evaluate => return false,
+            }
+            valid[r] = true;
+            true
+        };
+        let mut evaluate = Vec::new();
+        match fields {
+            Some(fields) => {
+                for (r, &f) in fields.iter().enumerate() {
+                    if !set(r, f) {
+                        evaluate.push(r);
+                    }
+                }
+            }
+            None => evaluate.extend(0..n),
+        }
+        if !evaluate.is_empty() {
+            let mut chosen = vec![false; n];
+            selected.iter().for_each(|&r| chosen[r as usize] = true);
+            evaluate.retain(|&r| chosen[r]);
+            // load_columns decodes the documents wherever a row is left to Postgres: cast on no document, it would
+            // give NULL, a wrong answer.
+            if !evaluate.is_empty() && bucket.skipped.as_ref().is_some_and(|s| s[column]) {
+                panic!("bucket {}: a document field to cast was read without its documents", bucket.bucket_id);
+            }
+            // SAFETY: `self.econtext` is the node's expression context (begin), alive while the node runs.
+            let per_row = unsafe { (*self.econtext).ecxt_per_tuple_memory };
+            for r in evaluate {
+                let mut isnull = false;
+                // SAFETY: `per_row` is reset for each row, as ExecScan does; `row_slot` is a virtual slot of `self.rel`
+                // filled with row `r` of `bucket` (its documents decoded, as load_columns does where a
+                // field holds more than decimals); `expr` is compiled for the node's `econtext`.
+                let d = unsafe {
+                    pg_sys::MemoryContextReset(per_row);
+                    let old = pg_sys::MemoryContextSwitchTo(per_row);
+                    rows::fill_slot(self.rel, shape, bucket, Some(prepared), r, self.row_slot);
+                    pg_sys::MemoryContextSwitchTo(old);
+                    (*self.econtext).ecxt_scantuple = self.row_slot;
+                    pg_sys::ExecEvalExprSwitchContext(expr, self.econtext, &mut isnull)
+                };
+                if isnull {
+                    continue;
+                }
+                valid[r] = true;
+                // float8, int4 and int8 are passed by value.
+                match cast {
+                    FieldCast::Float8 => floats[r] = f64::from_bits(d.value() as u64),
+                    FieldCast::Int4 => ints[r] = d.value() as i32 as i64,
+                    FieldCast::Int8 => ints[r] = d.value() as i64,
+                }
+            }
+        }
+        let (kind, values) = match cast {
+            FieldCast::Float8 => (tsbucket_format::ColumnKind::Float64, tsbucket_format::Values::Float(floats)),
+            _ => (tsbucket_format::ColumnKind::Int, tsbucket_format::Values::Int(ints)),
+        };
+        let validity = (!valid.iter().all(|&v| v)).then_some(valid);
+        tsbucket_format::Column { attnum: 0, kind, validity, values }
     }
 
     /// The time bucket of time `t` (microseconds): plain arithmetic where it

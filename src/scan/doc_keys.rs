@@ -204,6 +204,41 @@ unsafe fn accessor(walk: &Walk, node: *mut pg_sys::Node) -> Option<(i16, Vec<Vec
     }
 }
 
+pub use tsbucket_format::codec::document::NumberCast as FieldCast;
+
+/// When `e` is `(doc->>'key')::float8` (or `::int4`, `::int8`) of a jsonb
+/// column of range-table entry `scanrelid` and a constant key: (its attnum,
+/// the key, the cast). The scan reads such a field from its sub-column.
+///
+/// # Safety
+/// `e` must be a valid expression.
+pub unsafe fn numeric_field(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16, Vec<u8>, FieldCast)> {
+    // SAFETY: `e` is a valid expression (the contract), read as a CoerceViaIO only when tagged so.
+    let coerce = unsafe { ((*e).type_ == pg_sys::NodeTag::T_CoerceViaIO).then(|| &*(e as *mut pg_sys::CoerceViaIO))? };
+    let cast = match coerce.resulttype {
+        pg_sys::FLOAT8OID => FieldCast::Float8,
+        pg_sys::INT4OID => FieldCast::Int4,
+        pg_sys::INT8OID => FieldCast::Int8,
+        _ => return None,
+    };
+    let arg = coerce.arg as *mut pg_sys::Node;
+    // SAFETY: the coercion's argument is a node of the same expression, read as an OpExpr only when tagged so.
+    let op = unsafe { ((*arg).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(arg as *mut pg_sys::OpExpr))? };
+    if op.opfuncid.to_u32() != F_OBJECT_FIELD_TEXT {
+        return None;
+    }
+    // SAFETY: `op.args` is the operator's argument List.
+    let [var, key] = unsafe { list_ptrs(op.args) }[..] else { return None };
+    let var = var as *mut pg_sys::Node;
+    // SAFETY: `var` is the operator's first argument, read as a Var only when tagged so.
+    let v = unsafe { ((*var).type_ == pg_sys::NodeTag::T_Var).then(|| &*(var as *mut pg_sys::Var))? };
+    if v.varno as u32 != scanrelid || v.varlevelsup != 0 || v.varattno <= 0 || v.vartype != pg_sys::JSONBOID {
+        return None;
+    }
+    // SAFETY: `key` is the operator's second argument; const_text checks its tag and type before reading it.
+    Some((v.varattno, unsafe { const_text(key as *mut pg_sys::Node) }?, cast))
+}
+
 /// A non-NULL constant of type `typid`.
 unsafe fn constant(n: *mut pg_sys::Node, typid: pg_sys::Oid) -> Option<pg_sys::Datum> {
     // SAFETY: `n` is a node of the tree (the caller's contract); a T_Const is a Const.

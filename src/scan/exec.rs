@@ -162,6 +162,13 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     // SAFETY: `node` and `cscan` are this scan's state and its partial-aggregation plan; partial_agg_exec compiles the
     // keys and quals into the query context current during begin.
     let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| unsafe { partial_agg_exec(node, &config, cscan, *arg as usize, &decided) });
+    let needed = match (needed, &partial_agg) {
+        (Some(mut mask), Some(pa)) => {
+            pa.fields_only.iter().for_each(|&c| mask[c] = false);
+            Some(mask)
+        }
+        (needed, _) => needed,
+    };
     // Not where a row may be rechecked after a concurrent update (EvalPlanQual
     // re-runs the quals on the new version, which pruning never saw).
     // SAFETY: `node.ss.ps.state` is the EState running this plan, and its es_plannedstmt the statement executed.
@@ -222,6 +229,8 @@ unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, 
     let (rel, scanrelid, ps) = unsafe { ((*node).ss.ss_currentRelation, (*cscan).scan.scanrelid, &mut (*node).ss.ps as *mut pg_sys::PlanState) };
     let mut keys = Vec::new();
     let mut aggs = Vec::new();
+    let mut fields = Vec::new();
+    let mut args_of = Vec::new();
     // SAFETY: `cscan.custom_scan_tlist` is the TargetEntry List partial_agg's rewrite gave the plan: group keys, then Aggrefs.
     let tlist = unsafe { list_ptrs((*cscan).custom_scan_tlist) };
     for (i, te) in tlist.into_iter().enumerate() {
@@ -251,7 +260,9 @@ unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, 
                 list_ptrs((*aggref).args).into_iter().map(|te| strip((*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node)).collect()
             };
             // SAFETY: classify_aggref's contract holds: `aggref` is a valid Aggref and `rel` the open table of `config`.
-            aggs.push(unsafe { crate::scan::agg_plan::classify_aggref(aggref, &args, config, rel, scanrelid) }.unwrap_or_else(|| broken()));
+            let plan = unsafe { crate::scan::agg_plan::classify_aggref(aggref, &args, config, rel, scanrelid, &mut fields) }.unwrap_or_else(|| broken());
+            args_of.push(args);
+            aggs.push(plan);
         }
     }
     // SAFETY: `cscan.custom_exprs` holds the quals partial_agg moved into the plan.
@@ -267,7 +278,29 @@ unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, 
         // undecided, both into the query context.
         unsafe { crate::scan::aggregating::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: residual_qual(node, qual_list, decided) } }
     };
-    PartialAggExec { keys: Rc::new(keys), aggs: Rc::new(aggs), quals, qual_list }
+    // A field argument's rows that hold no decimal are evaluated by its expression, on the row.
+    let field_exprs = aggs
+        .iter()
+        .zip(&args_of)
+        .map(|(a, args)| match a.arg {
+            // SAFETY: ExecInitExpr compiles the aggregate's argument (an expression of the plan) for `ps` in the query context.
+            crate::scan::agg_plan::ArgSource::Field { .. } => unsafe { pg_sys::ExecInitExpr(args[0] as *mut pg_sys::Expr, ps) },
+            _ => std::ptr::null_mut(),
+        })
+        .collect();
+    // The jsonb columns nothing but field arguments read: their documents need no decoding.
+    let mut others: Vec<*mut pg_sys::Node> = vec![qual_list as *mut pg_sys::Node];
+    // SAFETY: `tlist` entries are TargetEntries of the plan; the first `nkeys` are the group keys.
+    others.extend(unsafe { list_ptrs((*cscan).custom_scan_tlist) }.into_iter().take(nkeys).map(|te| unsafe { (*(te as *mut pg_sys::TargetEntry)).expr as *mut pg_sys::Node }));
+    for (a, args) in aggs.iter().zip(&args_of) {
+        if !matches!(a.arg, crate::scan::agg_plan::ArgSource::Field { .. }) {
+            others.extend(args.iter().copied());
+        }
+    }
+    // SAFETY: `others` are expressions of this plan; referenced_attnums only reads them.
+    let read_otherwise = unsafe { referenced_attnums(&others, scanrelid) };
+    let fields_only = fields.iter().map(|(c, ..)| *c).filter(|c| !read_otherwise.contains(&(*c as i32 + 1))).collect();
+    PartialAggExec { keys: Rc::new(keys), aggs: Rc::new(aggs), quals, qual_list, fields: Rc::from(fields), field_exprs: Rc::new(field_exprs), fields_only }
 }
 
 /// The quals the candidates do not decide (those they decide, when their
@@ -373,12 +406,20 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
         let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
         // SAFETY: `shared` points into the Gather's DSM chunk, mapped while this participant scans.
     let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
-    let options = ScanOptions { needed: st.needed.clone(), doc_keys: st.doc_keys.clone(), prune, store_parallel, vector_filter, tail_claim };
+    let options = ScanOptions {
+            needed: st.needed.clone(),
+            doc_keys: st.doc_keys.clone(),
+            doc_fields: pa.fields.clone(),
+            prune,
+            store_parallel,
+            vector_filter,
+            tail_claim,
+        };
         // SAFETY: `rel` is open, `es_snapshot` the query's snapshot and `ps_ExprContext` the node's; AggregatingScan::begin
         // allocates in `scan_cxt`, the context start_scan made current.
         let aggregating = unsafe {
             let econtext = (*node).ss.ps.ps_ExprContext;
-            AggregatingScan::begin(rel, (*estate).es_snapshot, options, pa.keys.clone(), pa.aggs.clone(), &pa.quals, exact, econtext)
+            AggregatingScan::begin(rel, (*estate).es_snapshot, options, pa.keys.clone(), pa.aggs.clone(), pa.field_exprs.clone(), &pa.quals, exact, econtext)
         };
         st.aggregating = Some(aggregating);
         return;
@@ -420,7 +461,7 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
     let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
     // SAFETY: `shared` points into the Gather's DSM chunk, mapped while this participant scans.
     let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
-    let options = ScanOptions { needed: st.needed.clone(), doc_keys: st.doc_keys.clone(), prune, store_parallel, vector_filter, tail_claim };
+    let options = ScanOptions { needed: st.needed.clone(), doc_keys: st.doc_keys.clone(), doc_fields: Rc::from([]), prune, store_parallel, vector_filter, tail_claim };
     // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the plain scan's descriptor goes in `scan_cxt`.
     st.scan = unsafe { crate::scan::plain::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options) };
 }

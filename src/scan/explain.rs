@@ -48,17 +48,34 @@ pub(super) unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanStat
     let columns: Vec<u8> = match &st.needed {
         None => b"all".to_vec(),
         Some(mask) => {
+            // Fields the aggregates read as numbers, by column.
+            let fields = |i: usize| -> Vec<&[u8]> {
+                st.partial_agg.iter().flat_map(|pa| pa.fields.iter()).filter(|(c, ..)| *c == i).map(|(_, k, _)| &k[..]).fold(Vec::new(), |mut v, k| {
+                    if !v.contains(&k) {
+                        v.push(k);
+                    }
+                    v
+                })
+            };
             let names: Vec<Vec<u8>> = mask
                 .iter()
                 .enumerate()
-                .filter(|(_, n)| **n)
+                .filter(|(i, n)| **n || !fields(*i).is_empty())
                 // SAFETY: `rel` is the explained scan's open relation and the mask is one entry per column of it.
-                .map(|(i, _)| (i, unsafe { crate::pg::relation::attr_name(rel, (i + 1) as i16) }.into_bytes()))
-                // A document read through key accessors: the keys decoded.
-                .map(|(i, mut name)| {
-                    if let Some((_, keys)) = st.doc_keys.iter().find(|(a, _)| *a == i) {
-                        name.extend_from_slice(b" (keys: ");
-                        name.extend_from_slice(if keys.is_empty() { b"none".to_vec() } else { keys.join(&b", "[..]) }.as_slice());
+                .map(|(i, n)| (i, *n, unsafe { crate::pg::relation::attr_name(rel, (i + 1) as i16) }.into_bytes()))
+                // A document read through key accessors: the keys decoded; fields read as numbers: those.
+                .map(|(i, whole, mut name)| {
+                    let mut parts: Vec<Vec<u8>> = Vec::new();
+                    if let Some((_, keys)) = st.doc_keys.iter().find(|(a, _)| *a == i).filter(|_| whole) {
+                        parts.push([&b"keys: "[..], &if keys.is_empty() { b"none".to_vec() } else { keys.join(&b", "[..]) }].concat());
+                    }
+                    let fields = fields(i);
+                    if !fields.is_empty() {
+                        parts.push([&b"numbers: "[..], &fields.join(&b", "[..])].concat());
+                    }
+                    if !parts.is_empty() {
+                        name.extend_from_slice(b" (");
+                        name.extend_from_slice(&parts.join(&b"; "[..]));
                         name.push(b')');
                     }
                     name

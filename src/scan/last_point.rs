@@ -460,7 +460,7 @@ impl LastPointScan {
             self.counters.buckets_read += 1;
             stored.load_payload();
             self.counters.payload_bytes += stored.payload().len() as u64;
-            let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref(), &self.doc_keys);
+            let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref(), &self.doc_keys, &[]);
             self.counters.decoded_bytes += rows::decoded_bytes(&bucket);
             // SAFETY: `qual` and `econtext` are the node's (next's contract); `bucket` is decoded in bucket_cxt, still current.
             if let Some(t) = unsafe { self.best_in_bucket(&bucket, best, qual, econtext) } {

@@ -554,7 +554,7 @@ impl OrderedScan {
         let old = unsafe { pg_sys::MemoryContextSwitchTo(cxt) };
         stored.load_payload();
         self.counters.payload_bytes += stored.payload().len() as u64;
-        let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref(), &self.doc_keys);
+        let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref(), &self.doc_keys, &[]);
         self.counters.decoded_bytes += rows::decoded_bytes(&bucket);
         // SAFETY: back to `old`, the context load was called in, once the bucket is decoded into `cxt`.
         unsafe { pg_sys::MemoryContextSwitchTo(old) };

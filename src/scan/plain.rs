@@ -23,6 +23,8 @@ pub struct ScanOptions {
     pub needed: Option<Vec<bool>>,
     /// Documents the query reads only some top-level keys of (`rows::DocKeys`).
     pub doc_keys: Rc<rows::DocKeys>,
+    /// Document fields the in-scan aggregation reads as numbers (`rows::DocFields`).
+    pub doc_fields: Rc<rows::DocFields>,
     pub prune: Vec<Prune>,
     /// A parallel scan's shared state of the store's heap: this participant
     /// reads the buckets of the blocks it is handed (pruning still applies).
@@ -330,7 +332,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
         }
         stored.load_payload();
         st.counters.payload_bytes += stored.payload().len() as u64;
-        let loaded = rows::load_columns(config, shape, &stored, st.options.needed.as_deref(), &st.options.doc_keys);
+        let loaded = rows::load_columns(config, shape, &stored, st.options.needed.as_deref(), &st.options.doc_keys, &st.options.doc_fields);
         st.counters.decoded_bytes += rows::decoded_bytes(&loaded);
         // SAFETY: bucket_cxt is current, so the prepared datums live until the next bucket resets it, as long as `loaded`.
         st.prepared = unsafe { rows::prepare(shape, &loaded) };

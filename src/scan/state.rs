@@ -68,6 +68,12 @@ pub(super) struct PartialAggExec {
     pub quals: crate::scan::aggregating::Quals,
     /// The quals, for EXPLAIN.
     pub qual_list: *mut pg_sys::List,
+    /// The document fields the aggregates read as numbers.
+    pub fields: Rc<crate::store::rows::DocFields>,
+    /// Per aggregate: its argument compiled, for a field argument (else NULL).
+    pub field_exprs: Rc<Vec<*mut pg_sys::ExprState>>,
+    /// The jsonb columns (attnum - 1) only field arguments read.
+    pub fields_only: Vec<usize>,
 }
 
 impl ExecState {

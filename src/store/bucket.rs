@@ -294,6 +294,9 @@ pub struct LoadedBucket {
     pub version: super::slot::Version,
     /// Tail rows posing as a bucket: each row's own TID and version.
     pub tail: Option<std::rc::Rc<TailRowIds>>,
+    /// The fields a query reads as numbers (`rows::DocFields`, in its order):
+    /// None where the documents must be read whole (they then are decoded).
+    pub fields: Vec<Option<Vec<tsbucket_format::codec::document::Field>>>,
 }
 
 /// Each tail row's identity: its TID and its segment tuple's version.

@@ -10,6 +10,7 @@ use super::tuple::{find_bucket_tuple, read_bucket};
 use pgrx::pg_sys;
 use std::cell::RefCell;
 use std::rc::Rc;
+use tsbucket_format::codec::document::{CastValue, Field, NumberCast};
 use tsbucket_format::{BucketReader, Column};
 
 pub(super) fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display) -> ! {
@@ -21,7 +22,7 @@ pub(super) fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::D
 }
 
 pub fn load(config: &Config, shape: &TableShape, stored: &StoredBucket) -> LoadedBucket {
-    load_columns(config, shape, stored, None, &[])
+    load_columns(config, shape, stored, None, &[], &[])
 }
 
 /// The top-level keys of jsonb attributes a query reads only through key
@@ -29,19 +30,45 @@ pub fn load(config: &Config, shape: &TableShape, stored: &StoredBucket) -> Loade
 /// come back holding only those fields. An attribute not listed reads whole.
 pub type DocKeys = [(usize, Vec<Vec<u8>>)];
 
+/// Top-level fields of jsonb attributes a query reads as numbers
+/// (`(doc->>'k')::float8`), by attnum - 1, key and cast: each bucket decodes
+/// their sub-columns alone, into `LoadedBucket::fields` (in this order).
+pub type DocFields = [(usize, Vec<u8>, NumberCast)];
+
 /// Like `load`, decoding only the attributes `needed` marks (by attnum - 1),
-/// and of the documents in `doc_keys` only the fields named there.
-pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, needed: Option<&[bool]>, doc_keys: &DocKeys) -> LoadedBucket {
+/// of the documents in `doc_keys` only the fields named there, and the fields
+/// of `doc_fields`. Where a field holds values its cast leaves to Postgres
+/// (or its documents are kept whole), its attribute is decoded too, as if
+/// needed: those rows are cast on their documents.
+pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, needed: Option<&[bool]>, doc_keys: &DocKeys, doc_fields: &DocFields) -> LoadedBucket {
     if let Some(tail) = &stored.tail {
-        return needed_of(tail, shape, needed);
+        let needed = needed.map(|n| {
+            let mut n = n.to_vec();
+            doc_fields.iter().for_each(|(a, ..)| n[*a] = true);
+            n
+        });
+        return needed_of(tail, shape, needed.as_deref());
     }
     let reader = BucketReader::parse(stored.payload()).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
     if reader.rows() != stored.rows as usize {
         corrupt(config.relid, stored.bucket_id, &"row count differs from the payload");
     }
+    let mut needed = needed.map(<[bool]>::to_vec);
+    let fields: Vec<Option<Vec<Field>>> = doc_fields
+        .iter()
+        .map(|(a, key, cast)| {
+            let found = reader.column(*a as u16 + 1).map(|e| e.decode_field(key).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e)));
+            let fields = found.flatten().filter(|f| f.len() == reader.rows());
+            let to_postgres = fields.as_ref().is_none_or(|f| f.iter().any(|&x| cast.of(x) == CastValue::Evaluate));
+            if let Some(n) = needed.as_mut().filter(|_| to_postgres) {
+                n[*a] = true;
+            }
+            fields
+        })
+        .collect();
     let mut columns: Vec<Option<Column>> = vec![None; shape.attrs.len()];
     for attr in shape.payload_attrs() {
-        if needed.is_some_and(|n| !n[attr.attnum as usize - 1]) {
+        if needed.as_ref().is_some_and(|n| !n[attr.attnum as usize - 1]) {
             continue;
         }
         if let Some(encoded) = reader.column(attr.attnum) {
@@ -64,7 +91,7 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
         .map(|(i, attr)| stored.meta_datum(i).map(|d| unsafe { datum::datum_bytes(&d, attr.layout()) }.to_vec()))
         .collect();
     let skipped = needed.map(|n| n.iter().map(|x| !x).collect());
-    LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped, version: stored.version, tail: None }
+    LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped, version: stored.version, tail: None, fields }
 }
 
 /// Tail rows (decoded already) as a query that reads only `needed` gets them.
@@ -84,12 +111,14 @@ fn needed_of(tail: &LoadedBucket, shape: &TableShape, needed: Option<&[bool]>) -
         skipped: needed.map(|n| n.iter().map(|x| !x).collect()),
         version: tail.version,
         tail: tail.tail.clone(),
+        fields: Vec::new(),
     }
 }
 
 /// The size of `bucket`'s decoded columns in memory (EXPLAIN's Bytes Decompressed).
 pub fn decoded_bytes(bucket: &LoadedBucket) -> u64 {
-    bucket.columns.iter().flatten().map(|c| c.approx_bytes() as u64).sum()
+    let fields: usize = bucket.fields.iter().flatten().map(|f| std::mem::size_of_val(&f[..])).sum();
+    bucket.columns.iter().flatten().map(|c| c.approx_bytes() as u64).sum::<u64>() + fields as u64
 }
 
 /// The decoded time column of `bucket` (decoding always includes it for

@@ -367,6 +367,7 @@ impl TailGroup {
             skipped: needed.map(|n| n.iter().map(|x| !x).collect()),
             version: Version { xmin: pg_sys::InvalidTransactionId, xmax: pg_sys::InvalidTransactionId, cid: 0 },
             tail: Some(self.ids.clone()),
+            fields: Vec::new(),
         }
     }
 

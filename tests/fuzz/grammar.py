@@ -366,9 +366,10 @@ class QueryGen:
         elif k == "bool":
             options += [Out(f"bool_and({n})"), Out(f"bool_or({n})")]
         elif k == "jsonb":
-            return rng.choice(options + [Out(f"max({n}->>'s')"), Out(f"count(*) FILTER (WHERE {n} ? 'gps')"),
-                                         Out(f"string_agg({n}->>'s', ',' ORDER BY {n}::text, time)"),
-                                         Out(f"sum(CASE WHEN jsonb_typeof({n}->'t') = 'number' THEN ({n}->>'t')::numeric END)")])
+            numbers = [self.doc_number_out(col)]
+            return rng.choice(options + numbers + [Out(f"max({n}->>'s')"), Out(f"count(*) FILTER (WHERE {n} ? 'gps')"),
+                                                   Out(f"string_agg({n}->>'s', ',' ORDER BY {n}::text, time)"),
+                                                   Out(f"sum(CASE WHEN jsonb_typeof({n}->'t') = 'number' THEN ({n}->>'t')::numeric END)")])
         if rng.random() < 0.15:
             first = rng.random() < 0.5
             f = "first" if first else "last"
@@ -390,6 +391,18 @@ class QueryGen:
         where = [self.time_term()] if rng.random() < 0.6 else []
         return Query("agg", [Out(k) for k in keys] + aggs, where=where, group=keys)
 
+    def doc_number_out(self, col):
+        """An aggregate of a document field cast to float8: the scan aggregates the
+        field's sub-column; a row holding a string or a boolean fails the cast on
+        both sides, with the same SQLSTATE."""
+        rng = self.rng
+        v = f"({col.name}->>'{rng.choice(['t', 't', 'n', 'v'])}')::float8"
+        finite = f"{v} <> 'NaN' AND {v} <> 'Infinity' AND {v} <> '-Infinity'"
+        aux = [f"sum(abs({v})) FILTER (WHERE {finite})", f"count(*) FILTER (WHERE {v} = 'NaN')",
+               f"count(*) FILTER (WHERE {v} = 'Infinity')", f"count(*) FILTER (WHERE {v} = '-Infinity')", f"count({v})"]
+        return rng.choice([Out(f"sum({v})", "floatagg", aux=aux), Out(f"avg({v})", "floatagg_avg", aux=aux),
+                           Out(f"min({v})", "minmax_float"), Out(f"max({v})", "minmax_float"), Out(f"count({v})")])
+
     def aggregate(self):
         rng = self.rng
         s = self.schema
@@ -407,8 +420,13 @@ class QueryGen:
         keys = list(dict.fromkeys(keys))
         outs = [Out(k, float_key=False) for k in keys]
         aggs = [Out("count(*)")] if rng.random() < 0.6 else []
-        for c in self.some_columns(4) + ([s.time] if rng.random() < 0.3 else []):
-            aggs.append(self.aggregate_out(c))
+        docs = [c for c in s.columns if c.kind == "jsonb"]
+        if docs and rng.random() < 0.25:
+            # Only document fields and columns the scan aggregates, so that it does.
+            aggs += [self.doc_number_out(docs[0]) for _ in range(rng.randrange(1, 3))]
+        else:
+            for c in self.some_columns(4) + ([s.time] if rng.random() < 0.3 else []):
+                aggs.append(self.aggregate_out(c))
         if not aggs:
             aggs = [Out("count(*)")]
         q = Query("agg", outs + aggs, where=self.where(), group=keys)

@@ -364,6 +364,88 @@ pub fn decode_keys(c: &mut Cursor, limit: usize, keys: Option<&[Vec<u8>]>) -> Re
     }
 }
 
+/// A top-level field of one document, as a query that casts `doc->>'key'`
+/// to a number reads it without building the document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// `->>` gives NULL: the document is no object, lacks the key, or holds JSON null there.
+    Missing,
+    /// A number that is a decimal: its mantissa and display scale (`jsonb::numeric_to_decimal`).
+    Decimal(i64, u16),
+    /// Anything else: a string, boolean, array or object, or a numeric that is no such decimal.
+    Other,
+}
+
+/// A cast of a field's text to a number: `(doc->>'k')::float8`, `::int4`, `::int8`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NumberCast {
+    Float8,
+    Int4,
+    Int8,
+}
+
+/// What a cast makes of a field, where that needs no Postgres.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CastValue {
+    Null,
+    Float(f64),
+    Int(i64),
+    /// Postgres must cast the field's text: a string, boolean or container,
+    /// or a decimal the cast refuses (a fraction or an out-of-range value
+    /// for an integer, an underflow for float8), to give its value or error.
+    Evaluate,
+}
+
+impl NumberCast {
+    pub fn of(self, f: Field) -> CastValue {
+        match (f, self) {
+            (Field::Missing, _) => CastValue::Null,
+            (Field::Other, _) => CastValue::Evaluate,
+            (Field::Decimal(m, s), NumberCast::Float8) => jsonb::decimal_as_float8(m, s).map_or(CastValue::Evaluate, CastValue::Float),
+            // An integer's text has no decimal point: its display scale is 0.
+            (Field::Decimal(m, 0), NumberCast::Int4) if i32::try_from(m).is_ok() => CastValue::Int(m),
+            (Field::Decimal(m, 0), NumberCast::Int8) => CastValue::Int(m),
+            (Field::Decimal(..), _) => CastValue::Evaluate,
+        }
+    }
+}
+
+/// The top-level field `key` of each of the (up to `limit`) documents, its
+/// sub-column alone decoded; None for a column kept as bytes (form 0), whose
+/// documents must be read whole.
+pub fn decode_field(c: &mut Cursor, limit: usize, key: &[u8]) -> Result<Option<Vec<Field>>> {
+    match c.u8("document form")? {
+        FORM_BYTES => Ok(None),
+        FORM_SHREDDED => {
+            let n = c.len("document count", limit)?;
+            let mut budget = Budget { left: MAX_ENTRIES };
+            let slot = decode_slot(c, n, 0, &mut budget, Some(&[key.to_vec()]))?;
+            if slot.tags.contains(&(ABSENT as u8)) {
+                return Err(DecodeError::Invalid("a document is absent"));
+            }
+            let Some(field) = slot.keys.iter().position(|k| *k == key).map(|p| &slot.fields[p]) else {
+                return Ok(Some(vec![Field::Missing; n]));
+            };
+            let of = |i: usize| {
+                if slot.tags[i] as i64 != OBJECT {
+                    return Field::Missing;
+                }
+                let r = slot.rank[i] as usize;
+                match field.tags[r] as i64 {
+                    ABSENT | NULL => Field::Missing,
+                    NUMBER => match field.numbers[field.rank[r] as usize] {
+                        Number::Decimal(m, s) => Field::Decimal(m, s),
+                        Number::Raw(_) => Field::Other,
+                    },
+                    _ => Field::Other,
+                }
+            };
+            Ok(Some((0..n).map(of).collect()))
+        }
+        tag => Err(DecodeError::UnknownTag { what: "document form", tag }),
+    }
+}
+
 /// A number as decoded: a decimal (mantissa, display scale), or the index of its numeric's bytes.
 enum Number {
     Decimal(i64, u16),
@@ -699,6 +781,49 @@ mod tests {
             };
             prop_assert_eq!(got, datums(&expected));
         }
+    }
+
+    proptest! {
+        #[test]
+        fn fields_read_as_the_whole_documents_hold_them(docs in proptest::collection::vec(value(), 0..30), key in prop_oneof![Just(b"t".to_vec()), Just(b"hum".to_vec()), Just(b"zz".to_vec())]) {
+            let values = datums(&docs);
+            let mut body = Vec::new();
+            encode(&values, &mut body);
+            let got = decode_field(&mut Cursor::new(&body), values.len(), &key).unwrap();
+            let Some(got) = got else {
+                prop_assert_eq!(body[0], FORM_BYTES);
+                return Ok(());
+            };
+            let expected: Vec<Field> = docs.iter().map(|d| match d {
+                Value::Object(p) => match p.iter().find(|(k, _)| *k == key).map(|(_, v)| v) {
+                    None | Some(Value::Null) => Field::Missing,
+                    Some(Value::Number(n)) => match jsonb::numeric_to_decimal(n) {
+                        Some((m, s)) => Field::Decimal(m, s),
+                        None => Field::Other,
+                    },
+                    Some(_) => Field::Other,
+                },
+                _ => Field::Missing,
+            }).collect();
+            prop_assert_eq!(got, expected);
+        }
+
+        #[test]
+        fn corrupt_bodies_read_by_field_are_errors(body in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = decode_field(&mut Cursor::new(&body), 1000, b"t");
+        }
+    }
+
+    #[test]
+    fn casts_leave_to_postgres_what_they_may_refuse() {
+        use CastValue::*;
+        assert_eq!(NumberCast::Int4.of(Field::Decimal(250, 2)), Evaluate);
+        assert_eq!(NumberCast::Int4.of(Field::Decimal(3_000_000_000, 0)), Evaluate);
+        assert_eq!(NumberCast::Int8.of(Field::Decimal(3_000_000_000, 0)), Int(3_000_000_000));
+        assert_eq!(NumberCast::Float8.of(Field::Decimal(250, 2)), Float(2.5));
+        assert_eq!(NumberCast::Float8.of(Field::Decimal(1, 400)), Evaluate);
+        assert_eq!(NumberCast::Float8.of(Field::Missing), Null);
+        assert_eq!(NumberCast::Int8.of(Field::Other), Evaluate);
     }
 
     #[test]

@@ -103,6 +103,47 @@ SELECT dev, doc->'gps' FROM docs_t WHERE doc ? 'gps' ORDER BY time DESC LIMIT 3;
 SELECT dev, doc->'gps' FROM docs_h WHERE doc ? 'gps' ORDER BY time DESC LIMIT 3;
 SELECT DISTINCT ON (dev) dev, doc->>'temp' FROM docs_t ORDER BY dev, time DESC;
 SELECT DISTINCT ON (dev) dev, doc->>'temp' FROM docs_h ORDER BY dev, time DESC;
+-- Aggregates of a field cast to a number ((doc->>'k')::float8, ::int,
+-- ::bigint) run in the scan on the field's sub-column alone (Decoded
+-- Columns: "numbers"); rows whose field holds anything else (a string, a
+-- boolean, a decimal an integer cast refuses) are cast on the row, as the
+-- heap casts them: their value, or the heap's error, and only when the row
+-- passes the query's conditions.
+EXPLAIN (COSTS OFF) SELECT dev, count((doc->>'count')::int), sum((doc->>'count')::int), max((doc->>'count')::bigint), avg((doc->>'temp')::float8)
+  FROM docs_t WHERE doc->>'temp' <> 'n/a' GROUP BY dev;
+EXPLAIN (COSTS OFF) SELECT dev, sum((doc->>'count')::int), min((doc->>'count')::int) FROM docs_t WHERE time < '2024-01-01 02:00' GROUP BY dev;
+SELECT count(*) FROM ((SELECT dev, date_trunc('hour', time), count((doc->>'count')::int), sum((doc->>'count')::int), avg((doc->>'count')::int),
+                              min((doc->>'count')::bigint), max((doc->>'temp')::float8), round(sum((doc->>'temp')::float8)::numeric, 6),
+                              round(stddev((doc->>'temp')::float8)::numeric, 6), count((doc->>'missing')::float8)
+                         FROM docs_t WHERE doc->>'temp' <> 'n/a' GROUP BY 1, 2
+                       EXCEPT ALL
+                       SELECT dev, date_trunc('hour', time), count((doc->>'count')::int), sum((doc->>'count')::int), avg((doc->>'count')::int),
+                              min((doc->>'count')::bigint), max((doc->>'temp')::float8), round(sum((doc->>'temp')::float8)::numeric, 6),
+                              round(stddev((doc->>'temp')::float8)::numeric, 6), count((doc->>'missing')::float8)
+                         FROM docs_h WHERE doc->>'temp' <> 'n/a' GROUP BY 1, 2)) d;
+SELECT sum((doc->>'temp')::float8) FROM docs_t;
+SELECT sum((doc->>'temp')::float8) FROM docs_h;
+CREATE TABLE fc_t (time timestamptz NOT NULL, dev text, doc jsonb) USING tsbucket;
+SELECT tsbucket.create_timeseries('fc_t', 'time', 'dev');
+INSERT INTO fc_t SELECT '2024-01-01'::timestamptz + i * interval '1 s', 'd' || (i % 2),
+  (CASE i WHEN 7 THEN '{"v": " 12.5e1 "}' WHEN 8 THEN '{"v": null}' WHEN 9 THEN '{"v": true}' WHEN 10 THEN '[1]'
+          WHEN 11 THEN '{"v": 2.50}' WHEN 12 THEN '{"v": 3000000000}' ELSE '{"v": ' || i || '}' END)::jsonb
+  FROM generate_series(0, 99) i;
+SELECT count(*) > 0 AS compacted FROM tsbucket.compact('fc_t');
+CREATE TEMP TABLE fc_h AS SELECT * FROM fc_t;
+SELECT dev, sum((doc->>'v')::float8), count((doc->>'v')::float8), max((doc->>'v')::float8) FROM fc_t WHERE time <> '2024-01-01 00:00:09' GROUP BY dev ORDER BY dev;
+SELECT dev, sum((doc->>'v')::float8), count((doc->>'v')::float8), max((doc->>'v')::float8) FROM fc_h WHERE time <> '2024-01-01 00:00:09' GROUP BY dev ORDER BY dev;
+SELECT sum((doc->>'v')::float8) FROM fc_t;
+SELECT sum((doc->>'v')::float8) FROM fc_h;
+SELECT sum((doc->>'v')::int) FROM fc_t WHERE time BETWEEN '2024-01-01 00:00:07' AND '2024-01-01 00:00:07';
+SELECT sum((doc->>'v')::int) FROM fc_h WHERE time BETWEEN '2024-01-01 00:00:07' AND '2024-01-01 00:00:07';
+SELECT sum((doc->>'v')::int) FROM fc_t WHERE time = '2024-01-01 00:00:11';
+SELECT sum((doc->>'v')::int) FROM fc_h WHERE time = '2024-01-01 00:00:11';
+SELECT max((doc->>'v')::int) FROM fc_t WHERE time > '2024-01-01 00:00:11';
+SELECT max((doc->>'v')::int) FROM fc_h WHERE time > '2024-01-01 00:00:11';
+SELECT dev, max((doc->>'v')::bigint), sum((doc->>'v')::int) FROM fc_t WHERE time > '2024-01-01 00:00:12' GROUP BY dev ORDER BY dev;
+SELECT dev, max((doc->>'v')::bigint), sum((doc->>'v')::int) FROM fc_h WHERE time > '2024-01-01 00:00:12' GROUP BY dev ORDER BY dev;
+DROP TABLE fc_t;
 -- An integer subscript on an object looks up the key of its digits.
 CREATE TABLE sub_t (time timestamptz NOT NULL, doc jsonb) USING tsbucket;
 SELECT tsbucket.create_timeseries('sub_t', 'time');
