@@ -282,6 +282,7 @@ const NBASE: u128 = 10_000;
 /// mantissa x 10^-scale as float8in reads the numeric's text (`(doc->>'k')::float8`):
 /// the nearest double. None where float8in refuses it: a nonzero value that
 /// rounds to zero.
+#[inline]
 pub fn decimal_as_float8(mantissa: i64, scale: u16) -> Option<f64> {
     // Powers of ten a double holds exactly: with a mantissa below 2^53, one
     // division is the correctly rounded quotient.
@@ -290,7 +291,8 @@ pub fn decimal_as_float8(mantissa: i64, scale: u16) -> Option<f64> {
         return Some(0.0);
     }
     if mantissa.unsigned_abs() <= 1 << 53 && (scale as usize) < EXACT.len() {
-        return Some(mantissa as f64 / EXACT[scale as usize]);
+        // Whole numbers (counters, TSBS's metrics) need no division.
+        return Some(if scale == 0 { mantissa as f64 } else { mantissa as f64 / EXACT[scale as usize] });
     }
     let v: f64 = format!("{mantissa}e-{scale}").parse().ok()?;
     (v != 0.0).then_some(v)

@@ -397,6 +397,7 @@ pub enum CastValue {
 }
 
 impl NumberCast {
+    #[inline]
     pub fn of(self, f: Field) -> CastValue {
         match (f, self) {
             (Field::Missing, _) => CastValue::Null,
