@@ -287,6 +287,18 @@ impl EncodedColumn<'_> {
 }
 
 impl EncodedColumn<'_> {
+    /// For a Document column stored by path: the keys of its documents' top-level objects.
+    pub fn top_keys(&self) -> Result<Option<Vec<Vec<u8>>>> {
+        if self.kind != ColumnKind::Document {
+            return Ok(None);
+        }
+        let present = match self.validity {
+            Some((bytes, positions)) => decode_validity(bytes, self.rows, positions)?.iter().filter(|x| **x).count(),
+            None => self.rows,
+        };
+        document::top_keys(&mut Cursor::new(self.body), present)
+    }
+
     /// For a Document column: top-level field `key` of every row (a NULL row
     /// reads as `Field::Missing`), decoded from that field's sub-column
     /// alone. None when the documents must be read whole (a column kept as

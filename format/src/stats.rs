@@ -14,7 +14,7 @@
 //! decimals (`n as f64 / 10^k`): 9 bytes for a column of whole numbers where
 //! the plain form takes 27.
 
-use crate::bits::{put_varint, zigzag, unzigzag, Cursor};
+use crate::bits::{put_chunk, put_varint, zigzag, unzigzag, Cursor};
 use crate::column::{Column, ColumnKind, Values};
 use crate::error::{DecodeError, Result};
 
@@ -86,6 +86,50 @@ impl ColumnStats {
     }
 }
 
+/// A top-level field of a document column read as `(doc->>'key')::float8`:
+/// its statistics as a float8 column's (`stats.attnum` the document column's).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldStats {
+    pub key: Vec<u8>,
+    pub stats: ColumnStats,
+}
+
+/// At most this many fields of a document column get statistics.
+pub const MAX_FIELD_STATS: usize = 64;
+
+/// The statistics of `(doc->>'key')::float8` for each top-level field of a
+/// document column stored by path whose values in this bucket are all
+/// decimals float8 reads without refusal, or missing (a missing field or JSON
+/// null is NULL); fields holding anything else get none, since the cast may
+/// fail on them.
+pub fn field_stats(col: &crate::bucket::EncodedColumn) -> Result<Vec<FieldStats>> {
+    use crate::codec::document::{CastValue, NumberCast};
+    let Some(keys) = col.top_keys()? else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for key in keys {
+        if out.len() == MAX_FIELD_STATS {
+            break;
+        }
+        let Some(fields) = col.decode_field(&key)? else { continue };
+        let mut values = Column::new(col.attnum, ColumnKind::Float64);
+        let all_read = fields.iter().all(|&f| match NumberCast::Float8.of(f) {
+            CastValue::Float(v) => {
+                values.push_float(v);
+                true
+            }
+            CastValue::Null => {
+                values.push_null();
+                true
+            }
+            CastValue::Int(_) | CastValue::Evaluate => false,
+        });
+        if let Some(stats) = all_read.then(|| column_stats(&values)).flatten() {
+            out.push(FieldStats { key, stats });
+        }
+    }
+    Ok(out)
+}
+
 /// Min/max, NULL count and sum of the non-NULL values of ordered kinds;
 /// `None` for all-NULL columns and for kinds whose order lives in Postgres
 /// (text collations...).
@@ -149,60 +193,78 @@ pub fn float_sum(mut values: impl Iterator<Item = f64>) -> Option<f64> {
 }
 
 pub fn encode_stats(stats: &[ColumnStats]) -> Vec<u8> {
+    encode_stats_with_fields(stats, &[])
+}
+
+/// The column entries, then (when there are any) the document fields': a
+/// count, and per field its key (a chunk) and an entry. Readers of the
+/// column entries alone stop before them.
+pub fn encode_stats_with_fields(stats: &[ColumnStats], fields: &[FieldStats]) -> Vec<u8> {
     let mut out = Vec::new();
     put_varint(&mut out, stats.len() as u64);
     for s in stats {
-        put_varint(&mut out, u64::from(s.attnum));
-        let summarised = if s.summary.is_some() { SUMMARISED } else { 0 };
-        match s.range {
-            Range::Int { min, max } => {
-                out.push(summarised);
-                put_varint(&mut out, zigzag(min));
-                put_varint(&mut out, zigzag(max));
-            }
-            Range::Float { min, max, has_nan } => {
-                if let (Some(summary), Some((digits, lo, hi))) = (s.summary, scaled_bounds(min, max)) {
-                    out.push(if has_nan { SCALED_NAN } else { SCALED });
-                    out.push(digits as u8);
-                    put_varint(&mut out, zigzag(lo));
-                    put_varint(&mut out, zigzag(hi));
-                    let sum = match summary.sum {
-                        Some(Sum::Float(v)) => Some((v, scaled(v, digits))),
-                        _ => None,
-                    };
-                    let flags = u8::from(sum.is_some()) * HAS_SUM
-                        + u8::from(summary.nulls > 0) * HAS_NULLS
-                        + u8::from(sum.is_some_and(|(_, n)| n.is_none())) * SUM_RAW;
-                    out.push(flags);
-                    if summary.nulls > 0 {
-                        put_varint(&mut out, u64::from(summary.nulls));
-                    }
-                    match sum {
-                        Some((_, Some(n))) => put_varint(&mut out, zigzag(n)),
-                        Some((v, None)) => out.extend_from_slice(&v.to_bits().to_le_bytes()),
-                        None => {}
-                    }
-                    continue;
-                }
-                out.push(summarised + if has_nan { 2 } else { 1 });
-                out.extend_from_slice(&min.to_bits().to_le_bytes());
-                out.extend_from_slice(&max.to_bits().to_le_bytes());
-            }
-        }
-        if let Some(summary) = s.summary {
-            let flags = u8::from(summary.sum.is_some()) * HAS_SUM + u8::from(summary.nulls > 0) * HAS_NULLS;
-            out.push(flags);
-            if summary.nulls > 0 {
-                put_varint(&mut out, u64::from(summary.nulls));
-            }
-            match summary.sum {
-                Some(Sum::Int(v)) => put_varint(&mut out, zigzag(v)),
-                Some(Sum::Float(v)) => out.extend_from_slice(&v.to_bits().to_le_bytes()),
-                None => {}
-            }
+        encode_entry(&mut out, s);
+    }
+    if !fields.is_empty() {
+        put_varint(&mut out, fields.len() as u64);
+        for f in fields {
+            put_chunk(&mut out, &f.key);
+            encode_entry(&mut out, &f.stats);
         }
     }
     out
+}
+
+fn encode_entry(out: &mut Vec<u8>, s: &ColumnStats) {
+    put_varint(out, u64::from(s.attnum));
+    let summarised = if s.summary.is_some() { SUMMARISED } else { 0 };
+    match s.range {
+        Range::Int { min, max } => {
+            out.push(summarised);
+            put_varint(out, zigzag(min));
+            put_varint(out, zigzag(max));
+        }
+        Range::Float { min, max, has_nan } => {
+            if let (Some(summary), Some((digits, lo, hi))) = (s.summary, scaled_bounds(min, max)) {
+                out.push(if has_nan { SCALED_NAN } else { SCALED });
+                out.push(digits as u8);
+                put_varint(out, zigzag(lo));
+                put_varint(out, zigzag(hi));
+                let sum = match summary.sum {
+                    Some(Sum::Float(v)) => Some((v, scaled(v, digits))),
+                    _ => None,
+                };
+                let flags = u8::from(sum.is_some()) * HAS_SUM
+                    + u8::from(summary.nulls > 0) * HAS_NULLS
+                    + u8::from(sum.is_some_and(|(_, n)| n.is_none())) * SUM_RAW;
+                out.push(flags);
+                if summary.nulls > 0 {
+                    put_varint(out, u64::from(summary.nulls));
+                }
+                match sum {
+                    Some((_, Some(n))) => put_varint(out, zigzag(n)),
+                    Some((v, None)) => out.extend_from_slice(&v.to_bits().to_le_bytes()),
+                    None => {}
+                }
+                return;
+            }
+            out.push(summarised + if has_nan { 2 } else { 1 });
+            out.extend_from_slice(&min.to_bits().to_le_bytes());
+            out.extend_from_slice(&max.to_bits().to_le_bytes());
+        }
+    }
+    if let Some(summary) = s.summary {
+        let flags = u8::from(summary.sum.is_some()) * HAS_SUM + u8::from(summary.nulls > 0) * HAS_NULLS;
+        out.push(flags);
+        if summary.nulls > 0 {
+            put_varint(out, u64::from(summary.nulls));
+        }
+        match summary.sum {
+            Some(Sum::Int(v)) => put_varint(out, zigzag(v)),
+            Some(Sum::Float(v)) => out.extend_from_slice(&v.to_bits().to_le_bytes()),
+            None => {}
+        }
+    }
 }
 
 /// Added to a min/max tag (0-2) when a summary follows.
@@ -236,7 +298,35 @@ fn unscaled(n: i64, digits: u32) -> f64 {
 
 pub fn decode_stats(bytes: &[u8]) -> Result<Vec<ColumnStats>> {
     let mut c = Cursor::new(bytes);
-    let n = c.len("stats count", bytes.len())?;
+    decode_entries(&mut c, bytes.len())
+}
+
+/// The document fields' entries (none in buckets written before 0.6.0, or without numeric fields).
+pub fn decode_field_stats(bytes: &[u8]) -> Result<Vec<FieldStats>> {
+    let mut c = Cursor::new(bytes);
+    decode_entries(&mut c, bytes.len())?;
+    if c.is_empty() {
+        return Ok(Vec::new());
+    }
+    let n = c.len("field stats count", bytes.len())?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let key = c.chunk("field key")?.to_vec();
+        let mut one = decode_entries_n(&mut c, 1)?;
+        out.push(FieldStats { key, stats: one.pop().expect("one entry") });
+    }
+    if !c.is_empty() {
+        return Err(DecodeError::Invalid("trailing bytes after field statistics"));
+    }
+    Ok(out)
+}
+
+fn decode_entries(c: &mut Cursor, limit: usize) -> Result<Vec<ColumnStats>> {
+    let n = c.len("stats count", limit)?;
+    decode_entries_n(c, n)
+}
+
+fn decode_entries_n(c: &mut Cursor, n: usize) -> Result<Vec<ColumnStats>> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
@@ -334,6 +424,48 @@ mod tests {
         assert!(encode_stats(&[whole]).len() <= 1 + 10, "one entry of whole numbers");
         assert!(decode_stats(&[1, 1, SCALED, 10, 0, 0, 0]).is_err(), "digits out of range");
         assert!(decode_stats(&[1, 1, SCALED, 0, 0, 0, SUM_RAW]).is_err(), "a raw sum flag without a sum");
+    }
+
+    #[test]
+    fn document_fields_get_statistics_where_float8_reads_every_value() {
+        use crate::jsonb::{self, Value};
+        let doc = |pairs: Vec<(&str, Value)>| {
+            let mut b = Vec::new();
+            jsonb::write(&Value::Object(pairs.into_iter().map(|(k, v)| (k.as_bytes().to_vec(), v)).collect()), &mut b).unwrap();
+            b
+        };
+        let num = |m: i64, sc: u16| {
+            let mut v = Vec::new();
+            jsonb::decimal_to_numeric(m, sc, &mut v);
+            Value::Number(v)
+        };
+        let mut col = Column::new(3, ColumnKind::Document);
+        for i in 0..200i64 {
+            // "a": decimals, absent in every tenth row; "b": a string once; "c": JSON null in every third row.
+            let mut pairs = vec![("b", if i == 7 { Value::String(b"x".to_vec()) } else { num(i, 0) }), ("c", if i % 3 == 0 { Value::Null } else { num(i * 25, 2) })];
+            if i % 10 != 0 {
+                pairs.insert(0, ("a", num(1000 + i, 1)));
+            }
+            col.push_bytes(&doc(pairs));
+        }
+        col.push_null();
+        let payload = crate::encode_bucket(201, &[col]);
+        let reader = crate::BucketReader::parse(&payload).unwrap();
+        let fields = field_stats(&reader.columns()[0]).unwrap();
+        let keys: Vec<&[u8]> = fields.iter().map(|f| &f.key[..]).collect();
+        assert_eq!(keys, vec![&b"a"[..], &b"c"[..]], "b holds a string: no statistics");
+        let a = &fields[0].stats;
+        assert_eq!(a.range, Range::Float { min: 100.1, max: 119.9, has_nan: false });
+        let expected: Vec<f64> = (0..200i64).filter(|i| i % 10 != 0).map(|i| (1000 + i) as f64 / 10.0).collect();
+        assert_eq!(a.summary, Some(Summary { nulls: 21, sum: float_sum(expected.into_iter()).map(Sum::Float) }));
+        let encoded = encode_stats_with_fields(&[], &fields);
+        assert!(decode_stats(&encoded).unwrap().is_empty(), "readers of column entries stop before the fields");
+        let back = decode_field_stats(&encoded).unwrap();
+        assert!(back.iter().zip(&fields).all(|(x, y)| x.key == y.key && x.stats.matches(&y.stats)));
+        assert!(decode_field_stats(&encode_stats(&[])).unwrap().is_empty());
+        let mut corrupt = encoded.clone();
+        corrupt.push(0);
+        assert!(decode_field_stats(&corrupt).is_err());
     }
 
     #[test]

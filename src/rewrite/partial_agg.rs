@@ -393,8 +393,8 @@ unsafe fn computable_args(
 /// An aggregate argument `e` (over the Agg's input columns) as an
 /// expression over the scan's relation: the scan's expression for an input
 /// column, or a copy of `e` whose input-column Vars are the scan's Vars for
-/// them (`(doc->>'k')::float8`); None where a column it reads is no plain
-/// column of the scan.
+/// them when that reads a document field (`(doc->>'k')::float8`); None
+/// otherwise, or where a column it reads is no plain column of the scan.
 ///
 /// # Safety
 /// `e` must be a valid expression of the Agg; `resolve`'s expressions valid.
@@ -435,7 +435,8 @@ unsafe fn over_scan(e: *mut pg_sys::Node, resolve: &dyn Fn(i16) -> Option<*mut p
         let copy = pg_sys::copyObjectImpl(e as *const _) as *mut pg_sys::Node;
         let mut cx = Subst { resolve, ok: true };
         subst(copy, &mut cx as *mut Subst as *mut std::ffi::c_void);
-        cx.ok.then(|| strip(copy))
+        // Only the forms that read a document field (agg_plan::classify_aggref): a cast of `->>`.
+        (cx.ok && (*copy).type_ == pg_sys::NodeTag::T_CoerceViaIO).then_some(copy)
     }
 }
 

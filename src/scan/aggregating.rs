@@ -61,6 +61,8 @@ pub(super) struct AggregatingScan {
     aggs: Rc<Vec<AggPlan>>,
     /// Per aggregate: a field argument's expression, for the rows whose field holds no decimal (else NULL).
     field_exprs: Rc<Vec<*mut pg_sys::ExprState>>,
+    /// The document fields the aggregates read (`ArgSource::Field` indexes them).
+    fields: Rc<rows::DocFields>,
     /// The qual rows must pass beyond the range filters (NULL: none).
     residual: *mut pg_sys::ExprState,
     econtext: *mut pg_sys::ExprContext,
@@ -93,6 +95,7 @@ impl AggregatingScan {
         // SAFETY: `rel` is open (begin's contract), so its relcache entry's rd_id is readable.
         let config = crate::catalog::config::require(unsafe { (*rel).rd_id });
         let mut options_prune_summary = PruneSummary::of(&options.prune);
+        let fields = options.doc_fields.clone();
         // Rows a vector filter removes are counted in no header.
         options_prune_summary.column_filters |= options.vector_filter.is_some();
         // SAFETY: `rel` is open and `snapshot` the node's; a plain scan with no keys or parallel state, which `end` ends.
@@ -109,6 +112,7 @@ impl AggregatingScan {
             keys,
             aggs,
             field_exprs,
+            fields,
             residual,
             econtext,
             row_slot,
@@ -199,7 +203,7 @@ impl AggregatingScan {
     /// lies wholly in the query's time range, in one time bucket, and every
     /// aggregate is count(*), count of a meta column, min/max of a column
     /// whose header keeps them, or count/sum/avg of a column whose header
-    /// keeps its NULL count and sum.
+    /// keeps its NULL count and sum; a document field read as float8 alike.
     unsafe fn header_answer(&self, b: &crate::store::bucket::StoredBucket) -> Option<PartialRow> {
         let range = self.from_headers.as_ref()?;
         if range.as_ref().is_some_and(|r| !r.contains(b.min_time, b.max_time)) {
@@ -227,6 +231,20 @@ impl AggregatingScan {
         } else {
             Vec::new()
         };
+        let field_stats = if self.aggs.iter().any(|a| matches!(a.arg, ArgSource::Field { .. })) {
+            tsbucket_format::stats::decode_field_stats(b.stats()).ok()?
+        } else {
+            Vec::new()
+        };
+        // The header statistics of an aggregate's argument: a column's, or a document field's read as float8.
+        let found = |arg: ArgSource| match arg {
+            ArgSource::Column(i) => stats.iter().find(|s| s.attnum as usize == i + 1),
+            ArgSource::Field { field, cast: FieldCast::Float8, .. } => {
+                let (column, key, _) = &self.fields[field];
+                field_stats.iter().find(|f| f.stats.attnum as usize == column + 1 && f.key == *key).map(|f| &f.stats)
+            }
+            _ => None,
+        };
         let mut states = Vec::with_capacity(self.aggs.len());
         let is_time = |i: usize| i + 1 == self.config.time_attnum as usize;
         for agg in self.aggs.iter() {
@@ -241,10 +259,10 @@ impl AggregatingScan {
                 (AggKind::Min | AggKind::Max, ArgSource::Column(i)) if is_time(i) => State::Int(Some(if max { b.max_time } else { b.min_time })),
                 // count, sum and avg (not variance: headers_may_answer) from the
                 // column's NULL count and sum (headers since 0.5.0).
-                (kind, ArgSource::Column(i)) if !matches!(kind, AggKind::Min | AggKind::Max) => {
-                    tsbucket_kernels::from_header(kind, b.rows as u32, stats.iter().find(|s| s.attnum as usize == i + 1)?)?
+                (kind, ArgSource::Column(_) | ArgSource::Field { .. }) if !matches!(kind, AggKind::Min | AggKind::Max) => {
+                    tsbucket_kernels::from_header(kind, b.rows as u32, found(agg.arg)?)?
                 }
-                (_, ArgSource::Column(i)) => match stats.iter().find(|s| s.attnum as usize == i + 1)?.range {
+                (_, ArgSource::Column(_) | ArgSource::Field { .. }) => match found(agg.arg)?.range {
                     Range::Int { min, max: hi } => State::Int(Some(if max { hi } else { min })),
                     Range::Float { min, max: hi, has_nan } => {
                         // A zero's sign depends on which equal value came last: read the rows.
@@ -662,6 +680,9 @@ unsafe fn headers_may_answer(
         (AggKind::CountValues | AggKind::SumFloat8 | AggKind::SumInt | AggKind::AvgInt, ArgSource::Column(i)) => summarised(i),
         (AggKind::AccumFloat, ArgSource::Column(i)) => a.avg && summarised(i),
         (AggKind::Min | AggKind::Max, ArgSource::Column(i)) => i + 1 == config.time_attnum as usize || summarised(i),
+        // Document fields read as float8, from the statistics buckets keep of fields whose values all are decimals.
+        (AggKind::CountValues | AggKind::SumFloat8 | AggKind::Min | AggKind::Max, ArgSource::Field { cast: FieldCast::Float8, .. }) => true,
+        (AggKind::AccumFloat, ArgSource::Field { cast: FieldCast::Float8, .. }) => a.avg,
         _ => false,
     });
     answerable.then_some(prune.time)

@@ -7,7 +7,7 @@ use crate::store::tuple;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use tsbucket_format::{BucketReader, Values};
-use tsbucket_format::stats::{column_stats, decode_stats};
+use tsbucket_format::stats::{column_stats, decode_field_stats, decode_stats, field_stats};
 
 /// Decodes every bucket and reports what is inconsistent.
 #[pg_extern]
@@ -109,6 +109,19 @@ fn check_bucket(config: &config::Config, b: &bucket::StoredBucket) -> Vec<String
                 let fresh = decoded.iter().find(|c| c.attnum == s.attnum).and_then(column_stats);
                 if !fresh.as_ref().is_some_and(|f| s.describes(f)) {
                     out.push(format!("statistics of column {} do not match its values", s.attnum));
+                }
+            }
+        }
+    }
+    match decode_field_stats(b.stats()) {
+        Err(e) => out.push(format!("document field statistics do not decode: {e}")),
+        Ok(stored) => {
+            for f in stored {
+                let column = reader.column(f.stats.attnum);
+                let fresh = column.and_then(|c| field_stats(c).ok()).and_then(|all| all.into_iter().find(|x| x.key == f.key));
+                if !fresh.as_ref().is_some_and(|x| f.stats.describes(&x.stats)) {
+                    let key = String::from_utf8_lossy(&f.key);
+                    out.push(format!("statistics of field \"{key}\" of column {} do not match its values", f.stats.attnum));
                 }
             }
         }

@@ -11,7 +11,7 @@ use super::ids::allocate_id;
 use pgrx::pg_sys;
 use std::cell::Cell;
 use tsbucket_format::{Values, encode_bucket};
-use tsbucket_format::stats::{column_stats, encode_stats};
+use tsbucket_format::stats::{FieldStats, column_stats, encode_stats_with_fields, field_stats};
 
 thread_local! {
     /// A bucket other than a compaction's was written in this transaction.
@@ -28,6 +28,18 @@ pub fn take_buckets_written() -> bool {
 /// and time range, gives the bucket an id (or uses the one its buffered rows'
 /// TIDs already carry) and inserts it with its index entries. Returns the id.
 ///
+/// The statistics of the numeric top-level fields of the bucket's document
+/// columns, read from the payload just encoded (the paths as stored).
+fn document_field_stats(payload: &[u8]) -> Vec<FieldStats> {
+    let Ok(reader) = tsbucket_format::BucketReader::parse(payload) else { return Vec::new() };
+    reader
+        .columns()
+        .iter()
+        .filter(|c| c.kind == tsbucket_format::ColumnKind::Document)
+        .flat_map(|c| field_stats(c).unwrap_or_default())
+        .collect()
+}
+
 /// # Safety
 /// `store` must be `config`'s bucket store, open and locked RowExclusive;
 /// `shape` the user table's shape.
@@ -43,8 +55,9 @@ pub unsafe fn write_bucket(
     let payload = encode_bucket(content.rows, content.columns);
     // Not the time column's: min_time and max_time hold its bounds, and no reader asks its statistics
     // (a column without them may match any condition; buckets written before 0.6.0 have them).
-    let stats = encode_stats(
+    let stats = encode_stats_with_fields(
         &content.columns.iter().filter(|c| c.attnum as i16 != config.time_attnum).filter_map(column_stats).collect::<Vec<_>>(),
+        &document_field_stats(&payload),
     );
     let times = content.columns.iter().find(|c| c.attnum as i16 == config.time_attnum).map(|c| &c.values);
     let (min_time, max_time) = match times {

@@ -447,6 +447,21 @@ pub fn decode_field(c: &mut Cursor, limit: usize, key: &[u8]) -> Result<Option<V
     }
 }
 
+/// The keys of the objects at the top of the (up to `limit`) documents, in
+/// jsonb's key order; None for a column kept as bytes (form 0).
+pub fn top_keys(c: &mut Cursor, limit: usize) -> Result<Option<Vec<Vec<u8>>>> {
+    match c.u8("document form")? {
+        FORM_BYTES => Ok(None),
+        FORM_SHREDDED => {
+            let n = c.len("document count", limit)?;
+            let mut budget = Budget { left: MAX_ENTRIES };
+            let slot = decode_slot(c, n, 0, &mut budget, Some(&[]))?;
+            Ok(Some(slot.all_keys.iter().map(|k| k.to_vec()).collect()))
+        }
+        tag => Err(DecodeError::UnknownTag { what: "document form", tag }),
+    }
+}
+
 /// A number as decoded: a decimal (mantissa, display scale), or the index of its numeric's bytes.
 enum Number {
     Decimal(i64, u16),
@@ -467,6 +482,8 @@ struct Slot<'a> {
     /// The keys decoded (all, or those asked for) and their slots, one entry per object.
     keys: Vec<&'a [u8]>,
     fields: Vec<Slot<'a>>,
+    /// Every key of the slot's objects, decoded or not.
+    all_keys: Vec<&'a [u8]>,
 }
 
 impl Slot<'_> {
@@ -564,6 +581,7 @@ fn decode_slot<'a>(c: &mut Cursor<'a>, n: usize, depth: usize, budget: &mut Budg
     }
     let mut names = Vec::new();
     let mut fields = Vec::new();
+    let mut all_keys = Vec::new();
     if count(OBJECT) > 0 {
         let nkeys = c.len("document key count", c.remaining())?;
         let mut all: Vec<&[u8]> = Vec::with_capacity(nkeys);
@@ -574,6 +592,7 @@ fn decode_slot<'a>(c: &mut Cursor<'a>, n: usize, depth: usize, budget: &mut Budg
             }
             all.push(key);
         }
+        all_keys.clone_from(&all);
         for key in all {
             let chunk = c.chunk("document fields")?;
             if keys.is_some_and(|w| !w.iter().any(|k| k[..] == *key)) {
@@ -591,7 +610,7 @@ fn decode_slot<'a>(c: &mut Cursor<'a>, n: usize, depth: usize, budget: &mut Budg
     if !c.is_empty() {
         return Err(DecodeError::Invalid("trailing bytes in document slot"));
     }
-    Ok(Slot { tags: small, rank, numbers, raw, strings, starts, elements, keys: names, fields })
+    Ok(Slot { tags: small, rank, numbers, raw, strings, starts, elements, keys: names, fields, all_keys })
 }
 
 /// The numbers of a slot, and the bytes of those that are no decimal (`Number::Raw` indexes them).
