@@ -94,8 +94,11 @@ pub struct FieldStats {
     pub stats: ColumnStats,
 }
 
-/// At most this many fields of a document column get statistics.
-pub const MAX_FIELD_STATS: usize = 64;
+/// At most this many fields of a document column get statistics, those
+/// whose keys are at most `MAX_FIELD_KEY` bytes long: a header stays small
+/// (about 1.4 kB at most per document column), read beside every bucket.
+pub const MAX_FIELD_STATS: usize = 32;
+pub const MAX_FIELD_KEY: usize = 32;
 
 /// The statistics of `(doc->>'key')::float8` for each top-level field of a
 /// document column stored by path whose values in this bucket are all
@@ -109,6 +112,9 @@ pub fn field_stats(col: &crate::bucket::EncodedColumn) -> Result<Vec<FieldStats>
     for key in keys {
         if out.len() == MAX_FIELD_STATS {
             break;
+        }
+        if key.len() > MAX_FIELD_KEY {
+            continue;
         }
         let Some(fields) = col.decode_field(&key)? else { continue };
         let mut values = Column::new(col.attnum, ColumnKind::Float64);
@@ -196,9 +202,11 @@ pub fn encode_stats(stats: &[ColumnStats]) -> Vec<u8> {
     encode_stats_with_fields(stats, &[])
 }
 
-/// The column entries, then (when there are any) the document fields': a
-/// count, and per field its key (a chunk) and an entry. Readers of the
-/// column entries alone stop before them.
+/// The column entries, then (when there are any) the document fields' in a
+/// section (`SECTION_FIELDS`, a chunk): a count, and per field its key (the
+/// length of the prefix it shares with the previous field's, then a chunk of
+/// the rest) and an entry. Readers of the column entries alone stop before
+/// the sections, and readers of sections skip those of unknown tags.
 pub fn encode_stats_with_fields(stats: &[ColumnStats], fields: &[FieldStats]) -> Vec<u8> {
     let mut out = Vec::new();
     put_varint(&mut out, stats.len() as u64);
@@ -206,11 +214,20 @@ pub fn encode_stats_with_fields(stats: &[ColumnStats], fields: &[FieldStats]) ->
         encode_entry(&mut out, s);
     }
     if !fields.is_empty() {
-        put_varint(&mut out, fields.len() as u64);
+        let mut section = Vec::new();
+        put_varint(&mut section, fields.len() as u64);
+        let mut previous: &[u8] = &[];
         for f in fields {
-            put_chunk(&mut out, &f.key);
-            encode_entry(&mut out, &f.stats);
+            // Keys come in jsonb's order and share prefixes (usage_idle, usage_irq): each is the length it shares
+            // with the one before, then the rest.
+            let shared = previous.iter().zip(&f.key).take_while(|(a, b)| a == b).count();
+            put_varint(&mut section, shared as u64);
+            put_chunk(&mut section, &f.key[shared..]);
+            encode_entry(&mut section, &f.stats);
+            previous = &f.key;
         }
+        out.push(SECTION_FIELDS);
+        put_chunk(&mut out, &section);
     }
     out
 }
@@ -267,6 +284,9 @@ fn encode_entry(out: &mut Vec<u8>, s: &ColumnStats) {
     }
 }
 
+/// The section of document fields' statistics after the column entries.
+const SECTION_FIELDS: u8 = 1;
+
 /// Added to a min/max tag (0-2) when a summary follows.
 const SUMMARISED: u8 = 3;
 /// A summarised float column with decimal bounds (and NaN).
@@ -305,18 +325,26 @@ pub fn decode_stats(bytes: &[u8]) -> Result<Vec<ColumnStats>> {
 pub fn decode_field_stats(bytes: &[u8]) -> Result<Vec<FieldStats>> {
     let mut c = Cursor::new(bytes);
     decode_entries(&mut c, bytes.len())?;
-    if c.is_empty() {
-        return Ok(Vec::new());
-    }
-    let n = c.len("field stats count", bytes.len())?;
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        let key = c.chunk("field key")?.to_vec();
-        let mut one = decode_entries_n(&mut c, 1)?;
-        out.push(FieldStats { key, stats: one.pop().expect("one entry") });
-    }
-    if !c.is_empty() {
-        return Err(DecodeError::Invalid("trailing bytes after field statistics"));
+    let mut out: Vec<FieldStats> = Vec::new();
+    // Sections after the column entries, each a tag and a chunk; a reader skips those it does not know.
+    while !c.is_empty() {
+        let tag = c.u8("stats section")?;
+        let body = c.chunk("stats section body")?;
+        if tag != SECTION_FIELDS {
+            continue;
+        }
+        let mut c = Cursor::new(body);
+        let n = c.len("field stats count", body.len())?;
+        for _ in 0..n {
+            let previous = out.last().map_or(&[][..], |f| &f.key[..]);
+            let shared = c.len("field key prefix", previous.len())?;
+            let key = [&previous[..shared], c.chunk("field key")?].concat();
+            let mut one = decode_entries_n(&mut c, 1)?;
+            out.push(FieldStats { key, stats: one.pop().expect("one entry") });
+        }
+        if !c.is_empty() {
+            return Err(DecodeError::Invalid("trailing bytes in field statistics"));
+        }
     }
     Ok(out)
 }
@@ -464,8 +492,11 @@ mod tests {
         assert!(back.iter().zip(&fields).all(|(x, y)| x.key == y.key && x.stats.matches(&y.stats)));
         assert!(decode_field_stats(&encode_stats(&[])).unwrap().is_empty());
         let mut corrupt = encoded.clone();
-        corrupt.push(0);
-        assert!(decode_field_stats(&corrupt).is_err());
+        corrupt.push(SECTION_FIELDS);
+        assert!(decode_field_stats(&corrupt).is_err(), "a truncated section");
+        let mut later = encoded.clone();
+        later.extend_from_slice(&[9, 2, 0, 0]);
+        assert_eq!(decode_field_stats(&later).unwrap().len(), fields.len(), "sections of later releases are skipped");
     }
 
     #[test]

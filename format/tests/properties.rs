@@ -395,5 +395,31 @@ proptest! {
             bytes[i] = value;
         }
         let _ = decode_stats(&bytes);
+        let _ = tsbucket_format::stats::decode_field_stats(&bytes);
+    }
+
+    #[test]
+    fn field_stats_round_trip_and_never_panic(
+        keys in prop::collection::btree_set(prop::collection::vec(prop_oneof![Just(b'u'), Just(b's'), any::<u8>()], 0..12), 0..20),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..6),
+        tail in prop::collection::vec(any::<u8>(), 0..8),
+    ) {
+        use tsbucket_format::stats::{decode_field_stats, encode_stats_with_fields, ColumnStats, FieldStats, Range, Summary, Sum};
+        let fields: Vec<FieldStats> = keys.into_iter().enumerate().map(|(i, key)| FieldStats {
+            key,
+            stats: ColumnStats { attnum: 3, range: Range::Float { min: -(i as f64), max: i as f64 * 0.5, has_nan: false }, summary: Some(Summary { nulls: i as u32, sum: Some(Sum::Float(i as f64)) }) },
+        }).collect();
+        let mut bytes = encode_stats_with_fields(&[], &fields);
+        let back = decode_field_stats(&bytes).unwrap();
+        prop_assert_eq!(back.len(), fields.len());
+        for (a, b) in fields.iter().zip(&back) {
+            prop_assert!(a.key == b.key && a.stats.matches(&b.stats), "{:?} read back as {:?}", a, b);
+        }
+        for (at, value) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] = value;
+        }
+        bytes.extend_from_slice(&tail);
+        let _ = decode_field_stats(&bytes);
     }
 }

@@ -116,9 +116,15 @@ fn check_bucket(config: &config::Config, b: &bucket::StoredBucket) -> Vec<String
     match decode_field_stats(b.stats()) {
         Err(e) => out.push(format!("document field statistics do not decode: {e}")),
         Ok(stored) => {
+            // Each column's fields computed once.
+            let mut fresh_of: Vec<(u16, Vec<tsbucket_format::stats::FieldStats>)> = Vec::new();
             for f in stored {
-                let column = reader.column(f.stats.attnum);
-                let fresh = column.and_then(|c| field_stats(c).ok()).and_then(|all| all.into_iter().find(|x| x.key == f.key));
+                if !fresh_of.iter().any(|(a, _)| *a == f.stats.attnum) {
+                    let all = reader.column(f.stats.attnum).and_then(|c| field_stats(c).ok()).unwrap_or_default();
+                    fresh_of.push((f.stats.attnum, all));
+                }
+                let all = &fresh_of.iter().find(|(a, _)| *a == f.stats.attnum).expect("computed above").1;
+                let fresh = all.iter().find(|x| x.key == f.key);
                 if !fresh.as_ref().is_some_and(|x| f.stats.describes(&x.stats)) {
                     let key = String::from_utf8_lossy(&f.key);
                     out.push(format!("statistics of field \"{key}\" of column {} do not match its values", f.stats.attnum));

@@ -58,7 +58,8 @@ END $$;
 SELECT * FROM pg_temp.docs_version();
 DO $$
 BEGIN
-  EXECUTE format('UPDATE %s SET payload = decode(%L, ''hex'')',
+  -- With the header 0.6.0 wrote for it: no column entries (the jsonb column has none), no field statistics.
+  EXECUTE format('UPDATE %s SET payload = decode(%L, ''hex''), column_stats = ''\x00''::bytea',
                  (SELECT store_relid::regclass FROM tsbucket.catalog WHERE relid = 'old_docs'::regclass),
                  '02040201000f04038080cacebab5d80280dac409000315010b45040303604d07443d0200002001000080010000000c0000100e0000506162000028000000008101008813000002000040000000b00000004001000050010000807300000020');
 END $$;
