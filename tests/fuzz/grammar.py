@@ -421,7 +421,7 @@ class QueryGen:
         outs = [Out(k, float_key=False) for k in keys]
         aggs = [Out("count(*)")] if rng.random() < 0.6 else []
         docs = [c for c in s.columns if c.kind == "jsonb"]
-        if docs and rng.random() < 0.25:
+        if docs and rng.random() < 0.35:
             # Only document fields and columns the scan aggregates, so that it does.
             aggs += [self.doc_number_out(docs[0]) for _ in range(rng.randrange(1, 3))]
         else:
