@@ -315,17 +315,11 @@ impl AggregatingScan {
             let qual = self.residual;
             if !qual.is_null() && !selected.is_empty() {
                 let before = selected.len();
-                // SAFETY: `self.econtext` is the node's expression context (begin), alive while the node runs.
-                let per_row = unsafe { (*self.econtext).ecxt_per_tuple_memory };
                 selected.retain(|&r| {
-                    // SAFETY: `per_row` is reset for each row, as ExecScan does; `row_slot` is a virtual slot of `self.rel`,
-                    // filled with row `r` of the bucket `rows` describes; `qual` is compiled for the node's `econtext`.
+                    // SAFETY: `rows` is the bucket just read and `r` one of its rows; `qual` is compiled for the node's
+                    // `econtext`, whose scan tuple put_row sets.
                     unsafe {
-                        pg_sys::MemoryContextReset(per_row);
-                        let old = pg_sys::MemoryContextSwitchTo(per_row);
-                        rows::fill_slot(self.rel, rows.shape, rows.bucket, Some(rows.prepared), r as usize, self.row_slot);
-                        pg_sys::MemoryContextSwitchTo(old);
-                        (*self.econtext).ecxt_scantuple = self.row_slot;
+                        self.put_row((rows.bucket, rows.prepared, rows.shape), r as usize);
                         crate::pg::nodes::qual_passes(qual, self.econtext)
                     }
                 });
@@ -478,6 +472,26 @@ impl AggregatingScan {
         first_last::encode(&first_last::Chosen { time, value: bytes, typlen: attr.typlen, typbyval: attr.typbyval })
     }
 
+    /// Puts row `r` of a bucket in `row_slot`, as the node's scan tuple, its
+    /// datums in the per-tuple memory, reset first (as ExecScan does per row).
+    ///
+    /// # Safety
+    /// `bucket`, `prepared` and `shape` are those of the bucket just read, `r` one of its rows.
+    #[allow(clippy::type_complexity)]
+    unsafe fn put_row(&self, (bucket, prepared, shape): (&crate::store::bucket::LoadedBucket, &rows::Prepared, &crate::catalog::shape::TableShape), r: usize) {
+        // SAFETY: `self.econtext` is the node's expression context (begin), alive while the node runs; its per-tuple memory
+        // holds nothing of a previous row still in use; `row_slot` is a virtual slot of `self.rel`, filled with row `r` of
+        // `bucket` (the contract).
+        unsafe {
+            let per_row = (*self.econtext).ecxt_per_tuple_memory;
+            pg_sys::MemoryContextReset(per_row);
+            let old = pg_sys::MemoryContextSwitchTo(per_row);
+            rows::fill_slot(self.rel, shape, bucket, Some(prepared), r, self.row_slot);
+            pg_sys::MemoryContextSwitchTo(old);
+            (*self.econtext).ecxt_scantuple = self.row_slot;
+        }
+    }
+
     /// A field argument's values over the bucket's rows: its decimals as the
     /// cast reads their text; rows of `selected` whose field holds anything
     /// else (or whose documents were kept whole) evaluated by `expr`, the
@@ -532,19 +546,12 @@ impl AggregatingScan {
             if !evaluate.is_empty() && bucket.skipped.as_ref().is_some_and(|s| s[column]) {
                 panic!("bucket {}: a document field to cast was read without its documents", bucket.bucket_id);
             }
-            // SAFETY: `self.econtext` is the node's expression context (begin), alive while the node runs.
-            let per_row = unsafe { (*self.econtext).ecxt_per_tuple_memory };
             for r in evaluate {
                 let mut isnull = false;
-                // SAFETY: `per_row` is reset for each row, as ExecScan does; `row_slot` is a virtual slot of `self.rel`
-                // filled with row `r` of `bucket` (its documents decoded, as load_columns does where a
-                // field holds more than decimals); `expr` is compiled for the node's `econtext`.
+                // SAFETY: `r` is a row of `bucket` (its documents decoded, as load_columns does where a field holds
+                // more than decimals); `expr` is compiled for the node's `econtext`, whose scan tuple put_row sets.
                 let d = unsafe {
-                    pg_sys::MemoryContextReset(per_row);
-                    let old = pg_sys::MemoryContextSwitchTo(per_row);
-                    rows::fill_slot(self.rel, shape, bucket, Some(prepared), r, self.row_slot);
-                    pg_sys::MemoryContextSwitchTo(old);
-                    (*self.econtext).ecxt_scantuple = self.row_slot;
+                    self.put_row((bucket, prepared, shape), r);
                     pg_sys::ExecEvalExprSwitchContext(expr, self.econtext, &mut isnull)
                 };
                 if isnull {

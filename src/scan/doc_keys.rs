@@ -124,15 +124,21 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut std::f
     unsafe { pg_sys::expression_tree_walker(node, Some(walker), context) }
 }
 
-/// Our jsonb Var, when `n` is one (at the walk's query level).
-unsafe fn our_var(walk: &Walk, n: *mut pg_sys::Node) -> Option<i16> {
+/// The attnum of `n` when it is a jsonb Var of range-table entry `relid`, `depth` query levels up.
+unsafe fn jsonb_var(relid: u32, depth: u32, n: *mut pg_sys::Node) -> Option<i16> {
     // SAFETY: `n` is NULL or a node of the tree (the caller's contract).
     if n.is_null() || unsafe { (*n).type_ } != pg_sys::NodeTag::T_Var {
         return None;
     }
     // SAFETY: tagged T_Var.
     let v = unsafe { &*(n as *mut pg_sys::Var) };
-    (v.varno as u32 == walk.relid && v.varlevelsup == walk.depth && v.varattno > 0 && v.vartype == pg_sys::JSONBOID).then_some(v.varattno)
+    (v.varno as u32 == relid && v.varlevelsup == depth && v.varattno > 0 && v.vartype == pg_sys::JSONBOID).then_some(v.varattno)
+}
+
+/// Our jsonb Var, when `n` is one (at the walk's query level).
+unsafe fn our_var(walk: &Walk, n: *mut pg_sys::Node) -> Option<i16> {
+    // SAFETY: `n` is NULL or a node of the tree (the caller's contract), as jsonb_var requires.
+    unsafe { jsonb_var(walk.relid, walk.depth, n) }
 }
 
 /// When `node` applies a key accessor to our jsonb Var with constant keys:
@@ -229,14 +235,10 @@ pub unsafe fn numeric_field(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16
     }
     // SAFETY: `op.args` is the operator's argument List.
     let [var, key] = unsafe { list_ptrs(op.args) }[..] else { return None };
-    let var = var as *mut pg_sys::Node;
-    // SAFETY: `var` is the operator's first argument, read as a Var only when tagged so.
-    let v = unsafe { ((*var).type_ == pg_sys::NodeTag::T_Var).then(|| &*(var as *mut pg_sys::Var))? };
-    if v.varno as u32 != scanrelid || v.varlevelsup != 0 || v.varattno <= 0 || v.vartype != pg_sys::JSONBOID {
-        return None;
-    }
+    // SAFETY: `var` is the operator's first argument, a node of the same expression.
+    let attnum = unsafe { jsonb_var(scanrelid, 0, var as *mut pg_sys::Node) }?;
     // SAFETY: `key` is the operator's second argument; const_text checks its tag and type before reading it.
-    Some((v.varattno, unsafe { const_text(key as *mut pg_sys::Node) }?, cast))
+    Some((attnum, unsafe { const_text(key as *mut pg_sys::Node) }?, cast))
 }
 
 /// A non-NULL constant of type `typid`.

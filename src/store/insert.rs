@@ -24,10 +24,6 @@ pub fn take_buckets_written() -> bool {
     WRITTEN.with(|w| w.replace(false))
 }
 
-/// THE writer of the store: encodes the columns, computes their statistics
-/// and time range, gives the bucket an id (or uses the one its buffered rows'
-/// TIDs already carry) and inserts it with its index entries. Returns the id.
-///
 /// The statistics of the numeric top-level fields of the bucket's document
 /// columns, read from the payload just encoded (the paths as stored).
 fn document_field_stats(payload: &[u8]) -> Vec<FieldStats> {
@@ -40,6 +36,10 @@ fn document_field_stats(payload: &[u8]) -> Vec<FieldStats> {
         .collect()
 }
 
+/// THE writer of the store: encodes the columns, computes their statistics
+/// and time range, gives the bucket an id (or uses the one its buffered rows'
+/// TIDs already carry) and inserts it with its index entries. Returns the id.
+///
 /// # Safety
 /// `store` must be `config`'s bucket store, open and locked RowExclusive;
 /// `shape` the user table's shape.

@@ -58,7 +58,8 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
         .iter()
         .map(|(a, key, cast)| {
             let found = reader.column(*a as u16 + 1).map(|e| e.decode_field(key).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e)));
-            let fields = found.flatten().filter(|f| f.len() == reader.rows());
+            // One per row (EncodedColumn::decode_field spreads them over NULL rows).
+            let fields = found.flatten();
             let to_postgres = fields.as_ref().is_none_or(|f| f.iter().any(|&x| cast.of(x) == CastValue::Evaluate));
             if let Some(n) = needed.as_mut().filter(|_| to_postgres) {
                 n[*a] = true;

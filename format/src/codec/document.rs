@@ -337,8 +337,28 @@ pub fn decode(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
 /// decoded. Documents stored as bytes (form 0), and documents that are no
 /// object, come back whole.
 pub fn decode_keys(c: &mut Cursor, limit: usize, keys: Option<&[Vec<u8>]>) -> Result<ByteValues> {
+    let Some((n, slot)) = documents_slot(c, limit, keys)? else { return bytes::decode(c, limit) };
+    // Documents are written straight from the sub-columns, no tree in between.
+    let mut out = ByteValues::default();
+    let mut scratch = Vec::new();
+    for i in 0..n {
+        scratch.clear();
+        let scalar = !matches!(slot.tags[i] as i64, ARRAY | OBJECT);
+        jsonb::write_root(&mut scratch, scalar, |out, base| slot.write(out, base, i))?;
+        if out.byte_len() + scratch.len() > MAX_OUTPUT {
+            return Err(DecodeError::TooLarge("documents"));
+        }
+        out.push(&scratch);
+    }
+    Ok(out)
+}
+
+/// The slot of the (up to `limit`) documents of a body stored by path, its
+/// objects' fields limited to `keys` when given; None for a body kept as
+/// bytes (form 0), the cursor then at those bytes.
+fn documents_slot<'a>(c: &mut Cursor<'a>, limit: usize, keys: Option<&[Vec<u8>]>) -> Result<Option<(usize, Slot<'a>)>> {
     match c.u8("document form")? {
-        FORM_BYTES => bytes::decode(c, limit),
+        FORM_BYTES => Ok(None),
         FORM_SHREDDED => {
             let n = c.len("document count", limit)?;
             let mut budget = Budget { left: MAX_ENTRIES };
@@ -346,19 +366,7 @@ pub fn decode_keys(c: &mut Cursor, limit: usize, keys: Option<&[Vec<u8>]>) -> Re
             if slot.tags.contains(&(ABSENT as u8)) {
                 return Err(DecodeError::Invalid("a document is absent"));
             }
-            // Documents are written straight from the sub-columns, no tree in between.
-            let mut out = ByteValues::default();
-            let mut scratch = Vec::new();
-            for i in 0..n {
-                scratch.clear();
-                let scalar = !matches!(slot.tags[i] as i64, ARRAY | OBJECT);
-                jsonb::write_root(&mut scratch, scalar, |out, base| slot.write(out, base, i))?;
-                if out.byte_len() + scratch.len() > MAX_OUTPUT {
-                    return Err(DecodeError::TooLarge("documents"));
-                }
-                out.push(&scratch);
-            }
-            Ok(out)
+            Ok(Some((n, slot)))
         }
         tag => Err(DecodeError::UnknownTag { what: "document form", tag }),
     }
@@ -415,51 +423,31 @@ impl NumberCast {
 /// sub-column alone decoded; None for a column kept as bytes (form 0), whose
 /// documents must be read whole.
 pub fn decode_field(c: &mut Cursor, limit: usize, key: &[u8]) -> Result<Option<Vec<Field>>> {
-    match c.u8("document form")? {
-        FORM_BYTES => Ok(None),
-        FORM_SHREDDED => {
-            let n = c.len("document count", limit)?;
-            let mut budget = Budget { left: MAX_ENTRIES };
-            let slot = decode_slot(c, n, 0, &mut budget, Some(&[key.to_vec()]))?;
-            if slot.tags.contains(&(ABSENT as u8)) {
-                return Err(DecodeError::Invalid("a document is absent"));
-            }
-            let Some(field) = slot.keys.iter().position(|k| *k == key).map(|p| &slot.fields[p]) else {
-                return Ok(Some(vec![Field::Missing; n]));
-            };
-            let of = |i: usize| {
-                if slot.tags[i] as i64 != OBJECT {
-                    return Field::Missing;
-                }
-                let r = slot.rank[i] as usize;
-                match field.tags[r] as i64 {
-                    ABSENT | NULL => Field::Missing,
-                    NUMBER => match field.numbers[field.rank[r] as usize] {
-                        Number::Decimal(m, s) => Field::Decimal(m, s),
-                        Number::Raw(_) => Field::Other,
-                    },
-                    _ => Field::Other,
-                }
-            };
-            Ok(Some((0..n).map(of).collect()))
+    let Some((n, slot)) = documents_slot(c, limit, Some(&[key.to_vec()]))? else { return Ok(None) };
+    let Some(field) = slot.keys.iter().position(|k| *k == key).map(|p| &slot.fields[p]) else {
+        return Ok(Some(vec![Field::Missing; n]));
+    };
+    let of = |i: usize| {
+        if slot.tags[i] as i64 != OBJECT {
+            return Field::Missing;
         }
-        tag => Err(DecodeError::UnknownTag { what: "document form", tag }),
-    }
+        let r = slot.rank[i] as usize;
+        match field.tags[r] as i64 {
+            ABSENT | NULL => Field::Missing,
+            NUMBER => match field.numbers[field.rank[r] as usize] {
+                Number::Decimal(m, s) => Field::Decimal(m, s),
+                Number::Raw(_) => Field::Other,
+            },
+            _ => Field::Other,
+        }
+    };
+    Ok(Some((0..n).map(of).collect()))
 }
 
 /// The keys of the objects at the top of the (up to `limit`) documents, in
 /// jsonb's key order; None for a column kept as bytes (form 0).
 pub fn top_keys(c: &mut Cursor, limit: usize) -> Result<Option<Vec<Vec<u8>>>> {
-    match c.u8("document form")? {
-        FORM_BYTES => Ok(None),
-        FORM_SHREDDED => {
-            let n = c.len("document count", limit)?;
-            let mut budget = Budget { left: MAX_ENTRIES };
-            let slot = decode_slot(c, n, 0, &mut budget, Some(&[]))?;
-            Ok(Some(slot.all_keys.iter().map(|k| k.to_vec()).collect()))
-        }
-        tag => Err(DecodeError::UnknownTag { what: "document form", tag }),
-    }
+    Ok(documents_slot(c, limit, Some(&[]))?.map(|(_, slot)| slot.all_keys.iter().map(|k| k.to_vec()).collect()))
 }
 
 /// A number as decoded: a decimal (mantissa, display scale), or the index of its numeric's bytes.
