@@ -355,15 +355,16 @@ unsafe fn sample(
         }
         next += 1;
         // SAFETY: `tuple` is the chosen bucket's tuple, just returned by `scan` over `store`; its payload is detoasted
-        // into `cxt`, current until the switch to `anl` below.
-        let stored = unsafe {
-            pg_sys::MemoryContextSwitchTo(cxt);
-            tuple::read_bucket(store, tuple)
+        // into `cxt`, current until the switch to `anl` below. `old` is the caller's context, current again at the
+        // end of the iteration: `cxt` is deleted after sampling, and must not be left current.
+        let (old, stored) = unsafe {
+            let old = pg_sys::MemoryContextSwitchTo(cxt);
+            (old, tuple::read_bucket(store, tuple))
         };
         let bucket = rows::load(config, shape, &stored);
         // By-reference values are made in `anl`, where they must outlive this bucket.
         // SAFETY: `anl` is live.
-        let old = unsafe { pg_sys::MemoryContextSwitchTo(anl) };
+        unsafe { pg_sys::MemoryContextSwitchTo(anl) };
         for row in choose(&mut rng, bucket.rows, per_bucket) {
             if rows == capacity {
                 break;

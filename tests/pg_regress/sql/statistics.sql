@@ -71,6 +71,16 @@ RESET ROLE;
 -- VACUUM ANALYZE, a database-wide ANALYZE (as superuser), and ANALYZE in a transaction.
 VACUUM ANALYZE st;
 ANALYZE;
+-- Two time-series tables in one command: each is sampled in turn, in the
+-- transaction ANALYZE leaves open after its own ones.
+CREATE TABLE st2 (time timestamptz NOT NULL, host text, v float8) USING tsbucket;
+SELECT tsbucket.create_timeseries('st2', 'time', 'host');
+INSERT INTO st2 SELECT '2024-01-01'::timestamptz + i * interval '1 min', 'h' || (i % 5), i FROM generate_series(1, 5000) i;
+ANALYZE st, st2;
+VACUUM ANALYZE st2, st;
+ANALYZE;
+SELECT tablename, count(*) FROM pg_stats WHERE tablename IN ('st', 'st2') GROUP BY 1 ORDER BY 1;
+DROP TABLE st2;
 BEGIN;
 DELETE FROM st WHERE host = 'host_7';
 ANALYZE st;
