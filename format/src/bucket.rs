@@ -259,11 +259,26 @@ impl EncodedColumn<'_> {
     /// Like `decode`; a Document column's objects keep only the top-level
     /// fields `keys` names, when given (`codec::document::decode_keys`).
     pub fn decode_keys(&self, keys: Option<&[Vec<u8>]>) -> Result<Column> {
+        self.decode_rows(keys, None)
+    }
+
+    /// Like `decode_keys`; of a Document column stored by path, only the rows
+    /// `rows` marks (one flag per row, when given) are built: the others read
+    /// as NULL, for a reader that never looks at them.
+    pub fn decode_rows(&self, keys: Option<&[Vec<u8>]>, rows: Option<&[bool]>) -> Result<Column> {
+        if rows.is_some_and(|r| r.len() != self.rows) {
+            return Err(DecodeError::Invalid("selected rows differ from the row count"));
+        }
         let validity = match self.validity {
             Some((bytes, positions)) => Some(decode_validity(bytes, self.rows, positions)?),
             None => None,
         };
         let present = validity.as_ref().map_or(self.rows, |v| v.iter().filter(|x| **x).count());
+        // Per present value: whether its row is wanted.
+        let wanted: Option<Vec<bool>> = rows.filter(|_| self.kind == ColumnKind::Document).map(|r| match &validity {
+            Some(v) => v.iter().zip(r).filter(|(p, _)| **p).map(|(_, w)| *w).collect(),
+            None => r.to_vec(),
+        });
         let mut c = Cursor::new(self.body);
         let values = match self.kind {
             ColumnKind::Timestamp | ColumnKind::Int => Values::Int(int::decode(&mut c, present)?),
@@ -274,7 +289,7 @@ impl EncodedColumn<'_> {
             ColumnKind::Float32 => Values::Float(float::decode(&mut c, present)?.into_iter().map(|v| v as f32 as f64).collect()),
             ColumnKind::Bool => Values::Bool(decode_bools(&mut c, present, self.version)?),
             ColumnKind::Bytes => Values::Bytes(bytes::decode(&mut c, present)?),
-            ColumnKind::Document => Values::Bytes(document::decode_keys(&mut c, present, keys)?),
+            ColumnKind::Document => Values::Bytes(document::decode_selected(&mut c, present, keys, wanted.as_deref())?),
         };
         if values.len() != present {
             return Err(DecodeError::Invalid("column value count differs from its row count"));
@@ -282,7 +297,14 @@ impl EncodedColumn<'_> {
         if !c.is_empty() {
             return Err(DecodeError::Invalid("trailing bytes in column body"));
         }
-        Ok(Column { attnum: self.attnum, kind: self.kind, values: expand(values, validity.as_deref()), validity })
+        let values = expand(values, validity.as_deref());
+        // Rows not built read as NULL.
+        let validity = match (rows.filter(|_| self.kind == ColumnKind::Document), validity) {
+            (Some(r), Some(v)) => Some(v.iter().zip(r).map(|(p, w)| *p && *w).collect()),
+            (Some(r), None) => Some(r.to_vec()),
+            (None, v) => v,
+        };
+        Ok(Column { attnum: self.attnum, kind: self.kind, values, validity })
     }
 }
 

@@ -127,17 +127,20 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     let candidates = unsafe { find_candidates(node, &config, scanrelid, quals) };
     // Other quals the scan can evaluate on the decoded arrays (plain scans and
     // aggregation; ordered and last-point scans leave them to the executor).
+    // Document fields the filters compare, read from their sub-columns (the aggregates' follow).
+    let mut doc_fields = Vec::new();
     let vector_quals: Vec<(*mut std::ffi::c_void, crate::scan::vector_filter::VectorPlan)> = if matches!(*mode, MODE_SCAN | MODE_PARTIAL_AGG) {
         // SAFETY: `quals` is this plan's qual List (custom_exprs or the scan qual), alive with the plan.
         let qual_ptrs = unsafe { list_ptrs(quals) };
         qual_ptrs
             .into_iter()
-            .filter(|q| !candidates.iter().any(|c| std::ptr::eq(c.clause as *mut std::ffi::c_void, *q)))
+            .filter(|q| !candidates.iter().any(|c| c.target.decides() && std::ptr::eq(c.clause as *mut std::ffi::c_void, *q)))
             .filter_map(|q| {
                 // SAFETY: `q` is one of those quals, `rel` the open scan relation and `node.ss.ps` the PlanState that
                 // vector_filter::plan compiles the filter's parameters for.
-                let plan =
-                    unsafe { crate::scan::vector_filter::plan(q as *mut pg_sys::Node, rel, scanrelid, &config.meta_attnums, &mut (*node).ss.ps) }?;
+                let plan = unsafe {
+                    crate::scan::vector_filter::plan(q as *mut pg_sys::Node, rel, scanrelid, &config.meta_attnums, &mut (*node).ss.ps, &mut doc_fields)
+                }?;
                 Some((q, plan))
             })
             .collect()
@@ -147,8 +150,9 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     // SAFETY: `quals` is this plan's qual List and `node.ss.ps` the PlanState being initialized; meta_only_quals compiles
     // in the query context, current during begin.
     let meta_qual = unsafe { meta_only_quals(node, rel, quals, scanrelid, &config.meta_attnums, &candidates) };
-    let mut decided: Vec<*mut std::ffi::c_void> = candidates.iter().map(|c| c.clause as *mut std::ffi::c_void).collect();
-    decided.extend(vector_quals.iter().map(|(q, _)| *q));
+    let mut decided: Vec<*mut std::ffi::c_void> =
+        candidates.iter().filter(|c| c.target.decides()).map(|c| c.clause as *mut std::ffi::c_void).collect();
+    decided.extend(vector_quals.iter().filter(|(_, v)| v.exact).map(|(q, _)| *q));
     let needed = match needed {
         // The filters' columns are decoded even when the query reads them nowhere else.
         Some(mut mask) => {
@@ -161,7 +165,11 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     };
     // SAFETY: `node` and `cscan` are this scan's state and its partial-aggregation plan; partial_agg_exec compiles the
     // keys and quals into the query context current during begin.
-    let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| unsafe { partial_agg_exec(node, &config, cscan, *arg as usize, &decided) });
+    let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| unsafe { partial_agg_exec(node, &config, cscan, *arg as usize, &decided, doc_fields.clone()) });
+    let doc_fields: Rc<crate::store::rows::DocFields> = match &partial_agg {
+        Some(pa) => pa.fields.clone(),
+        None => Rc::from(doc_fields),
+    };
     let needed = match (needed, &partial_agg) {
         (Some(mut mask), Some(pa)) => {
             pa.fields_only.iter().for_each(|&c| mask[c] = false);
@@ -205,6 +213,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
         shared: None,
         parallel_done: false,
         vector_quals,
+        doc_fields,
         scan_cxt,
         scan_quals,
     };
@@ -224,12 +233,19 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
 }
 
 /// What the in-scan aggregation computes, from the plan `rewrite::partial_agg` rewrote.
-unsafe fn partial_agg_exec(node: *mut pg_sys::CustomScanState, config: &Config, cscan: *mut pg_sys::CustomScan, nkeys: usize, decided: &[*mut std::ffi::c_void]) -> PartialAggExec {
+unsafe fn partial_agg_exec(
+    node: *mut pg_sys::CustomScanState,
+    config: &Config,
+    cscan: *mut pg_sys::CustomScan,
+    nkeys: usize,
+    decided: &[*mut std::ffi::c_void],
+    filter_fields: Vec<(usize, Vec<u8>, crate::scan::doc_keys::FieldCast)>,
+) -> PartialAggExec {
     // SAFETY: `node` is the scan state begin is initializing, with its open scan relation; `cscan` is its plan node.
     let (rel, scanrelid, ps) = unsafe { ((*node).ss.ss_currentRelation, (*cscan).scan.scanrelid, &mut (*node).ss.ps as *mut pg_sys::PlanState) };
     let mut keys = Vec::new();
     let mut aggs = Vec::new();
-    let mut fields = Vec::new();
+    let mut fields = filter_fields;
     let mut args_of = Vec::new();
     // SAFETY: `cscan.custom_scan_tlist` is the TargetEntry List partial_agg's rewrite gave the plan: group keys, then Aggrefs.
     let tlist = unsafe { list_ptrs((*cscan).custom_scan_tlist) };
@@ -461,7 +477,7 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
     let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
     // SAFETY: `shared` points into the Gather's DSM chunk, mapped while this participant scans.
     let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
-    let options = ScanOptions { needed: st.needed.clone(), doc_keys: st.doc_keys.clone(), doc_fields: Rc::from([]), prune, store_parallel, vector_filter, tail_claim };
+    let options = ScanOptions { needed: st.needed.clone(), doc_keys: st.doc_keys.clone(), doc_fields: st.doc_fields.clone(), prune, store_parallel, vector_filter, tail_claim };
     // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the plain scan's descriptor goes in `scan_cxt`.
     st.scan = unsafe { crate::scan::plain::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options) };
 }

@@ -48,9 +48,9 @@ pub(super) unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanStat
     let columns: Vec<u8> = match &st.needed {
         None => b"all".to_vec(),
         Some(mask) => {
-            // Fields the aggregates read as numbers, by column.
+            // Fields the filters and aggregates read as numbers, by column.
             let fields = |i: usize| -> Vec<&[u8]> {
-                st.partial_agg.iter().flat_map(|pa| pa.fields.iter()).filter(|(c, ..)| *c == i).map(|(_, k, _)| &k[..]).fold(Vec::new(), |mut v, k| {
+                st.doc_fields.iter().filter(|(c, ..)| *c == i).map(|(_, k, _)| &k[..]).fold(Vec::new(), |mut v, k| {
                     if !v.contains(&k) {
                         v.push(k);
                     }

@@ -38,6 +38,9 @@ pub(super) struct LastPointScan {
     prune: Vec<Prune>,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
     row_filters: Vec<crate::scan::prune::RowFilter>,
+    /// Document attributes the query reads: a bucket builds the documents of
+    /// the rows it tries alone (usually its latest), not all of them.
+    late: Vec<usize>,
     /// Per meta column: the index's `>` support, and how to copy its values.
     greater: Vec<(pg_sys::RegProcedure, pg_sys::Oid)>,
     equal: Vec<(pg_sys::RegProcedure, pg_sys::Oid)>,
@@ -116,6 +119,11 @@ impl LastPointScan {
         let row_filters = unsafe { crate::scan::prune::row_filters(&config, &prune, (*rel).rd_att) };
         let mut needed = needed;
         crate::scan::prune::decode_filtered_columns(&mut needed, &row_filters);
+        let late = shape
+            .payload_attrs()
+            .map(|a| a.attnum as usize - 1)
+            .filter(|&a| shape.attrs[a].kind == tsbucket_format::ColumnKind::Document && needed.as_ref().is_none_or(|n| n[a]))
+            .collect();
         // SAFETY: both contexts are children of CurrentMemoryContext, the context the scan begins in, deleted by `end`; the
         // best-row slot is made for `(*rel).rd_att`, the open table's descriptor, and dropped by `end`.
         let (series_cxt, bucket_cxt, best_slot) = unsafe {
@@ -139,6 +147,7 @@ impl LastPointScan {
             prune,
             meta_fns,
             row_filters,
+            late,
             greater,
             equal,
             meta_types,
@@ -417,7 +426,7 @@ impl LastPointScan {
             unsafe {
                 pg_sys::MemoryContextReset(self.bucket_cxt);
                 let old = pg_sys::MemoryContextSwitchTo(self.bucket_cxt);
-                if let Some(t) = self.best_in_bucket(&bucket, best, qual, econtext) {
+                if let Some(t) = self.best_in_bucket(bucket, None, best, qual, econtext) {
                     best = Some(t);
                 }
                 pg_sys::MemoryContextSwitchTo(old);
@@ -460,10 +469,9 @@ impl LastPointScan {
             self.counters.buckets_read += 1;
             stored.load_payload();
             self.counters.payload_bytes += stored.payload().len() as u64;
-            let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref(), &self.doc_keys, &[]);
-            self.counters.decoded_bytes += rows::decoded_bytes(&bucket);
+            let bucket = rows::load_deferring(&self.config, &self.shape, &stored, self.needed.as_deref(), &self.doc_keys, &[], &self.late);
             // SAFETY: `qual` and `econtext` are the node's (next's contract); `bucket` is decoded in bucket_cxt, still current.
-            if let Some(t) = unsafe { self.best_in_bucket(&bucket, best, qual, econtext) } {
+            if let Some(t) = unsafe { self.best_in_bucket(bucket, Some(&stored), best, qual, econtext) } {
                 best = Some(t);
             }
             // SAFETY: back to `old`, the context last_row was called in, once the bucket has been searched.
@@ -475,15 +483,20 @@ impl LastPointScan {
     }
 
     /// The latest row of `bucket` later than `beat` that passes the filters and
-    /// `qual`, copied into `best_slot`; its time.
+    /// `qual`, copied into `best_slot`; its time. A stored bucket (`stored`)
+    /// comes with its late attributes undecoded: the first row tried gets its
+    /// documents alone; should it fail `qual`, every row gets them.
     unsafe fn best_in_bucket(
         &mut self,
-        bucket: &LoadedBucket,
+        mut bucket: LoadedBucket,
+        stored: Option<&crate::store::bucket::StoredBucket>,
         beat: Option<i64>,
         qual: *mut pg_sys::ExprState,
         econtext: *mut pg_sys::ExprContext,
     ) -> Option<i64> {
-        let time = rows::time_values(&self.config, bucket);
+        let time = rows::time_values(&self.config, &bucket).to_vec();
+        // 0: no document built yet; 1: one row's; 2: all.
+        let mut built = if stored.is_some() && !self.late.is_empty() { 0 } else { 2 };
         let mut order: Vec<usize> = (0..bucket.rows).collect();
         order.sort_by(|&a, &b| time[b].cmp(&time[a]));
         // SAFETY: `econtext` is the node's expression context, whose scan tuple `next` set to the caller's slot.
@@ -492,14 +505,20 @@ impl LastPointScan {
             if beat.is_some_and(|b| time[row] <= b) {
                 break;
             }
-            if !crate::scan::prune::row_passes(bucket, &self.row_filters, row) {
+            if !crate::scan::prune::row_passes(&bucket, &self.row_filters, row) {
                 self.counters.rows_filtered += 1;
                 continue;
+            }
+            if built < 2 {
+                let stored = stored.expect("late attributes only for stored buckets");
+                let rows: Vec<bool> = (0..bucket.rows).map(|r| built == 1 || r == row).collect();
+                rows::decode_late(&self.config, &self.shape, stored, &mut bucket, &self.late, &self.doc_keys, &rows);
+                built += 1;
             }
             // SAFETY: `slot` is a virtual slot of `self.rel` (next's contract), filled in bucket_cxt (current, set by
             // last_row); the per-tuple context is reset before `qual` runs in `econtext`, as ExecScan does.
             let passes = unsafe {
-                rows::fill_slot(self.rel, &self.shape, bucket, None, row, slot);
+                rows::fill_slot(self.rel, &self.shape, &bucket, None, row, slot);
                 pg_sys::MemoryContextReset((*econtext).ecxt_per_tuple_memory);
                 qual_passes(qual, econtext)
             };
@@ -510,8 +529,14 @@ impl LastPointScan {
                     pg_sys::ExecCopySlot(self.best_slot, slot);
                     pg_sys::ExecMaterializeSlot(self.best_slot);
                 }
+                if stored.is_some() {
+                    self.counters.decoded_bytes += rows::decoded_bytes(&bucket);
+                }
                 return Some(time[row]);
             }
+        }
+        if stored.is_some() {
+            self.counters.decoded_bytes += rows::decoded_bytes(&bucket);
         }
         None
     }

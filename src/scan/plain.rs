@@ -111,6 +111,9 @@ struct ScanState {
     /// before a tuple is formed. They come from the plan's quals, ANDed, so a
     /// row failing one fails the quals too; the quals still run on the rest.
     row_filters: Vec<RowFilter>,
+    /// Document attributes built only for the rows the filters pass (none
+    /// when nothing filters rows): `rows::decode_late`.
+    late: Vec<usize>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -176,6 +179,16 @@ pub unsafe fn begin_with(
     let row_filters = config.as_ref().map(|c| unsafe { row_filters(c, &options.prune, (*rel).rd_att) }).unwrap_or_default();
     let mut options = options;
     decode_filtered_columns(&mut options.needed, &row_filters);
+    let filters_rows = options.vector_filter.is_some() || !row_filters.is_empty();
+    let late: Vec<usize> = match &shape {
+        Some(shape) if filters_rows => shape
+            .payload_attrs()
+            .map(|a| a.attnum as usize - 1)
+            .filter(|&a| shape.attrs[a].kind == tsbucket_format::ColumnKind::Document)
+            .filter(|&a| options.needed.as_ref().is_none_or(|n| n[a]) && !options.vector_filter.as_ref().is_some_and(|f| f.reads(a)))
+            .collect(),
+        _ => Vec::new(),
+    };
     let (store, store_scan) = match &config {
         Some(c) => {
             // SAFETY: opens the bucket store `c.store_relid` of the configured table; AccessShareLock until the transaction
@@ -231,6 +244,7 @@ pub unsafe fn begin_with(
         meta_fns,
         access: access_taken,
         row_filters,
+        late,
     };
     // SAFETY: `scan_cxt` was created above and outlives every use of the state: `end` takes it out before deleting the context.
     let state = unsafe { own_in_context(scan_cxt, scan_state) };
@@ -332,7 +346,15 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
         }
         stored.load_payload();
         st.counters.payload_bytes += stored.payload().len() as u64;
-        let loaded = rows::load_columns(config, shape, &stored, st.options.needed.as_deref(), &st.options.doc_keys, &st.options.doc_fields);
+        let o = &st.options;
+        let mut loaded = rows::load_deferring(config, shape, &stored, o.needed.as_deref(), &o.doc_keys, &o.doc_fields, &st.late);
+        // Filters first, then the documents of the rows they pass.
+        let mask = o.vector_filter.as_ref().map(|f| f.mask(&loaded));
+        if !st.late.is_empty() {
+            let pass: Vec<bool> =
+                (0..loaded.rows).map(|r| mask.as_ref().is_none_or(|m| m[r]) && row_passes(&loaded, &st.row_filters, r)).collect();
+            rows::decode_late(config, shape, &stored, &mut loaded, &st.late, &o.doc_keys, &pass);
+        }
         st.counters.decoded_bytes += rows::decoded_bytes(&loaded);
         // SAFETY: bucket_cxt is current, so the prepared datums live until the next bucket resets it, as long as `loaded`.
         st.prepared = unsafe { rows::prepare(shape, &loaded) };
@@ -344,7 +366,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
             continue;
         }
         st.pos = if forward { -1 } else { loaded.rows as isize };
-        st.mask = st.options.vector_filter.as_ref().map(|f| f.mask(&loaded));
+        st.mask = mask;
         st.current = Some(loaded);
         return Advanced::Rows;
     }

@@ -18,6 +18,9 @@ pub enum Prune {
     /// A measurement column must lie in the range, checked against the
     /// bucket's stored min/max of that column.
     Column { attnum: u16, range: BoundRange },
+    /// A top-level field of a document column, read as float8, must lie in
+    /// the range, checked against the bucket's statistics of the field.
+    Field { attnum: u16, key: std::rc::Rc<[u8]>, range: BoundRange },
     /// Quals that read only meta columns (`meta->>'site' = 'x'`, `lower(host)
     /// LIKE 'h1%'`): the same for every row of a bucket, so evaluated once per
     /// bucket on its meta values (in `slot`, set as the scan tuple of
@@ -180,7 +183,7 @@ pub(super) unsafe fn row_filters(config: &Config, prune: &[Prune], tupdesc: pg_s
         .filter_map(|p| match p {
             Prune::Time(range) => Some((config.time_attnum as usize - 1, *range)),
             Prune::Column { attnum, range } => Some((*attnum as usize - 1, *range)),
-            Prune::Meta { .. } | Prune::MetaQual(_) => None,
+            Prune::Meta { .. } | Prune::MetaQual(_) | Prune::Field { .. } => None,
         })
         .map(|(attr, range)| {
             // SAFETY: `attr` is an attribute of the table whose descriptor `tupdesc` is (the planner found it in the quals).
@@ -230,6 +233,11 @@ pub(super) unsafe fn bucket_may_match(prune: &[Prune], meta_fns: &mut [Option<pg
             }
             Prune::Column { attnum, range } => {
                 if !column_may_match(b, *attnum, range) {
+                    return false;
+                }
+            }
+            Prune::Field { attnum, key, range } => {
+                if !field_may_match(b, *attnum, key, range) {
                     return false;
                 }
             }
@@ -302,6 +310,19 @@ fn column_may_match(b: &bucket::StoredBucket, attnum: u16, range: &BoundRange) -
     }
 }
 
+/// Whether a row of `b` may hold `(doc->>'key')::float8` in `range`: no when
+/// the bucket's statistics of the field (kept where all its values are
+/// decimals float8 reads, or missing) lie outside it. A field without them
+/// (no number somewhere, or beyond the header's limits) may match.
+fn field_may_match(b: &bucket::StoredBucket, attnum: u16, key: &[u8], range: &BoundRange) -> bool {
+    use tsbucket_format::stats::{decode_field_stats, Range};
+    let Ok(fields) = decode_field_stats(b.stats()) else { return true };
+    match fields.into_iter().find(|f| f.stats.attnum == attnum && *f.key == *key).map(|f| f.stats.range) {
+        Some(Range::Float { min, max, has_nan }) => range.admits(Bound::Float(min), Bound::Float(max), has_nan),
+        _ => true,
+    }
+}
+
 /// The comparison functions of the meta conditions, by position in `prune`.
 ///
 /// # Safety
@@ -318,7 +339,7 @@ pub(super) unsafe fn meta_functions(prune: &[Prune]) -> Vec<Option<pg_sys::FmgrI
                 unsafe { pg_sys::fmgr_info(pg_sys::get_opcode(*op), &mut finfo) };
                 Some(finfo)
             }
-            Prune::Time { .. } | Prune::Column { .. } | Prune::MetaQual(_) => None,
+            Prune::Time { .. } | Prune::Column { .. } | Prune::MetaQual(_) | Prune::Field { .. } => None,
         })
         .collect()
 }

@@ -68,7 +68,7 @@ pub(super) struct Candidate {
     array: bool,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) enum Target {
     /// The time column, with the operator's btree strategy.
     Time { strategy: i32 },
@@ -77,6 +77,20 @@ pub(super) enum Target {
     /// value's storage kind, btree strategy (1 <, 2 <=, 3 =, 4 >=, 5 >) and
     /// the value's typlen.
     Column { attnum: u16, kind: ColumnKind, strategy: i32, typlen: i16 },
+    /// `(doc->>'key')::float8 <op> value` on a document column: buckets whose
+    /// header statistics of the field (`FieldStats`) rule every row out are
+    /// skipped. The qual still runs on the rows read (it is not decided: rows
+    /// whose field is no number are cast by Postgres, with its errors).
+    Field { attnum: u16, key: std::rc::Rc<[u8]>, strategy: i32 },
+}
+
+impl Target {
+    /// Whether the pruning decides the qual for every row it lets through
+    /// (with the row filters that check the same bounds on decoded columns),
+    /// so that the row-by-row qual may be left out.
+    pub fn decides(&self) -> bool {
+        !matches!(self, Target::Field { .. })
+    }
 }
 
 pub(super) unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config: &Config, scanrelid: u32, quals: *mut pg_sys::List) -> Vec<Candidate> {
@@ -95,6 +109,15 @@ pub(super) unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config:
         let clause = q as *mut pg_sys::Node;
         // SAFETY: `clause` is one of the plan's quals, an expression node whose tag is readable.
         let tag = unsafe { (*clause).type_ };
+        // SAFETY: `clause` is one of the plan's quals; field_candidate reads it as an OpExpr only when tagged so.
+        if let Some((target, other, var_first)) = unsafe { field_candidate(clause, scanrelid) } {
+            // SAFETY: `other` is the qual's pseudo-constant side; ExecInitExpr compiles it for `node.ss.ps` in the query context.
+            let value = unsafe { pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, &mut (*node).ss.ps) };
+            // SAFETY: `clause` is tagged T_OpExpr (field_candidate checked), so it is an OpExpr.
+            let (op, collation) = unsafe { ((*(clause as *mut pg_sys::OpExpr)).opno, (*(clause as *mut pg_sys::OpExpr)).inputcollid) };
+            out.push(Candidate { clause, target, op, collation, var_first, value, value_type: pg_sys::FLOAT8OID, array: false });
+            continue;
+        }
         let (args, op, collation, array) = match tag {
             pg_sys::NodeTag::T_OpExpr => {
                 // SAFETY: this plan qual is tagged T_OpExpr, so `clause` is an OpExpr.
@@ -180,6 +203,40 @@ pub(super) unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config:
     out
 }
 
+/// `(doc->>'key')::float8 <op> value` (or `value <op> ...`), `op` one of
+/// float8's btree comparisons and `value` a pseudo-constant float8: the
+/// target, the value's expression, and whether the field comes first.
+///
+/// # Safety
+/// `clause` is a qual of the scan's plan.
+unsafe fn field_candidate(clause: *mut pg_sys::Node, scanrelid: u32) -> Option<(Target, *mut pg_sys::Node, bool)> {
+    // SAFETY: `clause` is a plan qual (the contract), read as an OpExpr only when tagged so.
+    let e = unsafe { ((*clause).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(clause as *const pg_sys::OpExpr))? };
+    // SAFETY: `e.args` is the operator's argument List, of the same qual.
+    let args = unsafe { list_ptrs(e.args) };
+    let [a, b] = args.as_slice() else { return None };
+    let (a, b) = (*a as *mut pg_sys::Node, *b as *mut pg_sys::Node);
+    // SAFETY: `a` and `b` are the qual's argument expressions, which numeric_field and is_pseudo_constant only read.
+    let ((attnum, key, cast), other, field_first) = unsafe {
+        match crate::scan::doc_keys::numeric_field(a, scanrelid) {
+            Some(f) if is_pseudo_constant(b) => (f, b, true),
+            _ => (crate::scan::doc_keys::numeric_field(b, scanrelid).filter(|_| is_pseudo_constant(a))?, a, false),
+        }
+    };
+    // SAFETY: exprType reads the constant side's type.
+    if cast != crate::scan::doc_keys::FieldCast::Float8 || unsafe { pg_sys::exprType(other) } != pg_sys::FLOAT8OID {
+        return None;
+    }
+    // SAFETY: comparison_of_type reads the operator's and float8's catalog entries.
+    let (strategy, ..) = unsafe { crate::scan::vector_filter::comparison_of_type(pg_sys::FLOAT8OID, e.opno, pg_sys::FLOAT8OID, field_first) }?;
+    // A Target keeps the operator's own strategy (evaluate turns it round by side).
+    let strategy = if field_first { strategy } else { 6 - strategy };
+    if attnum <= 0 {
+        return None;
+    }
+    Some((Target::Field { attnum: attnum as u16, key: key.into(), strategy }, other, field_first))
+}
+
 /// A comparison of a measurement column whose buckets keep min/max statistics:
 /// an integer-like or float column compared with a value of its own type by an
 /// operator of its type's default btree family.
@@ -218,6 +275,7 @@ pub(super) unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[
     let mut time = BoundRange::default();
     let mut out = Vec::new();
     let mut columns: std::collections::BTreeMap<u16, BoundRange> = Default::default();
+    let mut fields: std::collections::BTreeMap<(u16, std::rc::Rc<[u8]>), BoundRange> = Default::default();
     for c in candidates {
         let mut isnull = false;
         // SAFETY: `c.value` is the ExprState find_candidates compiled for this node, run in the node's `econtext`.
@@ -226,13 +284,13 @@ pub(super) unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[
             exact = false;
             continue;
         }
-        match c.target {
-            Target::Time { strategy } => {
+        match &c.target {
+            &Target::Time { strategy } => {
                 // Normalise `v <op> time` to `time <op'> v`.
                 let strategy = if c.var_first { strategy } else { 6 - strategy };
                 time.narrow(strategy, Bound::Int(value.value() as i64));
             }
-            Target::Column { attnum, kind, strategy, typlen } => {
+            &Target::Column { attnum, kind, strategy, typlen } => {
                 let v = crate::scan::prune::datum_bound(value, kind, typlen);
                 // A NaN constant: leave it to the quals (NaN sorts above everything).
                 if matches!(v, Bound::Float(f) if f.is_nan()) {
@@ -242,7 +300,15 @@ pub(super) unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[
                 let strategy = if c.var_first { strategy } else { 6 - strategy };
                 columns.entry(attnum).or_default().narrow(strategy, v);
             }
-            Target::Meta(meta) => {
+            Target::Field { attnum, key, strategy } => {
+                // A field holds no NaN (JSON has none); a NaN constant says nothing about the buckets.
+                let v = f64::from_bits(value.value() as u64);
+                if !v.is_nan() {
+                    let strategy = if c.var_first { *strategy } else { 6 - *strategy };
+                    fields.entry((*attnum, key.clone())).or_default().narrow(strategy, Bound::Float(v));
+                }
+            }
+            &Target::Meta(meta) => {
                 // SAFETY: `scan_cxt` is the per-scan context (a child of the query context) the caller keeps until the scan
                 // ends; `old` is switched back to below.
                 let old = unsafe { pg_sys::MemoryContextSwitchTo(scan_cxt) };
@@ -277,6 +343,7 @@ pub(super) unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[
         out.push(Prune::Time(time));
     }
     out.extend(columns.into_iter().map(|(attnum, range)| Prune::Column { attnum, range }));
+    out.extend(fields.into_iter().map(|((attnum, key), range)| Prune::Field { attnum, key, range }));
     (out, exact)
 }
 

@@ -52,6 +52,9 @@ pub(super) struct ExecState {
     pub parallel_done: bool,
     /// Quals evaluated on the decoded arrays (`scan::vector_filter`), and their clauses.
     pub vector_quals: Vec<(*mut std::ffi::c_void, crate::scan::vector_filter::VectorPlan)>,
+    /// The document fields the scan reads from their sub-columns: those the
+    /// vector filters compare, then those the aggregates read.
+    pub doc_fields: std::rc::Rc<crate::store::rows::DocFields>,
     /// What one scan (until a rescan) allocates: evaluated conditions, the
     /// scans' own state. Reset when the scan finishes, so that rescans (a
     /// nested loop's inner side) do not accumulate it in the query's context.

@@ -10,6 +10,7 @@ use crate::pg::nodes::{is_pseudo_constant, list_ptrs, strip};
 use crate::scan::prune::{Bound, datum_bound, missing_bound};
 use crate::store::bucket::LoadedBucket;
 use pgrx::pg_sys;
+use tsbucket_format::codec::document::{CastValue, NumberCast};
 use tsbucket_format::{ColumnKind, Values};
 use tsbucket_kernels::predicate::{Pred, Truth, float_order, satisfies};
 
@@ -18,6 +19,10 @@ pub(super) enum PlanLeaf {
     Compare { attr: usize, strategy: i32, value: *mut pg_sys::ExprState, kind: ColumnKind, typlen: i16 },
     In { attr: usize, array: *mut pg_sys::ExprState, kind: ColumnKind, typlen: i16 },
     IsNull { attr: usize, negated: bool },
+    /// `(doc->>'key')::float8 <op> value` (or `::int4`, `::int8`): `field`
+    /// indexes the scan's document fields (`rows::DocFields`), read from
+    /// their sub-columns.
+    Field { field: usize, cast: NumberCast, strategy: i32, value: *mut pg_sys::ExprState, kind: ColumnKind, typlen: i16 },
 }
 
 /// A leaf with its constants.
@@ -26,19 +31,28 @@ pub(super) enum Leaf {
     Compare { attr: usize, strategy: i32, value: Option<Bound> },
     In { attr: usize, values: Vec<Bound>, has_null: bool },
     IsNull { attr: usize, negated: bool },
+    Field { field: usize, cast: NumberCast, strategy: i32, value: Option<Bound> },
 }
 
 pub(super) struct VectorPlan {
     pub pred: Pred<PlanLeaf>,
+    /// Whether the mask decides the qual: false when a field leaf may meet
+    /// rows only Postgres can cast (a string, a boolean...). The mask then
+    /// passes every row the qual may pass (such rows as both true and false,
+    /// which AND, OR and NOT carry soundly), and the qual still runs on them.
+    pub exact: bool,
 }
 
 pub struct VectorFilter {
-    pred: Pred<Leaf>,
+    /// One condition per qual, ANDed; with whether it is exact (`VectorPlan::exact`).
+    preds: Vec<(Pred<Leaf>, bool)>,
     /// Per attribute (attnum - 1): the value in buckets written before the
     /// column was added (its default, for the by-value types comparisons read),
     /// and whether that default is NULL (for IS [NOT] NULL of any type).
     missing: Vec<Option<Bound>>,
     missing_null: Vec<bool>,
+    /// The attributes the filter reads decoded (`VectorPlan::attrs`).
+    attrs: Vec<usize>,
 }
 
 /// Types whose order is that of their stored signed integer or float (not
@@ -78,20 +92,26 @@ unsafe fn payload_column(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid:
 /// storage kind and length.
 pub(crate) unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::Oid, value_type: pg_sys::Oid, column_first: bool) -> Option<(i32, ColumnKind, i16)> {
     // SAFETY: `rel` is the scan's open relation and `attr` (attnum - 1) one of its columns, found as a Var of the quals.
-    let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attr) };
-    if !SIGNED_ORDER.contains(&att.atttypid) {
+    let column_type = unsafe { (*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attr)).atttypid };
+    // SAFETY: catalog reads of the operator and the type's opclass (comparison_of_type).
+    unsafe { comparison_of_type(column_type, op, value_type, column_first) }
+}
+
+/// `comparison` for a value of type `column_type` (a column's, or a cast's).
+pub(crate) unsafe fn comparison_of_type(column_type: pg_sys::Oid, op: pg_sys::Oid, value_type: pg_sys::Oid, column_first: bool) -> Option<(i32, ColumnKind, i16)> {
+    if !SIGNED_ORDER.contains(&column_type) {
         return None;
     }
     let (mut left, mut right) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
     // SAFETY: op_input_types reads the pg_operator entry of `op`, the qual's operator, into the locals `left` and `right`.
     unsafe { pg_sys::op_input_types(op, &mut left, &mut right) };
     let (column_side, value_side) = if column_first { (left, right) } else { (right, left) };
-    let same_family = att.atttypid == value_type || (INTS.contains(&att.atttypid) && INTS.contains(&value_type)) || (FLOATS.contains(&att.atttypid) && FLOATS.contains(&value_type));
-    if column_side != att.atttypid || value_side != value_type || !same_family {
+    let same_family = column_type == value_type || (INTS.contains(&column_type) && INTS.contains(&value_type)) || (FLOATS.contains(&column_type) && FLOATS.contains(&value_type));
+    if column_side != column_type || value_side != value_type || !same_family {
         return None;
     }
-    // SAFETY: catalog lookup of the default btree opclass of `att.atttypid`, one of the built-in SIGNED_ORDER types.
-    let opclass = unsafe { pg_sys::GetDefaultOpClass(att.atttypid, pg_sys::BTREE_AM_OID) };
+    // SAFETY: catalog lookup of the default btree opclass of `column_type`, one of the built-in SIGNED_ORDER types.
+    let opclass = unsafe { pg_sys::GetDefaultOpClass(column_type, pg_sys::BTREE_AM_OID) };
     if opclass == pg_sys::InvalidOid {
         return None;
     }
@@ -107,16 +127,76 @@ pub(crate) unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::
     Some((strategy, crate::pg::datum::kind_for_type(value_type, len, byval), len))
 }
 
-/// The vector form of `qual`, if every part of it has one.
+/// The vector form of `qual`, if every part of it has one. Document fields
+/// it compares are added to `fields` (the leaves index them).
 ///
 /// # Safety
 /// `qual` is one of the scan node's quals; its constants are compiled for `ps`.
-pub(super) unsafe fn plan(qual: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32, meta_attnums: &[i16], ps: *mut pg_sys::PlanState) -> Option<VectorPlan> {
+pub(super) unsafe fn plan(
+    qual: *mut pg_sys::Node,
+    rel: pg_sys::Relation,
+    scanrelid: u32,
+    meta_attnums: &[i16],
+    ps: *mut pg_sys::PlanState,
+    fields: &mut Vec<(usize, Vec<u8>, NumberCast)>,
+) -> Option<VectorPlan> {
+    let mut planned = fields.clone();
     // SAFETY: `qual` is one of the scan node's quals and `ps` its PlanState, as plan's contract requires of both.
-    unsafe { plan_node(qual, rel, scanrelid, meta_attnums, ps) }.map(|pred| VectorPlan { pred })
+    let pred = unsafe { plan_node(qual, rel, scanrelid, meta_attnums, ps, &mut planned) }?;
+    let exact = planned.len() == fields.len() && !has_field(&pred);
+    *fields = planned;
+    Some(VectorPlan { pred, exact })
 }
 
-unsafe fn plan_node(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32, meta: &[i16], ps: *mut pg_sys::PlanState) -> Option<Pred<PlanLeaf>> {
+fn has_field(p: &Pred<PlanLeaf>) -> bool {
+    match p {
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().any(has_field),
+        Pred::Not(x) => has_field(x),
+        Pred::Leaf(l) => matches!(l, PlanLeaf::Field { .. }),
+    }
+}
+
+/// `(doc->>'key')::type <op> value` or the other way round: the field leaf,
+/// its field added to `fields` unless there.
+///
+/// # Safety
+/// `a` and `b` are the two arguments of the qual's operator `opno`; `ps` the scan's PlanState.
+unsafe fn field_leaf(a: *mut pg_sys::Node, b: *mut pg_sys::Node, opno: pg_sys::Oid, scanrelid: u32, ps: *mut pg_sys::PlanState, fields: &mut Vec<(usize, Vec<u8>, NumberCast)>) -> Option<PlanLeaf> {
+    // SAFETY: `a` and `b` are argument expressions of the qual (the contract), which numeric_field and is_pseudo_constant only read.
+    let ((attnum, key, cast), other, field_first) = unsafe {
+        match crate::scan::doc_keys::numeric_field(a, scanrelid) {
+            Some(f) if is_pseudo_constant(b) => (f, b, true),
+            _ => (crate::scan::doc_keys::numeric_field(b, scanrelid).filter(|_| is_pseudo_constant(a))?, a, false),
+        }
+    };
+    if attnum <= 0 {
+        return None;
+    }
+    let cast_type = match cast {
+        NumberCast::Float8 => pg_sys::FLOAT8OID,
+        NumberCast::Int4 => pg_sys::INT4OID,
+        NumberCast::Int8 => pg_sys::INT8OID,
+    };
+    // SAFETY: exprType reads the constant side's type; comparison_of_type reads the operator's catalog entries.
+    let (strategy, kind, typlen) = unsafe { comparison_of_type(cast_type, opno, pg_sys::exprType(other), field_first) }?;
+    let column = attnum as usize - 1;
+    let field = fields.iter().position(|(c, k, x)| *c == column && *k == key && *x == cast).unwrap_or_else(|| {
+        fields.push((column, key, cast));
+        fields.len() - 1
+    });
+    // SAFETY: ExecInitExpr compiles `other`, a pseudo-constant of the scan's quals, for `ps`, the scan node's PlanState.
+    let value = unsafe { pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, ps) };
+    Some(PlanLeaf::Field { field, cast, strategy, value, kind, typlen })
+}
+
+unsafe fn plan_node(
+    n: *mut pg_sys::Node,
+    rel: pg_sys::Relation,
+    scanrelid: u32,
+    meta: &[i16],
+    ps: *mut pg_sys::PlanState,
+    fields: &mut Vec<(usize, Vec<u8>, NumberCast)>,
+) -> Option<Pred<PlanLeaf>> {
     // SAFETY: `n` is a qual of the scan node or a part of one (plan's contract, passed down), alive for the whole plan.
     let tag = unsafe { (*n).type_ };
     match tag {
@@ -126,7 +206,7 @@ unsafe fn plan_node(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32,
             let arg_nodes = unsafe { list_ptrs((*b).args) };
             // SAFETY: each argument is a part of the same qual, its constants compiled for the same `ps`.
             let args: Option<Vec<_>> =
-                arg_nodes.into_iter().map(|a| unsafe { plan_node(a as *mut pg_sys::Node, rel, scanrelid, meta, ps) }).collect();
+                arg_nodes.into_iter().map(|a| unsafe { plan_node(a as *mut pg_sys::Node, rel, scanrelid, meta, ps, fields) }).collect();
             let mut args = args?;
             // SAFETY: `b` is the BoolExpr read above, unchanged by planning its arguments.
             let boolop = unsafe { (*b).boolop };
@@ -154,6 +234,10 @@ unsafe fn plan_node(n: *mut pg_sys::Node, rel: pg_sys::Relation, scanrelid: u32,
             let (args, opno) = unsafe { (list_ptrs((*o).args), (*o).opno) };
             let [a, b] = args.as_slice() else { return None };
             let (a, b) = (*a as *mut pg_sys::Node, *b as *mut pg_sys::Node);
+            // SAFETY: `a` and `b` are the OpExpr's two argument nodes, of the qual; `ps` the scan's PlanState.
+            if let Some(leaf) = unsafe { field_leaf(a, b, opno, scanrelid, ps, fields) } {
+                return Some(Pred::Leaf(leaf));
+            }
             // SAFETY: `a` and `b` are the OpExpr's two argument nodes, of the qual; `rel` is the scan's open relation, whose
             // descriptor payload_column reads.
             let (attr, other, column_first) = unsafe {
@@ -214,7 +298,7 @@ impl VectorPlan {
             missing.push(bound);
             missing_null.push(isnull);
         }
-        VectorFilter { pred, missing, missing_null }
+        VectorFilter { preds: vec![(pred, self.exact)], missing, missing_null, attrs: self.attrs() }
     }
 }
 
@@ -226,6 +310,8 @@ impl VectorPlan {
                 Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|x| walk(x, out)),
                 Pred::Not(x) => walk(x, out),
                 Pred::Leaf(PlanLeaf::Compare { attr, .. } | PlanLeaf::In { attr, .. } | PlanLeaf::IsNull { attr, .. }) => out.push(*attr),
+                // Read from the field's sub-column (`LoadedBucket::fields`), not the decoded column.
+                Pred::Leaf(PlanLeaf::Field { .. }) => {}
             }
         }
         let mut out = Vec::new();
@@ -248,6 +334,12 @@ unsafe fn bind_node(p: &Pred<PlanLeaf>, econtext: *mut pg_sys::ExprContext) -> P
             // SAFETY: `value` was compiled by ExecInitExpr for the scan node (plan_node) and runs in its `econtext`.
             let d = unsafe { pg_sys::ExecEvalExprSwitchContext(*value, econtext, &mut isnull) };
             Pred::Leaf(Leaf::Compare { attr: *attr, strategy: *strategy, value: (!isnull).then(|| datum_bound(d, *kind, *typlen)) })
+        }
+        Pred::Leaf(PlanLeaf::Field { field, cast, strategy, value, kind, typlen }) => {
+            let mut isnull = false;
+            // SAFETY: `value` was compiled by ExecInitExpr for the scan node (field_leaf) and runs in its `econtext`.
+            let d = unsafe { pg_sys::ExecEvalExprSwitchContext(*value, econtext, &mut isnull) };
+            Pred::Leaf(Leaf::Field { field: *field, cast: *cast, strategy: *strategy, value: (!isnull).then(|| datum_bound(d, *kind, *typlen)) })
         }
         Pred::Leaf(PlanLeaf::In { attr, array, kind, typlen }) => {
             let mut isnull = false;
@@ -285,7 +377,7 @@ fn order(a: Bound, b: Bound) -> std::cmp::Ordering {
 fn leaf_truth(leaf: &Leaf, v: Option<Bound>) -> Option<bool> {
     match leaf {
         Leaf::IsNull { negated, .. } => Some(v.is_none() != *negated),
-        Leaf::Compare { strategy, value, .. } => Some(satisfies(order(v?, (*value)?), *strategy)),
+        Leaf::Compare { strategy, value, .. } | Leaf::Field { strategy, value, .. } => Some(satisfies(order(v?, (*value)?), *strategy)),
         // x = ANY ('{}') is false, even for a NULL x.
         Leaf::In { values, has_null: false, .. } if values.is_empty() => Some(false),
         Leaf::In { values, has_null, .. } => {
@@ -301,21 +393,95 @@ fn leaf_truth(leaf: &Leaf, v: Option<Bound>) -> Option<bool> {
     }
 }
 
+/// A field leaf's truth per row. Rows whose field only Postgres can cast
+/// (and the rows of a bucket whose documents are read whole, `fields` None)
+/// count as both true and false: the mask passes them when the qual may
+/// pass, and the qual, still run on the row, decides.
+fn field_truth(leaf: &Leaf, cast: NumberCast, fields: Option<&[tsbucket_format::codec::document::Field]>, rows: usize) -> Truth {
+    let Some(fields) = fields.filter(|f| f.len() == rows) else {
+        return Truth { t: vec![true; rows], f: vec![true; rows] };
+    };
+    let mut t = Vec::with_capacity(rows);
+    let mut f = Vec::with_capacity(rows);
+    for &x in fields {
+        let truth = match cast.of(x) {
+            CastValue::Null => leaf_truth(leaf, None),
+            CastValue::Float(v) => leaf_truth(leaf, Some(Bound::Float(v))),
+            CastValue::Int(v) => leaf_truth(leaf, Some(Bound::Int(v))),
+            CastValue::Evaluate => {
+                t.push(true);
+                f.push(true);
+                continue;
+            }
+        };
+        t.push(truth == Some(true));
+        f.push(truth == Some(false));
+    }
+    Truth { t, f }
+}
+
+/// The rows where a field leaf of `pred` holds what only Postgres casts (all
+/// rows where the bucket's documents are read whole); None if none.
+fn evaluated_rows(pred: &Pred<Leaf>, bucket: &LoadedBucket) -> Option<Vec<bool>> {
+    fn walk(p: &Pred<Leaf>, bucket: &LoadedBucket, out: &mut Option<Vec<bool>>) {
+        match p {
+            Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|x| walk(x, bucket, out)),
+            Pred::Not(x) => walk(x, bucket, out),
+            Pred::Leaf(Leaf::Field { field, cast, .. }) => {
+                let (field, cast) = (*field, *cast);
+                let rows = out.get_or_insert_with(|| vec![false; bucket.rows]);
+                match bucket.fields.get(field).and_then(Option::as_deref).filter(|f| f.len() == bucket.rows) {
+                    Some(fields) => fields.iter().enumerate().filter(|(_, f)| cast.of(**f) == CastValue::Evaluate).for_each(|(r, _)| rows[r] = true),
+                    None => rows.iter_mut().for_each(|r| *r = true),
+                }
+            }
+            Pred::Leaf(_) => {}
+        }
+    }
+    let mut out = None;
+    walk(pred, bucket, &mut out);
+    out.filter(|rows| rows.contains(&true))
+}
+
 impl VectorFilter {
     /// Every filter of `filters` (ANDed).
     pub fn all(filters: Vec<VectorFilter>) -> VectorFilter {
         let missing = filters.first().map(|f| f.missing.clone()).unwrap_or_default();
         let missing_null = filters.first().map(|f| f.missing_null.clone()).unwrap_or_default();
-        VectorFilter { pred: Pred::And(filters.into_iter().map(|f| f.pred).collect()), missing, missing_null }
+        let attrs = filters.iter().flat_map(|f| f.attrs.iter().copied()).collect();
+        VectorFilter { preds: filters.into_iter().flat_map(|f| f.preds).collect(), missing, missing_null, attrs }
     }
 
-    /// Which rows of `bucket` the condition passes (true, not false or NULL).
+    /// Whether the filter reads attribute `attr` (attnum - 1) decoded.
+    pub fn reads(&self, attr: usize) -> bool {
+        self.attrs.contains(&attr)
+    }
+
+    /// Which rows of `bucket` the conditions may pass: exact ones where they
+    /// are true (not false or NULL); those with field leaves where they may
+    /// be true, and wherever a field only Postgres can cast is met. Such a
+    /// row goes on to the quals as on heap, which evaluates the cheaper
+    /// conditions first (the exact ones, on columns and time) and meets the
+    /// failing cast, with its error, on every row that passes them.
     pub fn mask(&self, bucket: &LoadedBucket) -> Vec<bool> {
         let rows = bucket.rows;
-        self.pred
-            .eval(rows, &mut |leaf: &Leaf| {
+        let mut out = vec![true; rows];
+        for (pred, exact) in &self.preds {
+            let t = self.truth(pred, bucket).t;
+            let cast_here = if *exact { None } else { evaluated_rows(pred, bucket) };
+            for r in 0..rows {
+                out[r] &= t[r] || cast_here.as_ref().is_some_and(|e| e[r]);
+            }
+        }
+        out
+    }
+
+    fn truth(&self, pred: &Pred<Leaf>, bucket: &LoadedBucket) -> Truth {
+        let rows = bucket.rows;
+        pred.eval(rows, &mut |leaf: &Leaf| {
                 let attr = match leaf {
                     Leaf::Compare { attr, .. } | Leaf::In { attr, .. } | Leaf::IsNull { attr, .. } => *attr,
+                    &Leaf::Field { field, cast, .. } => return field_truth(leaf, cast, bucket.fields.get(field).and_then(Option::as_deref), rows),
                 };
                 let Some(col) = &bucket.columns[attr] else {
                     // A column added after the bucket was written: its default in every row.
@@ -339,7 +505,6 @@ impl VectorFilter {
                 let truths: Vec<Option<bool>> = (0..rows).map(|r| leaf_truth(leaf, value(r))).collect();
                 Truth { t: truths.iter().map(|x| *x == Some(true)).collect(), f: truths.iter().map(|x| *x == Some(false)).collect() }
             })
-            .t
     }
 
 }

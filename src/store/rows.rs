@@ -41,6 +41,21 @@ pub type DocFields = [(usize, Vec<u8>, NumberCast)];
 /// (or its documents are kept whole), its attribute is decoded too, as if
 /// needed: those rows are cast on their documents.
 pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, needed: Option<&[bool]>, doc_keys: &DocKeys, doc_fields: &DocFields) -> LoadedBucket {
+    load_deferring(config, shape, stored, needed, doc_keys, doc_fields, &[])
+}
+
+/// Like `load_columns`, leaving the document attributes `defer` (by attnum
+/// - 1) undecoded in a stored bucket (their columns None until `decode_late`
+/// builds the rows a filter selects). Tail rows come decoded whole.
+pub fn load_deferring(
+    config: &Config,
+    shape: &TableShape,
+    stored: &StoredBucket,
+    needed: Option<&[bool]>,
+    doc_keys: &DocKeys,
+    doc_fields: &DocFields,
+    defer: &[usize],
+) -> LoadedBucket {
     if let Some(tail) = &stored.tail {
         let needed = needed.map(|n| {
             let mut n = n.to_vec();
@@ -69,7 +84,7 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
         .collect();
     let mut columns: Vec<Option<Column>> = vec![None; shape.attrs.len()];
     for attr in shape.payload_attrs() {
-        if needed.as_ref().is_some_and(|n| !n[attr.attnum as usize - 1]) {
+        if needed.as_ref().is_some_and(|n| !n[attr.attnum as usize - 1]) || defer.contains(&(attr.attnum as usize - 1)) {
             continue;
         }
         if let Some(encoded) = reader.column(attr.attnum) {
@@ -93,6 +108,27 @@ pub fn load_columns(config: &Config, shape: &TableShape, stored: &StoredBucket, 
         .collect();
     let skipped = needed.map(|n| n.iter().map(|x| !x).collect());
     LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped, version: stored.version, tail: None, fields }
+}
+
+/// Decodes the document attributes `attrs` that `load_deferring` left out
+/// of `bucket`, building only the documents of the rows `rows` marks (the
+/// others read as NULL: the caller never shows them).
+pub fn decode_late(config: &Config, shape: &TableShape, stored: &StoredBucket, bucket: &mut LoadedBucket, attrs: &[usize], doc_keys: &DocKeys, rows: &[bool]) {
+    if stored.tail.is_some() {
+        return;
+    }
+    let reader = BucketReader::parse(stored.payload()).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
+    for &a in attrs {
+        let Some(encoded) = reader.column(a as u16 + 1) else { continue };
+        let attr = &shape.attrs[a];
+        if !attr.kind.reads(encoded.kind) {
+            corrupt(config.relid, stored.bucket_id, &format!("column {} has storage kind {:?}, expected {:?}", a + 1, encoded.kind, attr.kind));
+        }
+        let keys = doc_keys.iter().find(|(i, _)| *i == a).map(|(_, k)| &k[..]);
+        let mut col = encoded.decode_rows(keys, Some(rows)).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
+        col.kind = attr.kind;
+        bucket.columns[a] = Some(col);
+    }
 }
 
 /// Tail rows (decoded already) as a query that reads only `needed` gets them.

@@ -227,6 +227,10 @@ class QueryGen:
                 f"{n}['s'] = '\"ok\"'::jsonb", f"jsonb_extract_path_text({n}, 'gps', 'lon') = '11.50'",
                 f"{n} ?| ARRAY['gps', 'v']", f"{n} ?& ARRAY['t', 's']", f"{n}[0] IS NOT NULL", f"{n}->0 IS NULL",
                 f"CASE WHEN jsonb_typeof({n}->'t') = 'number' THEN ({n}->>'t')::numeric END > 1",
+                # Fields cast to numbers: pruned by the buckets' field statistics, filtered on the sub-columns.
+                f"({n}->>'t')::float8 > {rng.choice(['0.5', '1.5', '-3', '10', '1e300'])}", f"({n}->>'v')::float8 <= 2.5",
+                f"({n}->>'n')::int <= {rng.choice(['0', '3', '-1'])}", f"NOT ({n}->>'t')::float8 >= 1",
+                f"(({n}->>'t')::float8 > 1 OR ({n}->>'n')::bigint = 2)", f"1.5 < ({n}->>'t')::float8",
                 # Forms read on whole documents: jsonpath, a key from another column.
                 f"jsonb_path_exists({n}, '$.t ? (@ > 1)')", f"{n} ? coalesce(dev, 't')",
             ]), []

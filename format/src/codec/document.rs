@@ -337,11 +337,27 @@ pub fn decode(c: &mut Cursor, limit: usize) -> Result<ByteValues> {
 /// decoded. Documents stored as bytes (form 0), and documents that are no
 /// object, come back whole.
 pub fn decode_keys(c: &mut Cursor, limit: usize, keys: Option<&[Vec<u8>]>) -> Result<ByteValues> {
+    decode_selected(c, limit, keys, None)
+}
+
+/// Like `decode_keys`, building only the documents `wanted` marks (one flag
+/// per document, when given): the others come back empty, unread. A scan
+/// that filters rows on other columns or on fields' sub-columns first builds
+/// the documents of the rows that pass alone. A body kept as bytes (form 0)
+/// comes back whole.
+pub fn decode_selected(c: &mut Cursor, limit: usize, keys: Option<&[Vec<u8>]>, wanted: Option<&[bool]>) -> Result<ByteValues> {
     let Some((n, slot)) = documents_slot(c, limit, keys)? else { return bytes::decode(c, limit) };
+    if wanted.is_some_and(|w| w.len() != n) {
+        return Err(DecodeError::Invalid("document count differs from the rows selected"));
+    }
     // Documents are written straight from the sub-columns, no tree in between.
     let mut out = ByteValues::default();
     let mut scratch = Vec::new();
     for i in 0..n {
+        if wanted.is_some_and(|w| !w[i]) {
+            out.push(&[]);
+            continue;
+        }
         scratch.clear();
         let scalar = !matches!(slot.tags[i] as i64, ARRAY | OBJECT);
         jsonb::write_root(&mut scratch, scalar, |out, base| slot.write(out, base, i))?;
@@ -788,6 +804,28 @@ mod tests {
                 }).collect()
             };
             prop_assert_eq!(got, datums(&expected));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn selected_documents_read_as_the_whole_decode(docs in proptest::collection::vec(value(), 0..30), pick in proptest::collection::vec(any::<bool>(), 30)) {
+            let values = datums(&docs);
+            let mut body = Vec::new();
+            encode(&values, &mut body);
+            let wanted = &pick[..values.len()];
+            let all = decode(&mut Cursor::new(&body), values.len()).unwrap();
+            let got = decode_selected(&mut Cursor::new(&body), values.len(), None, Some(wanted)).unwrap();
+            prop_assert_eq!(got.len(), all.len());
+            for i in 0..all.len() {
+                // Kept as bytes, every document comes back; by path, the unwanted ones empty.
+                if wanted[i] || body[0] == FORM_BYTES {
+                    prop_assert_eq!(got.get(i), all.get(i));
+                } else {
+                    prop_assert_eq!(got.get(i), Some(&[][..]));
+                }
+            }
+            prop_assert!(decode_selected(&mut Cursor::new(&body), values.len(), None, Some(&pick[..values.len().saturating_sub(1)])).is_err() || values.is_empty() || body[0] == FORM_BYTES);
         }
     }
 
