@@ -110,7 +110,9 @@ pub(super) unsafe fn find_candidates(node: *mut pg_sys::CustomScanState, config:
         // SAFETY: `clause` is one of the plan's quals, an expression node whose tag is readable.
         let tag = unsafe { (*clause).type_ };
         // SAFETY: `clause` is one of the plan's quals; field_candidate reads it as an OpExpr only when tagged so.
-        if let Some((target, other, var_first)) = unsafe { field_candidate(clause, scanrelid) } {
+        if let Some((target, other, var_first)) = unsafe { field_candidate(clause, scanrelid) }
+            .filter(|(t, ..)| !matches!(t, Target::Field { attnum, .. } if config.meta_attnums.contains(&(*attnum as i16))))
+        {
             // SAFETY: `other` is the qual's pseudo-constant side; ExecInitExpr compiles it for `node.ss.ps` in the query context.
             let value = unsafe { pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, &mut (*node).ss.ps) };
             // SAFETY: `clause` is tagged T_OpExpr (field_candidate checked), so it is an OpExpr.
@@ -281,7 +283,8 @@ pub(super) unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[
         // SAFETY: `c.value` is the ExprState find_candidates compiled for this node, run in the node's `econtext`.
         let value = unsafe { pg_sys::ExecEvalExprSwitchContext(c.value, econtext, &mut isnull) };
         if isnull {
-            exact = false;
+            // A field condition decides nothing row by row: its NULL leaves `exact` alone.
+            exact &= !c.target.decides();
             continue;
         }
         match &c.target {
@@ -343,7 +346,12 @@ pub(super) unsafe fn evaluate(node: *mut pg_sys::CustomScanState, candidates: &[
         out.push(Prune::Time(time));
     }
     out.extend(columns.into_iter().map(|(attnum, range)| Prune::Column { attnum, range }));
-    out.extend(fields.into_iter().map(|((attnum, key), range)| Prune::Field { attnum, key, range }));
+    // With conditions on two fields, the heap may meet one's failing cast on a
+    // row the other's statistics rule out (quals of equal cost run in the
+    // order written): buckets are pruned by a field only when it is the one.
+    if fields.len() == 1 {
+        out.extend(fields.into_iter().map(|((attnum, key), range)| Prune::Field { attnum, key, range }));
+    }
     (out, exact)
 }
 

@@ -98,6 +98,9 @@ pub(crate) unsafe fn comparison(rel: pg_sys::Relation, attr: usize, op: pg_sys::
 }
 
 /// `comparison` for a value of type `column_type` (a column's, or a cast's).
+///
+/// # Safety
+/// In a transaction: reads the catalogs for `op` and the types.
 pub(crate) unsafe fn comparison_of_type(column_type: pg_sys::Oid, op: pg_sys::Oid, value_type: pg_sys::Oid, column_first: bool) -> Option<(i32, ColumnKind, i16)> {
     if !SIGNED_ORDER.contains(&column_type) {
         return None;
@@ -161,7 +164,15 @@ fn has_field(p: &Pred<PlanLeaf>) -> bool {
 ///
 /// # Safety
 /// `a` and `b` are the two arguments of the qual's operator `opno`; `ps` the scan's PlanState.
-unsafe fn field_leaf(a: *mut pg_sys::Node, b: *mut pg_sys::Node, opno: pg_sys::Oid, scanrelid: u32, ps: *mut pg_sys::PlanState, fields: &mut Vec<(usize, Vec<u8>, NumberCast)>) -> Option<PlanLeaf> {
+unsafe fn field_leaf(
+    a: *mut pg_sys::Node,
+    b: *mut pg_sys::Node,
+    opno: pg_sys::Oid,
+    scanrelid: u32,
+    meta: &[i16],
+    ps: *mut pg_sys::PlanState,
+    fields: &mut Vec<(usize, Vec<u8>, NumberCast)>,
+) -> Option<PlanLeaf> {
     // SAFETY: `a` and `b` are argument expressions of the qual (the contract), which numeric_field and is_pseudo_constant only read.
     let ((attnum, key, cast), other, field_first) = unsafe {
         match crate::scan::doc_keys::numeric_field(a, scanrelid) {
@@ -169,7 +180,8 @@ unsafe fn field_leaf(a: *mut pg_sys::Node, b: *mut pg_sys::Node, opno: pg_sys::O
             _ => (crate::scan::doc_keys::numeric_field(b, scanrelid).filter(|_| is_pseudo_constant(a))?, a, false),
         }
     };
-    if attnum <= 0 {
+    // A meta column's fields are the same in every row: meta_only_quals runs them per bucket.
+    if attnum <= 0 || meta.contains(&attnum) {
         return None;
     }
     let cast_type = match cast {
@@ -235,7 +247,7 @@ unsafe fn plan_node(
             let [a, b] = args.as_slice() else { return None };
             let (a, b) = (*a as *mut pg_sys::Node, *b as *mut pg_sys::Node);
             // SAFETY: `a` and `b` are the OpExpr's two argument nodes, of the qual; `ps` the scan's PlanState.
-            if let Some(leaf) = unsafe { field_leaf(a, b, opno, scanrelid, ps, fields) } {
+            if let Some(leaf) = unsafe { field_leaf(a, b, opno, scanrelid, meta, ps, fields) } {
                 return Some(Pred::Leaf(leaf));
             }
             // SAFETY: `a` and `b` are the OpExpr's two argument nodes, of the qual; `rel` is the scan's open relation, whose
@@ -465,15 +477,21 @@ impl VectorFilter {
     /// failing cast, with its error, on every row that passes them.
     pub fn mask(&self, bucket: &LoadedBucket) -> Vec<bool> {
         let rows = bucket.rows;
-        let mut out = vec![true; rows];
+        // Exact conditions must hold; the others may, unless a field of any of
+        // them needs Postgres's cast on the row (quals of equal cost run in
+        // the order written: another field's failing cast may come first).
+        let mut exact_ok = vec![true; rows];
+        let mut inexact_ok = vec![true; rows];
+        let mut cast_any = vec![false; rows];
         for (pred, exact) in &self.preds {
             let t = self.truth(pred, bucket).t;
-            let cast_here = if *exact { None } else { evaluated_rows(pred, bucket) };
-            for r in 0..rows {
-                out[r] &= t[r] || cast_here.as_ref().is_some_and(|e| e[r]);
+            let target = if *exact { &mut exact_ok } else { &mut inexact_ok };
+            target.iter_mut().zip(&t).for_each(|(o, t)| *o &= *t);
+            if !*exact && let Some(e) = evaluated_rows(pred, bucket) {
+                cast_any.iter_mut().zip(&e).for_each(|(c, e)| *c |= *e);
             }
         }
-        out
+        (0..rows).map(|r| exact_ok[r] && (inexact_ok[r] || cast_any[r])).collect()
     }
 
     fn truth(&self, pred: &Pred<Leaf>, bucket: &LoadedBucket) -> Truth {
