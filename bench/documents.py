@@ -79,7 +79,9 @@ def main():
     a = p.parse_args()
     path = tsbs.csv_path(a.days, tsbs.HOSTS, "devops")
     shape = tsbs.SHAPES["devops"]
-    cluster = Cluster(extra_conf=["max_wal_size = '8GB'", "shared_buffers = '2GB'"])
+    # TimescaleDB, when installed, preloaded as bench/tsbs.py does it.
+    tsdb_conf = [c for c in tsbs.cluster_conf(a) if "timescaledb" in c]
+    cluster = Cluster(extra_conf=["max_wal_size = '8GB'", "shared_buffers = '2GB'"] + tsdb_conf)
     try:
         run(cluster, a, path, shape)
     finally:
