@@ -212,6 +212,22 @@ unsafe fn accessor(walk: &Walk, node: *mut pg_sys::Node) -> Option<(i16, Vec<Vec
 
 pub use tsbucket_format::codec::document::NumberCast as FieldCast;
 
+/// `(doc->>'key')::type` compared with a pseudo-constant, on either side:
+/// the field (`numeric_field`), the constant's expression, and whether the
+/// field comes first.
+///
+/// # Safety
+/// `a` and `b` must be valid expressions (an operator's two arguments).
+pub unsafe fn field_and_constant(a: *mut pg_sys::Node, b: *mut pg_sys::Node, scanrelid: u32) -> Option<((i16, Vec<u8>, FieldCast), *mut pg_sys::Node, bool)> {
+    // SAFETY: `a` and `b` are valid expressions (the contract), which numeric_field and is_pseudo_constant only read.
+    unsafe {
+        match numeric_field(a, scanrelid) {
+            Some(f) if crate::pg::nodes::is_pseudo_constant(b) => Some((f, b, true)),
+            _ => Some((numeric_field(b, scanrelid).filter(|_| crate::pg::nodes::is_pseudo_constant(a))?, a, false)),
+        }
+    }
+}
+
 /// When `e` is `(doc->>'key')::float8` (or `::int4`, `::int8`) of a jsonb
 /// column of range-table entry `scanrelid` and a constant key: (its attnum,
 /// the key, the cast). The scan reads such a field from its sub-column.

@@ -218,13 +218,8 @@ unsafe fn field_candidate(clause: *mut pg_sys::Node, scanrelid: u32) -> Option<(
     let args = unsafe { list_ptrs(e.args) };
     let [a, b] = args.as_slice() else { return None };
     let (a, b) = (*a as *mut pg_sys::Node, *b as *mut pg_sys::Node);
-    // SAFETY: `a` and `b` are the qual's argument expressions, which numeric_field and is_pseudo_constant only read.
-    let ((attnum, key, cast), other, field_first) = unsafe {
-        match crate::scan::doc_keys::numeric_field(a, scanrelid) {
-            Some(f) if is_pseudo_constant(b) => (f, b, true),
-            _ => (crate::scan::doc_keys::numeric_field(b, scanrelid).filter(|_| is_pseudo_constant(a))?, a, false),
-        }
-    };
+    // SAFETY: `a` and `b` are the qual's argument expressions.
+    let ((attnum, key, cast), other, field_first) = unsafe { crate::scan::doc_keys::field_and_constant(a, b, scanrelid) }?;
     // SAFETY: exprType reads the constant side's type.
     if cast != crate::scan::doc_keys::FieldCast::Float8 || unsafe { pg_sys::exprType(other) } != pg_sys::FLOAT8OID {
         return None;

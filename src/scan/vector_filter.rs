@@ -146,7 +146,8 @@ pub(super) unsafe fn plan(
     let mut planned = fields.clone();
     // SAFETY: `qual` is one of the scan node's quals and `ps` its PlanState, as plan's contract requires of both.
     let pred = unsafe { plan_node(qual, rel, scanrelid, meta_attnums, ps, &mut planned) }?;
-    let exact = planned.len() == fields.len() && !has_field(&pred);
+    // (Fields are added only when the whole qual plans: `planned` is a copy.)
+    let exact = !has_field(&pred);
     *fields = planned;
     Some(VectorPlan { pred, exact })
 }
@@ -173,13 +174,8 @@ unsafe fn field_leaf(
     ps: *mut pg_sys::PlanState,
     fields: &mut Vec<(usize, Vec<u8>, NumberCast)>,
 ) -> Option<PlanLeaf> {
-    // SAFETY: `a` and `b` are argument expressions of the qual (the contract), which numeric_field and is_pseudo_constant only read.
-    let ((attnum, key, cast), other, field_first) = unsafe {
-        match crate::scan::doc_keys::numeric_field(a, scanrelid) {
-            Some(f) if is_pseudo_constant(b) => (f, b, true),
-            _ => (crate::scan::doc_keys::numeric_field(b, scanrelid).filter(|_| is_pseudo_constant(a))?, a, false),
-        }
-    };
+    // SAFETY: `a` and `b` are argument expressions of the qual (the contract).
+    let ((attnum, key, cast), other, field_first) = unsafe { crate::scan::doc_keys::field_and_constant(a, b, scanrelid) }?;
     // A meta column's fields are the same in every row: meta_only_quals runs them per bucket.
     if attnum <= 0 || meta.contains(&attnum) {
         return None;
