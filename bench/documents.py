@@ -126,7 +126,7 @@ def run(cluster, a, path, shape):
     print(f"| typed (tsbucket) | {typed_bytes / rows:.2f} | 1.00 |")
     for label, t in tables.items():
         b = table_bytes(conn, t)
-        print(f"| {label} | {b / rows:.2f} | {b / typed_bytes:.2f} |")
+        print(f"| {label} | {b / rows:.2f} | {b / typed_bytes:.3f} |")
     print()
     if a.sizes_only:
         return

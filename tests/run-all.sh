@@ -27,10 +27,13 @@ integration() {
 }
 
 step "format, timecalc and kernels: unit, property and corrupt-input tests" cargo test -q -p tsbucket-format -p tsbucket-timecalc -p tsbucket-kernels --release
+step "tsbucket-import: unit, property and BSONColumn vector tests" cargo test -q -p tsbucket-import --release
 # The house: every unsafe block narrow and justified; no circles between modules.
 step "unsafe audit" python3 scripts/unsafe-audit.py src
+step "unsafe audit (tsbucket-import)" python3 scripts/unsafe-audit.py import/src
 if [ -f ../shared/tools/layers.py ]; then
     step "module layers" python3 ../shared/tools/layers.py src
+    step "module layers (tsbucket-import)" python3 ../shared/tools/layers.py import/src
 fi
 for ver in $PG_VERSIONS; do
     step "$ver: #[pg_test]" pgrx_test "$ver"

@@ -1,0 +1,165 @@
+//! Inputs: what `mongoexport` and `mongodump` write, read into units of
+//! measurement documents. A unit is what one source record holds (a document,
+//! or a bucket's measurements); batches hold whole units, so that a resumed
+//! import counts units to find where it stopped.
+
+pub mod archive;
+pub mod bucket;
+pub mod bsonstream;
+pub mod dump;
+pub mod json;
+pub mod options;
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use bson::Document;
+
+pub use options::TimeseriesOptions;
+
+/// Where a record starts: the file and the byte offset in its (decompressed) stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Origin {
+    pub file: String,
+    pub offset: u64,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, offset {}", self.file, self.offset)
+    }
+}
+
+/// Bad input. `fatal` when reading cannot go on past it (a truncated file, a
+/// length that does not frame a document): `--skip-invalid` skips only the rest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceError {
+    pub origin: Origin,
+    pub field: Option<String>,
+    pub message: String,
+    pub fatal: bool,
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(field) = &self.field {
+            write!(f, ", field \"{field}\"")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for SourceError {}
+
+impl SourceError {
+    pub fn new(origin: Origin, message: impl Into<String>) -> SourceError {
+        SourceError { origin, field: None, message: message.into(), fatal: false }
+    }
+    pub fn fatal(origin: Origin, message: impl Into<String>) -> SourceError {
+        SourceError { origin, field: None, message: message.into(), fatal: true }
+    }
+    pub fn at_field(mut self, field: impl Into<String>) -> SourceError {
+        self.field = Some(field.into());
+        self
+    }
+}
+
+/// One source record's measurements.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    pub origin: Origin,
+    pub docs: Vec<Document>,
+}
+
+/// A reader of units, in a fixed order (a resumed import skips as many units
+/// as the last committed batch had read).
+pub trait Source: Send {
+    fn next_unit(&mut self) -> Option<Result<Unit, SourceError>>;
+    /// Passes over the next unit (one an earlier run committed) without
+    /// building its documents where the format allows.
+    fn skip_unit(&mut self) -> Option<Result<(), SourceError>> {
+        self.next_unit().map(|r| r.map(|_| ()))
+    }
+    /// Bytes read so far (decompressed), for the progress line.
+    fn bytes_read(&self) -> u64;
+}
+
+/// What a path (or `-`) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// mongoexport: Extended JSON, one document per line or a `--jsonArray`.
+    Json,
+    /// A stream of BSON documents (`<coll>.bson`, or `system.buckets.<coll>.bson`).
+    Bson,
+    /// A mongodump directory (of a database, or holding databases).
+    Dump,
+    /// `mongodump --archive`.
+    Archive,
+}
+
+impl Kind {
+    pub fn parse(s: &str) -> Option<Kind> {
+        match s {
+            "json" => Some(Kind::Json),
+            "bson" => Some(Kind::Bson),
+            "dump" => Some(Kind::Dump),
+            "archive" => Some(Kind::Archive),
+            _ => None,
+        }
+    }
+}
+
+/// A byte stream, gunzipped when its first bytes are gzip's magic number.
+pub fn open_stream(path: &str) -> io::Result<Box<dyn BufRead + Send>> {
+    let raw: Box<dyn Read + Send> = if path == "-" { Box::new(io::stdin()) } else { Box::new(File::open(path)?) };
+    let mut buf = BufReader::with_capacity(1 << 20, raw);
+    let head = buf.fill_buf()?;
+    if head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b {
+        Ok(Box::new(BufReader::with_capacity(1 << 20, flate2::bufread::MultiGzDecoder::new(buf))))
+    } else {
+        Ok(Box::new(buf))
+    }
+}
+
+/// Guesses the kind of a path: a directory is a dump; a file by its name,
+/// else by its first bytes (an archive's magic number, `{`/`[` for JSON).
+pub fn detect(path: &str) -> io::Result<Kind> {
+    if path != "-" && Path::new(path).is_dir() {
+        return Ok(Kind::Dump);
+    }
+    let name = path.trim_end_matches(".gz");
+    if name.ends_with(".bson") {
+        return Ok(Kind::Bson);
+    }
+    if name.ends_with(".json") || name.ends_with(".jsonl") {
+        return Ok(Kind::Json);
+    }
+    if name.ends_with(".archive") {
+        return Ok(Kind::Archive);
+    }
+    if path == "-" {
+        // Standard input cannot be peeked and reopened: JSON unless told.
+        return Ok(Kind::Json);
+    }
+    let mut s = open_stream(path)?;
+    let head = s.fill_buf()?;
+    if head.len() >= 4 && u32::from_le_bytes([head[0], head[1], head[2], head[3]]) == dump::ARCHIVE_MAGIC {
+        return Ok(Kind::Archive);
+    }
+    match head.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') | Some(b'[') => Ok(Kind::Json),
+        _ => Ok(Kind::Bson),
+    }
+}
+
+/// The display name of a path in messages.
+pub fn display_name(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+pub fn pathbuf(s: &str) -> PathBuf {
+    PathBuf::from(s)
+}
