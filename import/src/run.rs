@@ -9,7 +9,6 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use bson::Document;
 
 use crate::mapping::ddl;
 use crate::mapping::encode::Encoder;
@@ -18,7 +17,7 @@ use crate::pg::libpq::{Connection, CopyError};
 use crate::pg::progress::{self, Progress};
 use crate::source::bsonstream::{BsonSource, Buckets};
 use crate::source::json::JsonSource;
-use crate::source::{self, dump, Kind, Source, SourceError, TimeseriesOptions, Unit};
+use crate::source::{self, dump, Kind, Measurement, Source, SourceError, TimeseriesOptions, Unit};
 
 /// What the command line asked for.
 #[derive(Debug, Clone)]
@@ -211,13 +210,17 @@ fn split_table(t: &str) -> (Option<String>, String) {
     }
 }
 
-/// A batch of encoded rows, made of whole source records.
-struct Batch {
-    data: Vec<u8>,
-    units: u64,
-    rows: u64,
-    skipped: u64,
+/// What the reader thread sends: COPY data as it is encoded, the end of a
+/// batch (of whole source records) with its counts, or why it stopped.
+enum Msg {
+    Chunk(Vec<u8>),
+    EndBatch { units: u64, rows: u64, skipped: u64 },
+    Fail(Failure),
 }
+
+/// COPY data is sent in chunks of about this size, so that the server
+/// stores rows while the next ones are parsed.
+const CHUNK: usize = 1 << 20;
 
 /// Reads units, skipping the first `skip` (already committed), and encodes
 /// them into batches. Runs on the reader thread.
@@ -227,7 +230,7 @@ fn produce(
     skip: u64,
     mut enc: Encoder,
     o: &Options,
-    tx: mpsc::SyncSender<Result<Batch, Failure>>,
+    tx: mpsc::SyncSender<Msg>,
 ) {
     let mut skipped_units = 0u64;
     // Records an earlier run committed: passed over, not decoded.
@@ -235,7 +238,7 @@ fn produce(
         match src.skip_unit() {
             None => break,
             Some(Err(e)) if e.fatal => {
-                let _ = tx.send(Err(Failure::Input(e)));
+                let _ = tx.send(Msg::Fail(Failure::Input(e)));
                 return;
             }
             Some(_) => skipped_units += 1,
@@ -248,8 +251,8 @@ fn produce(
         }
         src.next_unit()
     };
-    let new_batch = || Batch { data: Vec::with_capacity(1 << 22), units: 0, rows: 0, skipped: 0 };
-    let mut b = new_batch();
+    let (mut units, mut rows, mut skipped) = (0u64, 0u64, 0u64);
+    let mut data = Vec::with_capacity(CHUNK + (64 << 10));
     loop {
         let unit = match next() {
             None => break,
@@ -260,53 +263,63 @@ fn produce(
             if let Err(e) = &unit
                 && e.fatal
             {
-                let _ = tx.send(Err(Failure::Input(e.clone())));
+                let _ = tx.send(Msg::Fail(Failure::Input(e.clone())));
                 return;
             }
             skipped_units += 1;
             continue;
         }
-        b.units += 1;
+        units += 1;
         match unit {
             Err(e) if o.skip_invalid && !e.fatal => {
-                b.skipped += 1;
+                skipped += 1;
             }
             Err(e) => {
-                let _ = tx.send(Err(Failure::Input(e)));
+                let _ = tx.send(Msg::Fail(Failure::Input(e)));
                 return;
             }
             Ok(u) => {
                 for d in &u.docs {
-                    match enc.encode(d, &mut b.data) {
-                        Ok(()) => b.rows += 1,
-                        Err(e) if o.skip_invalid && !e.conflict => b.skipped += 1,
+                    match enc.encode(d, &mut data) {
+                        Ok(()) => rows += 1,
+                        Err(e) if o.skip_invalid && !e.conflict => skipped += 1,
                         Err(e) => {
-                            let _ = tx.send(Err(Failure::Row { origin: u.origin.clone(), error: e }));
+                            let _ = tx.send(Msg::Fail(Failure::Row { origin: u.origin.clone(), error: e }));
                             return;
                         }
                     }
                 }
             }
         }
-        if b.rows as usize >= o.batch_rows || b.data.len() >= 256 << 20 {
-            if tx.send(Ok(std::mem::replace(&mut b, new_batch()))).is_err() {
+        let end = rows as usize >= o.batch_rows;
+        if (end || data.len() >= CHUNK) && !data.is_empty() {
+            if tx.send(Msg::Chunk(std::mem::replace(&mut data, Vec::with_capacity(CHUNK + (64 << 10))))).is_err() {
                 return;
             }
         }
+        if end {
+            if tx.send(Msg::EndBatch { units, rows, skipped }).is_err() {
+                return;
+            }
+            (units, rows, skipped) = (0, 0, 0);
+        }
     }
     if skipped_units < skip {
-        let _ = tx.send(Err(Failure::Usage(format!(
+        let _ = tx.send(Msg::Fail(Failure::Usage(format!(
             "the input has {skipped_units} records, fewer than the {skip} an earlier run committed: it is not the input that run read"
         ))));
         return;
     }
-    if b.units > 0 {
-        let _ = tx.send(Ok(b));
+    if units > 0 {
+        if !data.is_empty() && tx.send(Msg::Chunk(data)).is_err() {
+            return;
+        }
+        let _ = tx.send(Msg::EndBatch { units, rows, skipped });
     }
 }
 
 /// Reads the first documents (for inference); keeps what was read to send it.
-fn sample(src: &mut dyn Source, want: usize, skip_invalid: bool) -> Result<(Vec<Result<Unit, SourceError>>, Vec<Document>), Failure> {
+fn sample(src: &mut dyn Source, want: usize, skip_invalid: bool) -> Result<(Vec<Result<Unit, SourceError>>, Vec<Measurement>), Failure> {
     let mut units = Vec::new();
     let mut docs = Vec::new();
     while docs.len() < want {
@@ -394,7 +407,8 @@ pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
         }
     };
     let copy_sql = ddl::copy(&target, &schema);
-    let (tx, rx) = mpsc::sync_channel::<Result<Batch, Failure>>(1);
+    // A few chunks in flight: the reader encodes while the server stores.
+    let (tx, rx) = mpsc::sync_channel::<Msg>(4);
     let skip = state.units;
     let enc = Encoder::new(schema);
     let show = o.progress.unwrap_or_else(|| std::io::stderr().is_terminal());
@@ -406,28 +420,64 @@ pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
     let outcome = std::thread::scope(|scope| -> Result<(), Failure> {
         let o2 = o.clone();
         scope.spawn(move || produce(source, first, skip, enc, &o2, tx));
-        for batch in rx {
-            let b = batch?;
-            let mut data = Some(b.data);
+        loop {
+            let mut pending = match rx.recv() {
+                Ok(Msg::Fail(f)) => return Err(f),
+                Ok(m) => Some(m),
+                // The reader is done: every batch went in.
+                Err(_) => break,
+            };
             conn.query("BEGIN").map_err(server)?;
+            let mut ended = None;
+            let mut failed = None;
             let copied = conn.copy_in(&copy_sql, &mut |send| {
-                let d = data.take().unwrap_or_default();
-                for chunk in d.chunks(1 << 20) {
-                    send(chunk).map_err(|e| e.to_string())?;
+                loop {
+                    let m = match pending.take() {
+                        Some(m) => m,
+                        None => rx.recv().map_err(|_| "the reader stopped inside a batch".to_string())?,
+                    };
+                    match m {
+                        Msg::Chunk(d) => {
+                            send(&d).map_err(|e| e.to_string())?;
+                            sent_bytes += d.len() as u64;
+                            if show && last_shown.elapsed() >= Duration::from_millis(250) {
+                                last_shown = Instant::now();
+                                let secs = started.elapsed().as_secs_f64().max(1e-3);
+                                let _ = write!(
+                                    std::io::stderr(),
+                                    "\r{} rows committed  {:.1} MB sent  {:.0} rows/s  {:.1} MB/s   ",
+                                    state.rows,
+                                    sent_bytes as f64 / 1e6,
+                                    rows_now as f64 / secs,
+                                    sent_bytes as f64 / 1e6 / secs
+                                );
+                            }
+                        }
+                        Msg::EndBatch { units, rows, skipped } => {
+                            ended = Some((units, rows, skipped));
+                            return Ok(());
+                        }
+                        Msg::Fail(f) => {
+                            let text = f.to_string();
+                            failed = Some(f);
+                            // Aborts the COPY: nothing of this batch stays.
+                            return Err(text);
+                        }
+                    }
                 }
-                sent_bytes += d.len() as u64;
-                Ok(())
             });
             if let Err(e) = copied {
                 let _ = conn.query("ROLLBACK");
-                return Err(match e {
-                    CopyError::Pg(e) => Failure::Server(format!("the server refused a batch (nothing of it is in): {e}")),
-                    CopyError::Input(m) => Failure::Server(m),
+                return Err(match (failed, e) {
+                    (Some(f), _) => f,
+                    (None, CopyError::Pg(e)) => Failure::Server(format!("the server refused a batch (nothing of it is in): {e}")),
+                    (None, CopyError::Input(m)) => Failure::Server(m),
                 });
             }
-            state.units += b.units;
-            state.rows += b.rows;
-            state.skipped += b.skipped;
+            let (units, rows, skipped) = ended.unwrap_or_default();
+            state.units += units;
+            state.rows += rows;
+            state.skipped += skipped;
             progress::update(&conn, schema_name.as_deref(), &target, &state).map_err(|e| {
                 let _ = conn.query("ROLLBACK");
                 server(e)
@@ -437,19 +487,7 @@ pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
             summary.skipped = state.skipped;
             summary.units = state.units;
             summary.batches += 1;
-            rows_now += b.rows;
-            if show && last_shown.elapsed() >= Duration::from_millis(200) {
-                last_shown = Instant::now();
-                let secs = started.elapsed().as_secs_f64().max(1e-3);
-                let _ = write!(
-                    std::io::stderr(),
-                    "\r{} rows  {:.1} MB  {:.0} rows/s  {:.1} MB/s   ",
-                    state.rows,
-                    sent_bytes as f64 / 1e6,
-                    rows_now as f64 / secs,
-                    sent_bytes as f64 / 1e6 / secs
-                );
-            }
+            rows_now += rows;
         }
         Ok(())
     });
@@ -462,7 +500,7 @@ pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
     Ok(summary)
 }
 
-fn infer(docs: &[Document], options: &TimeseriesOptions, o: &Options) -> Schema {
+fn infer(docs: &[Measurement], options: &TimeseriesOptions, o: &Options) -> Schema {
     schema::infer(
         docs,
         &InferOptions {

@@ -171,6 +171,28 @@ fn rebuild(shape: &Shape, vals: &mut std::vec::IntoIter<Option<Bson>>) -> Option
     }
 }
 
+/// A document's bytes with its top-level names replaced by their positions.
+fn renumbered(doc: &[u8]) -> Option<Vec<u8>> {
+    let mut out = vec![0u8; 4];
+    let mut p = 4;
+    let mut i = 0usize;
+    while *doc.get(p)? != 0 {
+        let t = doc[p];
+        let name_end = p + 1 + doc[p + 1..].iter().position(|&b| b == 0)?;
+        let n = value_len(t, doc, name_end + 1)?;
+        out.push(t);
+        out.extend_from_slice(i.to_string().as_bytes());
+        out.push(0);
+        out.extend_from_slice(doc.get(name_end + 1..name_end + 1 + n)?);
+        p = name_end + 1 + n;
+        i += 1;
+    }
+    out.push(0);
+    let total = i32::try_from(out.len()).ok()?;
+    out[..4].copy_from_slice(&total.to_le_bytes());
+    Some(out)
+}
+
 /// Decodes the interleaved section starting at `start`: its rows and the
 /// position after its 0x00.
 fn interleaved(buf: &[u8], start: usize) -> Result<(Vec<Option<Bson>>, usize), ColumnError> {
@@ -180,7 +202,10 @@ fn interleaved(buf: &[u8], start: usize) -> Result<(Vec<Option<Bson>>, usize), C
     let len = le_i32(buf, ref_at)
         .filter(|&n| n >= 5 && ref_at + n <= buf.len())
         .ok_or_else(|| err(start, format!("interleaved start 0x{c:02x}: its reference object runs past the column's end")))?;
-    let reference = Document::from_reader(&buf[ref_at..ref_at + len])
+    // An array root's names are only positions (MongoDB never reads them):
+    // renamed "0", "1", ..., so that any bytes there read.
+    let bytes = if c == 0xF2 { renumbered(&buf[ref_at..ref_at + len]) } else { None };
+    let reference = Document::from_reader(bytes.as_deref().unwrap_or(&buf[ref_at..ref_at + len]))
         .map_err(|e| err(start, format!("interleaved start 0x{c:02x}: the reference object is not valid BSON: {e}")))?;
     let root = if c == 0xF2 { Bson::Array(reference.iter().map(|(_, v)| v.clone()).collect()) } else { Bson::Document(reference.clone()) };
     let shape = shape_of(&root, legacy);

@@ -9,6 +9,9 @@
 pub mod column;
 mod simple8b;
 mod stream;
-// HELPER-PENDING #[cfg(test)] mod testenc; #[cfg(test)] mod vectors;
+#[cfg(test)]
+mod testenc;
+#[cfg(test)]
+mod vectors;
 
 pub use column::{decode, describe, ColumnError};

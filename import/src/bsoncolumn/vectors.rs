@@ -14,7 +14,7 @@
 //!
 //! The expected values were computed by a throw-away decoder written from the format notes,
 //! cross-checked against what each source states (bucket `control.min/max/count`, test
-//! assertions), and are written in the notation of [`super::describe`]; a run of `k` equal
+//! assertions), and are written in the notation of [`super::column::describe`]; a run of `k` equal
 //! values is one string with the suffix `x<k>`. Left out: `FuzzerDiscoveredEdgeCases` #6
 //! (`DQAUAAAA...`), whose values are Code strings that are not valid UTF-8, so a `bson::Bson`
 //! cannot hold them exactly.

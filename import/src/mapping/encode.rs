@@ -2,13 +2,14 @@
 //! Values keep what they hold: a field whose type differs from its column's
 //! is an error naming the field (with a `--schema` hint), never coerced.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 
 use bson::{Bson, Document};
 use chrono::{Datelike, Timelike};
 
 use super::schema::{ColType, From, Schema};
+use crate::source::measurement::Measurement;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowError {
@@ -75,14 +76,14 @@ pub struct Encoder {
     by_meta_sub: HashMap<String, usize>,
     meta: Option<usize>,
     rest: Option<usize>,
-    values: Vec<Option<Bson>>,
-    rest_doc: Document,
+    /// Reused between rows: a JSON text buffer.
+    text: String,
 }
 
 impl Encoder {
     pub fn new(schema: Schema) -> Encoder {
-        let mut by_field = HashMap::new();
-        let mut by_meta_sub = HashMap::new();
+        let mut by_field = HashMap::default();
+        let mut by_meta_sub = HashMap::default();
         let (mut meta, mut rest) = (None, None);
         for (i, c) in schema.columns.iter().enumerate() {
             match &c.from {
@@ -98,7 +99,8 @@ impl Encoder {
             }
         }
         let n = schema.columns.len();
-        Encoder { schema, by_field, by_meta_sub, meta, rest, values: vec![None; n], rest_doc: Document::new() }
+        let _ = n;
+        Encoder { schema, by_field, by_meta_sub, meta, rest, text: String::new() }
     }
 
     pub fn schema(&self) -> &Schema {
@@ -106,7 +108,7 @@ impl Encoder {
     }
 
     /// Appends the row's line to `out`; on error `out` is as it was.
-    pub fn encode(&mut self, doc: &Document, out: &mut Vec<u8>) -> Result<(), RowError> {
+    pub fn encode(&mut self, doc: &Measurement, out: &mut Vec<u8>) -> Result<(), RowError> {
         let start = out.len();
         let r = self.encode_inner(doc, out);
         if r.is_err() {
@@ -115,14 +117,12 @@ impl Encoder {
         r
     }
 
-    fn encode_inner(&mut self, doc: &Document, out: &mut Vec<u8>) -> Result<(), RowError> {
-        for v in self.values.iter_mut() {
-            *v = None;
-        }
-        self.rest_doc.clear();
+    fn encode_inner(&mut self, doc: &Measurement, out: &mut Vec<u8>) -> Result<(), RowError> {
+        let mut values: Vec<Option<&Bson>> = vec![None; self.schema.columns.len()];
+        let mut rest: Vec<(&str, &Bson)> = Vec::new();
         let time_field = self.schema.time_field.as_str();
         let mut time = None;
-        for (k, v) in doc {
+        for (k, v) in doc.iter() {
             if k == time_field {
                 time = Some(v);
                 continue;
@@ -130,16 +130,16 @@ impl Encoder {
             if k == "_id" && !self.schema.keep_id {
                 continue;
             }
-            if Some(k.as_str()) == self.schema.meta_field.as_deref() {
+            if Some(k) == self.schema.meta_field.as_deref() {
                 if let Some(i) = self.meta {
-                    self.values[i] = Some(v.clone());
+                    values[i] = Some(v);
                     continue;
                 }
                 match v {
                     Bson::Document(m) => {
                         for (sk, sv) in m {
                             match self.by_meta_sub.get(sk) {
-                                Some(&i) => self.values[i] = Some(sv.clone()),
+                                Some(&i) => values[i] = Some(sv),
                                 None => {
                                     return Err(RowError {
                                         field: format!("{k}.{sk}"),
@@ -155,7 +155,7 @@ impl Encoder {
                     Bson::Null => {}
                     other => {
                         return Err(RowError {
-                            field: k.clone(),
+                            field: k.to_string(),
                             message: format!("a {} meta value where the first documents had an object; HINT: import it as one jsonb column with --meta-as jsonb", type_name(other)),
                             conflict: true,
                         });
@@ -164,14 +164,14 @@ impl Encoder {
                 continue;
             }
             match self.by_field.get(k) {
-                Some(&i) => self.values[i] = Some(v.clone()),
+                Some(&i) => values[i] = Some(v),
                 None => match self.rest {
                     Some(_) => {
-                        self.rest_doc.insert(k.clone(), v.clone());
+                        rest.push((k, v));
                     }
                     None => {
                         return Err(RowError {
-                            field: k.clone(),
+                            field: k.to_string(),
                             message: "a field the first documents did not have, and there is no rest column; HINT: name it with --schema".into(),
                             conflict: true,
                         });
@@ -198,15 +198,15 @@ impl Encoder {
             match &c.from {
                 From::Time => write_timestamp(time.timestamp_millis(), time_field, out)?,
                 From::Rest => {
-                    if self.rest_doc.is_empty() {
+                    if rest.is_empty() {
                         out.extend_from_slice(b"\\N");
                     } else {
-                        let mut s = String::new();
-                        json_document(&self.rest_doc, "", &mut s)?;
-                        copy_escape(&s, out);
+                        self.text.clear();
+                        json_fields(rest.iter().copied(), "", &mut self.text)?;
+                        copy_escape(&self.text, out);
                     }
                 }
-                _ => match &self.values[i] {
+                _ => match values[i] {
                     None | Some(Bson::Null) | Some(Bson::Undefined) => out.extend_from_slice(b"\\N"),
                     Some(v) => write_value(v, c.ty, field_name, &c.name, out)?,
                 },
@@ -249,39 +249,22 @@ fn write_f64(x: f64, out: &mut Vec<u8>) {
     } else if x.is_infinite() {
         out.extend_from_slice(if x > 0.0 { b"Infinity" } else { b"-Infinity" });
     } else {
-        // Debug is the shortest text that reads back to the same double.
-        let _ = std::io::Write::write_fmt(out, format_args!("{x:?}"));
+        // The shortest text that reads back to the same double.
+        out.extend_from_slice(ryu::Buffer::new().format_finite(x).as_bytes());
     }
 }
 
 fn write_value(v: &Bson, ty: ColType, field: &str, col: &str, out: &mut Vec<u8>) -> Result<(), RowError> {
-    use std::io::Write;
     match (ty, v) {
         (ColType::Float8, Bson::Double(x)) => write_f64(*x, out),
-        (ColType::Float8, Bson::Int32(i)) => {
-            let _ = write!(out, "{i}");
-        }
-        (ColType::Float8, Bson::Int64(i)) if exact_f64(*i) => {
-            let _ = write!(out, "{i}");
-        }
-        (ColType::Int4, Bson::Int32(i)) => {
-            let _ = write!(out, "{i}");
-        }
-        (ColType::Int4, Bson::Int64(i)) if i32::try_from(*i).is_ok() => {
-            let _ = write!(out, "{i}");
-        }
-        (ColType::Int8, Bson::Int32(i)) => {
-            let _ = write!(out, "{i}");
-        }
-        (ColType::Int8, Bson::Int64(i)) => {
-            let _ = write!(out, "{i}");
-        }
-        (ColType::Numeric, Bson::Int32(i)) => {
-            let _ = write!(out, "{i}");
-        }
-        (ColType::Numeric, Bson::Int64(i)) => {
-            let _ = write!(out, "{i}");
-        }
+        (ColType::Float8, Bson::Int32(i)) => out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        (ColType::Float8, Bson::Int64(i)) if exact_f64(*i) => out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        (ColType::Int4, Bson::Int32(i)) => out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        (ColType::Int4, Bson::Int64(i)) if i32::try_from(*i).is_ok() => out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        (ColType::Int8, Bson::Int32(i)) => out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        (ColType::Int8, Bson::Int64(i)) => out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        (ColType::Numeric, Bson::Int32(i)) => out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        (ColType::Numeric, Bson::Int64(i)) => out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
         (ColType::Numeric, Bson::Double(x)) => write_f64(*x, out),
         (ColType::Numeric, Bson::Decimal128(d)) => out.extend_from_slice(decimal_text(d).as_bytes()),
         (ColType::Text, Bson::String(s)) | (ColType::Text, Bson::Symbol(s)) => {
@@ -315,25 +298,34 @@ fn decimal_text(d: &bson::Decimal128) -> String {
 /// Milliseconds since the epoch as timestamptz text in UTC (years before 1
 /// as BC, as PostgreSQL writes them).
 fn write_timestamp(ms: i64, field: &str, out: &mut Vec<u8>) -> Result<(), RowError> {
-    use std::io::Write;
     let dt = chrono::DateTime::from_timestamp_millis(ms).ok_or_else(|| invalid(field, format!("the date {ms} ms from 1970 is out of PostgreSQL's range")))?;
     let year = dt.year();
     // PostgreSQL's timestamptz ends in 294276 AD and begins in 4713 BC.
     if year < -4712 {
         return Err(invalid(field, format!("the date {ms} ms from 1970 is out of PostgreSQL's range")));
     }
-    let (y, bc) = if year <= 0 { (1 - year, " BC") } else { (year, "") };
-    let _ = write!(
-        out,
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03}+00{bc}",
-        y,
-        dt.month(),
-        dt.day(),
-        dt.hour(),
-        dt.minute(),
-        dt.second(),
-        dt.timestamp_subsec_millis()
-    );
+    let (y, bc) = if year <= 0 { (1 - year, true) } else { (year, false) };
+    // Written by hand: this runs once a row, and fmt's machinery is slow.
+    let two = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&[b'0' + (v / 10) as u8, b'0' + (v % 10) as u8]);
+    if y < 10000 {
+        let y = y as u32;
+        out.extend_from_slice(&[b'0' + (y / 1000) as u8, b'0' + (y / 100 % 10) as u8, b'0' + (y / 10 % 10) as u8, b'0' + (y % 10) as u8]);
+    } else {
+        out.extend_from_slice(itoa::Buffer::new().format(y).as_bytes());
+    }
+    out.push(b'-');
+    two(out, dt.month());
+    out.push(b'-');
+    two(out, dt.day());
+    out.push(b' ');
+    two(out, dt.hour());
+    out.push(b':');
+    two(out, dt.minute());
+    out.push(b':');
+    two(out, dt.second());
+    let milli = dt.timestamp_subsec_millis();
+    out.extend_from_slice(&[b'.', b'0' + (milli / 100) as u8, b'0' + (milli / 10 % 10) as u8, b'0' + (milli % 10) as u8]);
+    out.extend_from_slice(if bc { b"+00 BC" } else { b"+00" });
     Ok(())
 }
 
@@ -342,12 +334,16 @@ fn write_timestamp(ms: i64, field: &str, out: &mut Vec<u8>) -> Result<(), RowErr
 /// UTC, ObjectIds their hex; what JSON has no form for (NaN, binary data,
 /// regular expressions, timestamps) as relaxed Extended JSON.
 pub fn json_document(d: &Document, path: &str, s: &mut String) -> Result<(), RowError> {
+    json_fields(d.iter().map(|(k, v)| (k.as_str(), v)), path, s)
+}
+
+fn json_fields<'a>(fields: impl Iterator<Item = (&'a str, &'a Bson)>, path: &str, s: &mut String) -> Result<(), RowError> {
     s.push('{');
-    for (i, (k, v)) in d.iter().enumerate() {
+    for (i, (k, v)) in fields.enumerate() {
         if i > 0 {
             s.push_str(", ");
         }
-        let sub = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+        let sub = if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
         json_string(k, &sub, s)?;
         s.push_str(": ");
         json_value(v, &sub, s)?;
@@ -366,17 +362,13 @@ fn json_value(v: &Bson, field: &str, s: &mut String) -> Result<(), RowError> {
     match v {
         Bson::Null | Bson::Undefined => s.push_str("null"),
         Bson::Boolean(b) => s.push_str(if *b { "true" } else { "false" }),
-        Bson::Int32(i) => {
-            let _ = write!(s, "{i}");
-        }
-        Bson::Int64(i) => {
-            let _ = write!(s, "{i}");
-        }
+        Bson::Int32(i) => s.push_str(itoa::Buffer::new().format(*i)),
+        Bson::Int64(i) => s.push_str(itoa::Buffer::new().format(*i)),
         Bson::Double(x) if x.is_finite() => {
             if x.fract() == 0.0 && x.abs() < 1e16 {
-                let _ = write!(s, "{}", *x as i64);
+                s.push_str(itoa::Buffer::new().format(*x as i64));
             } else {
-                let _ = write!(s, "{x:?}");
+                s.push_str(ryu::Buffer::new().format_finite(*x));
             }
         }
         Bson::Decimal128(d) => {
@@ -445,7 +437,7 @@ mod tests {
     fn line(d: &Document) -> Result<String, RowError> {
         let mut e = Encoder::new(schema());
         let mut out = Vec::new();
-        e.encode(d, &mut out).map(|_| String::from_utf8(out).unwrap())
+        e.encode(&Measurement::from(d.clone()), &mut out).map(|_| String::from_utf8(out).unwrap())
     }
 
     #[test]

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use bson::{Bson, Document};
+use bson::Bson;
+
+use crate::source::measurement::Measurement;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,7 +157,7 @@ fn unique_name(want: &str, taken: &mut Vec<String>) -> String {
 }
 
 /// Infers the table from a sample of measurements.
-pub fn infer(sample: &[Document], o: &InferOptions) -> Schema {
+pub fn infer(sample: &[Measurement], o: &InferOptions) -> Schema {
     let mut fields: Vec<(String, Seen)> = Vec::new();
     let mut meta_subs: Vec<(String, Seen)> = Vec::new();
     let mut meta_seen = Seen::Nothing;
@@ -165,11 +167,11 @@ pub fn infer(sample: &[Document], o: &InferOptions) -> Schema {
         None => list.push((k.to_string(), join(Seen::Nothing, v))),
     };
     for d in sample {
-        for (k, v) in d {
+        for (k, v) in d.iter() {
             if k == o.time_field || (k == "_id" && !o.keep_id) {
                 continue;
             }
-            if Some(k.as_str()) == o.meta_field {
+            if Some(k) == o.meta_field {
                 if let Bson::Document(m) = v {
                     meta_objects = true;
                     for (sk, sv) in m {
@@ -258,7 +260,7 @@ mod tests {
             doc! { "t": t, "m": { "site": "b", "n": 2i64 }, "x": 2i64, "y": 2, "s": 3, "b": true },
         ];
         let fixed = BTreeMap::new();
-        let s = infer(&sample, &opts(&fixed, MetaAs::Columns));
+        let s = infer(&sample.iter().cloned().map(Measurement::from).collect::<Vec<_>>(), &opts(&fixed, MetaAs::Columns));
         let cols: Vec<(&str, ColType)> = s.columns.iter().map(|c| (c.name.as_str(), c.ty)).collect();
         assert_eq!(
             cols,
@@ -273,7 +275,7 @@ mod tests {
             ]
         );
         assert_eq!(s.meta_columns(), vec!["site", "n"]);
-        let s = infer(&sample, &opts(&fixed, MetaAs::Jsonb));
+        let s = infer(&sample.iter().cloned().map(Measurement::from).collect::<Vec<_>>(), &opts(&fixed, MetaAs::Jsonb));
         assert_eq!(s.meta_columns(), vec!["m"]);
         assert_eq!(s.columns[1].ty, ColType::Jsonb);
     }
@@ -285,7 +287,7 @@ mod tests {
         let mut fixed = BTreeMap::new();
         fixed.insert("x".to_string(), ColType::Float8);
         fixed.insert("later".to_string(), ColType::Text);
-        let s = infer(&sample, &opts(&fixed, MetaAs::Columns));
+        let s = infer(&sample.iter().cloned().map(Measurement::from).collect::<Vec<_>>(), &opts(&fixed, MetaAs::Columns));
         let cols: Vec<(&str, ColType)> = s.columns.iter().map(|c| (c.name.as_str(), c.ty)).collect();
         assert_eq!(cols, vec![("t", ColType::Timestamptz), ("m", ColType::Text), ("x", ColType::Float8), ("later", ColType::Text), ("doc", ColType::Jsonb)]);
     }

@@ -12,6 +12,7 @@ use crc::{Crc, Digest, CRC_64_XZ};
 
 use super::bsonstream::{self, Buckets};
 use super::dump::ARCHIVE_MAGIC;
+use super::measurement::Keys;
 use super::{open_stream, Origin, Source, SourceError, TimeseriesOptions, Unit};
 
 static CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_XZ);
@@ -82,6 +83,7 @@ pub struct ArchiveSource {
     buckets: Option<Buckets>,
     state: State,
     crc: Digest<'static, u64>,
+    keys: Keys,
 }
 
 impl ArchiveSource {
@@ -175,7 +177,7 @@ impl Source for ArchiveSource {
                     Ok(Item::Terminator) => self.state = State::Between,
                     Ok(Item::Document(bytes)) if ours => {
                         self.crc.update(&bytes);
-                        return Some(bsonstream::parse(&bytes, &origin).and_then(|d| bsonstream::unit_of(d, origin, self.buckets.as_ref())));
+                        return Some(bsonstream::unit_of(&bytes, origin, self.buckets.as_ref(), &mut self.keys));
                     }
                     Ok(Item::Document(_)) => {}
                 },
@@ -266,6 +268,7 @@ pub fn open(path: &str, collection: Option<&str>) -> Result<(ArchiveSource, Opti
         buckets: None,
         state: State::Between,
         crc: CRC64.digest(),
+        keys: Keys::default(),
     };
     Ok((source, c.options, c.db, c.name))
 }

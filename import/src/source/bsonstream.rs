@@ -4,9 +4,10 @@
 
 use std::io::BufRead;
 
-use bson::Document;
+use bson::{Document, RawDocument};
 
 use super::bucket;
+use super::measurement::{self, Keys};
 use super::{Origin, Source, SourceError, Unit};
 
 /// MongoDB refuses documents over 16 MiB; buckets get a little headroom.
@@ -17,12 +18,13 @@ pub struct BsonSource {
     name: String,
     offset: u64,
     buckets: Option<Buckets>,
+    keys: Keys,
     done: bool,
 }
 
 impl BsonSource {
     pub fn new(input: Box<dyn BufRead + Send>, name: String, buckets: Option<Buckets>) -> BsonSource {
-        BsonSource { input, name, offset: 0, buckets, done: false }
+        BsonSource { input, name, offset: 0, buckets, keys: Keys::default(), done: false }
     }
 }
 
@@ -38,13 +40,19 @@ pub struct Buckets {
     pub strict: bool,
 }
 
-/// A document's measurements: a bucket's, or the document itself.
-pub fn unit_of(doc: Document, origin: Origin, buckets: Option<&Buckets>) -> Result<Unit, SourceError> {
+/// A framed document's measurements: a bucket's, or the document itself.
+pub fn unit_of(bytes: &[u8], origin: Origin, buckets: Option<&Buckets>, keys: &mut Keys) -> Result<Unit, SourceError> {
+    if bytes.last() != Some(&0) {
+        return Err(SourceError::new(origin, "the document does not end with a NUL byte (corrupt BSON)"));
+    }
+    let raw = RawDocument::from_bytes(bytes).map_err(|e| SourceError::new(origin.clone(), format!("not valid BSON: {e}")))?;
     match buckets {
-        Some(b) if b.strict || bucket::is_bucket(&doc) => bucket::unpack(&doc, &b.time_field, b.meta_field.as_deref())
+        Some(b) if b.strict || bucket::is_bucket(raw) => bucket::unpack(raw, &b.time_field, b.meta_field.as_deref(), keys)
             .map(|docs| Unit { origin: origin.clone(), docs })
             .map_err(|e| e.at(origin)),
-        _ => Ok(Unit { origin, docs: vec![doc] }),
+        _ => measurement::from_raw(raw, keys)
+            .map(|m| Unit { origin: origin.clone(), docs: vec![m] })
+            .map_err(|e| SourceError::new(origin, e)),
     }
 }
 
@@ -101,11 +109,7 @@ impl Source for BsonSource {
             }
         };
         self.offset += bytes.len() as u64;
-        let doc = match parse(&bytes, &origin) {
-            Ok(d) => d,
-            Err(e) => return Some(Err(e)),
-        };
-        Some(unit_of(doc, origin, self.buckets.as_ref()))
+        Some(unit_of(&bytes, origin, self.buckets.as_ref(), &mut self.keys))
     }
 
     fn skip_unit(&mut self) -> Option<Result<(), SourceError>> {

@@ -4,8 +4,11 @@
 //! absent: the field absent from that measurement) and a BSONColumn binary
 //! (subtype 7) in versions 2 and 3.
 
-use bson::{Bson, Document};
+use std::sync::Arc;
 
+use bson::{Bson, RawBsonRef, RawDocument};
+
+use super::measurement::{Key, Keys, Measurement};
 use super::{Origin, SourceError};
 use crate::bsoncolumn::column::decode as decode_column;
 
@@ -30,44 +33,58 @@ impl BucketError {
 
 /// Whether a document looks like a bucket (so that a dump of the bucket
 /// namespace under another name is still read right).
-pub fn is_bucket(doc: &Document) -> bool {
-    matches!(doc.get("control"), Some(Bson::Document(_))) && matches!(doc.get("data"), Some(Bson::Document(_)))
+pub fn is_bucket(doc: &RawDocument) -> bool {
+    matches!(doc.get("control"), Ok(Some(RawBsonRef::Document(_)))) && matches!(doc.get("data"), Ok(Some(RawBsonRef::Document(_))))
+}
+
+fn value(v: RawBsonRef<'_>, field: &str) -> Result<Bson, BucketError> {
+    Bson::try_from(v).map_err(|e| BucketError::field(field, format!("not valid BSON: {e}")))
 }
 
 /// The measurements of one bucket, in row order.
-pub fn unpack(bucket: &Document, time_field: &str, meta_field: Option<&str>) -> Result<Vec<Document>, BucketError> {
+pub fn unpack(bucket: &RawDocument, time_field: &str, meta_field: Option<&str>, keys: &mut Keys) -> Result<Vec<Measurement>, BucketError> {
     let control = match bucket.get("control") {
-        Some(Bson::Document(c)) => c,
+        Ok(Some(RawBsonRef::Document(c))) => c,
         _ => return Err(BucketError::field("control", "a bucket document without its control object")),
     };
     let version = match control.get("version") {
-        Some(Bson::Int32(v)) => *v,
-        Some(Bson::Int64(v)) => *v as i32,
-        Some(Bson::Double(v)) => *v as i32,
-        _ => return Err(BucketError::field("control.version", "a bucket without a control.version")),
+        Ok(Some(RawBsonRef::Int32(v))) => v as i64,
+        Ok(Some(RawBsonRef::Int64(v))) => v,
+        Ok(Some(RawBsonRef::Double(v))) if v.fract() == 0.0 => v as i64,
+        _ => return Err(BucketError::field("control.version", "a bucket without a numeric control.version")),
     };
     let data = match bucket.get("data") {
-        Some(Bson::Document(d)) => d,
+        Ok(Some(RawBsonRef::Document(d))) => d,
         _ => return Err(BucketError::field("data", "a bucket document without its data object")),
     };
-    let columns: Vec<(String, Vec<Option<Bson>>)> = match version {
-        1 => data.iter().map(|(k, v)| Ok((k.clone(), v1_column(k, v)?))).collect::<Result<_, BucketError>>()?,
-        2 | 3 => data.iter().map(|(k, v)| Ok((k.clone(), compressed_column(k, v)?))).collect::<Result<_, BucketError>>()?,
-        v => return Err(BucketError::field("control.version", format!("bucket version {v} is unknown (MongoDB writes 1, 2 and 3)"))),
-    };
-    let count = match columns.iter().find(|(k, _)| k == time_field) {
+    if !(1..=3).contains(&version) {
+        return Err(BucketError::field("control.version", format!("bucket version {version} is unknown (MongoDB writes 1, 2 and 3)")));
+    }
+    let mut columns: Vec<(Key, Vec<Option<Bson>>)> = Vec::new();
+    for e in data.iter() {
+        let (name, v) = e.map_err(|e| BucketError::field("data", format!("not valid BSON: {e}")))?;
+        let name = name.as_str();
+        let values = match v {
+            RawBsonRef::Document(d) => v1_column(name, d)?,
+            RawBsonRef::Binary(b) if version >= 2 && u8::from(b.subtype) == 7 => decode_column(b.bytes)
+                .map_err(|e| BucketError::field(&format!("data.{name}"), format!("BSONColumn: {e}")))?,
+            _ if version == 1 => {
+                return Err(BucketError::field(&format!("data.{name}"), "a version-1 bucket's field is not an object keyed by row"));
+            }
+            _ => return Err(BucketError::field(&format!("data.{name}"), "a compressed bucket's field is not a BSONColumn binary (subtype 7)")),
+        };
+        columns.push((keys.key(name), values));
+    }
+    let count = match columns.iter().find(|(k, _)| &**k == time_field) {
         Some((_, t)) => t.len(),
+        None if columns.is_empty() => 0,
         None => return Err(BucketError::field(&format!("data.{time_field}"), "a bucket without its time field's data")),
     };
-    let meta = meta_field.and_then(|m| bucket.get("meta").map(|v| (m, v)));
-    let mut rows = Vec::with_capacity(count);
-    for _ in 0..count {
-        let mut d = Document::new();
-        if let Some((name, value)) = meta {
-            d.insert(name, value.clone());
-        }
-        rows.push(d);
-    }
+    let meta = match (meta_field, bucket.get("meta")) {
+        (Some(m), Ok(Some(v))) => Some((keys.key(m), Arc::new(value(v, "meta")?))),
+        _ => None,
+    };
+    let mut rows: Vec<Measurement> = (0..count).map(|_| Measurement { meta: meta.clone(), fields: Vec::with_capacity(columns.len()) }).collect();
     for (name, values) in columns {
         if values.len() > count {
             return Err(BucketError::field(
@@ -77,7 +94,7 @@ pub fn unpack(bucket: &Document, time_field: &str, meta_field: Option<&str>) -> 
         }
         for (row, v) in rows.iter_mut().zip(values) {
             if let Some(v) = v {
-                row.insert(name.clone(), v);
+                row.fields.push((name.clone(), v));
             }
         }
     }
@@ -85,16 +102,15 @@ pub fn unpack(bucket: &Document, time_field: &str, meta_field: Option<&str>) -> 
 }
 
 /// Version 1: an object keyed "0", "1", ... (keys may be absent).
-fn v1_column(name: &str, v: &Bson) -> Result<Vec<Option<Bson>>, BucketError> {
-    let Bson::Document(d) = v else {
-        return Err(BucketError::field(&format!("data.{name}"), "a version-1 bucket's field is not an object keyed by row"));
-    };
-    let mut out: Vec<Option<Bson>> = Vec::with_capacity(d.len());
-    for (k, v) in d {
+fn v1_column(name: &str, d: &RawDocument) -> Result<Vec<Option<Bson>>, BucketError> {
+    let mut out: Vec<Option<Bson>> = Vec::new();
+    for e in d.iter() {
+        let (k, v) = e.map_err(|e| BucketError::field(&format!("data.{name}"), format!("not valid BSON: {e}")))?;
+        let k = k.as_str();
         let i: usize = k
             .parse()
             .ok()
-            .filter(|i: &usize| k == &i.to_string() && *i < 1_000_000)
+            .filter(|i: &usize| k == i.to_string() && *i < 1_000_000)
             .ok_or_else(|| BucketError::field(&format!("data.{name}.{k}"), "a row key that is not a row index"))?;
         if out.len() <= i {
             out.resize(i + 1, None);
@@ -102,25 +118,19 @@ fn v1_column(name: &str, v: &Bson) -> Result<Vec<Option<Bson>>, BucketError> {
         if out[i].is_some() {
             return Err(BucketError::field(&format!("data.{name}.{k}"), "a row index given twice"));
         }
-        out[i] = Some(v.clone());
+        out[i] = Some(value(v, &format!("data.{name}.{k}"))?);
     }
     Ok(out)
-}
-
-/// Versions 2 and 3: a BSONColumn binary.
-fn compressed_column(name: &str, v: &Bson) -> Result<Vec<Option<Bson>>, BucketError> {
-    match v {
-        Bson::Binary(b) if u8::from(b.subtype) == 7 => decode_column(&b.bytes)
-            .map_err(|e| BucketError::field(&format!("data.{name}"), format!("BSONColumn: {e}"))),
-        Bson::Document(_) => v1_column(name, v),
-        _ => Err(BucketError::field(&format!("data.{name}"), "a compressed bucket's field is not a BSONColumn binary (subtype 7)")),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
+    use bson::{doc, Document, RawDocumentBuf};
+
+    fn raw(d: &Document) -> RawDocumentBuf {
+        RawDocumentBuf::try_from(d).unwrap()
+    }
 
     #[test]
     fn version_one_buckets_unpack_with_missing_fields_and_meta() {
@@ -132,15 +142,16 @@ mod tests {
             "meta": { "sensor": "a" },
             "data": { "t": { "0": t0, "1": t1 }, "temp": { "1": 20.5 } },
         };
-        let rows = unpack(&b, "t", Some("m")).unwrap();
-        assert_eq!(rows, vec![doc! { "m": { "sensor": "a" }, "t": t0 }, doc! { "m": { "sensor": "a" }, "t": t1, "temp": 20.5 }]);
+        let rows = unpack(&raw(&b), "t", Some("m"), &mut Keys::default()).unwrap();
+        let docs: Vec<Document> = rows.iter().map(|r| r.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()).collect();
+        assert_eq!(docs, vec![doc! { "m": { "sensor": "a" }, "t": t0 }, doc! { "m": { "sensor": "a" }, "t": t1, "temp": 20.5 }]);
     }
 
     #[test]
     fn unknown_versions_and_missing_time_are_refused() {
         let b = doc! { "control": { "version": 9 }, "data": {} };
-        assert!(unpack(&b, "t", None).unwrap_err().message.contains("version 9"));
+        assert!(unpack(&raw(&b), "t", None, &mut Keys::default()).unwrap_err().message.contains("version 9"));
         let b = doc! { "control": { "version": 1 }, "data": { "x": { "0": 1 } } };
-        assert_eq!(unpack(&b, "t", None).unwrap_err().field.as_deref(), Some("data.t"));
+        assert_eq!(unpack(&raw(&b), "t", None, &mut Keys::default()).unwrap_err().field.as_deref(), Some("data.t"));
     }
 }

@@ -5,9 +5,12 @@
 
 use std::io::BufRead;
 
-use bson::{Bson, Document};
+use bson::Bson;
 
-use super::{Origin, Source, SourceError, Unit};
+use bson::Document;
+
+use super::measurement::Keys;
+use super::{Measurement, Origin, Source, SourceError, Unit};
 
 pub struct JsonSource {
     input: Box<dyn BufRead + Send>,
@@ -18,11 +21,12 @@ pub struct JsonSource {
     in_array: Option<bool>,
     done: bool,
     buf: Vec<u8>,
+    keys: Keys,
 }
 
 impl JsonSource {
     pub fn new(input: Box<dyn BufRead + Send>, name: String) -> JsonSource {
-        JsonSource { input, name, offset: 0, in_array: None, done: false, buf: Vec::new() }
+        JsonSource { input, name, offset: 0, in_array: None, done: false, buf: Vec::new(), keys: Keys::default() }
     }
 
     fn origin(&self, offset: u64) -> Origin {
@@ -73,18 +77,29 @@ impl JsonSource {
                 return Err(SourceError::fatal(self.origin(start), "the file ends inside a document (truncated?)"));
             }
             let mut end = None;
-            for (i, &b) in chunk.iter().enumerate() {
+            let mut i = 0;
+            while i < chunk.len() {
                 if in_str {
                     if esc {
                         esc = false;
-                    } else if b == b'\\' {
-                        esc = true;
-                    } else if b == b'"' {
-                        in_str = false;
+                        i += 1;
+                        continue;
+                    }
+                    // Strings are most of a document: jump to their next quote or escape.
+                    match memchr::memchr2(b'"', b'\\', &chunk[i..]) {
+                        None => i = chunk.len(),
+                        Some(j) => {
+                            if chunk[i + j] == b'\\' {
+                                esc = true;
+                            } else {
+                                in_str = false;
+                            }
+                            i += j + 1;
+                        }
                     }
                     continue;
                 }
-                match b {
+                match chunk[i] {
                     b'"' => in_str = true,
                     b'{' | b'[' => depth += 1,
                     b'}' | b']' => {
@@ -100,6 +115,7 @@ impl JsonSource {
                     }
                     _ => {}
                 }
+                i += 1;
             }
             let take = end.unwrap_or(chunk.len());
             self.buf.extend_from_slice(&chunk[..take]);
@@ -112,10 +128,68 @@ impl JsonSource {
     }
 }
 
-/// Reads one Extended JSON value as a document.
+/// Reads one Extended JSON value as a document's measurement. `bson` reads
+/// Extended JSON straight from serde_json's tokens, keeping the fields'
+/// order, without an intermediate JSON tree (and the top level goes straight
+/// into a measurement, its names shared through `keys`); but it reads a
+/// negative plain integer as an int64 where relaxed Extended JSON means the
+/// smallest type that holds it. A text with no `$numberLong` has no int64 but
+/// such integers, so those that fit are int32; a text with one (canonical
+/// mode, far dates) takes the slower road through a JSON tree, which types
+/// numbers as the specification says.
+pub fn parse_measurement(text: &[u8], origin: &Origin, keys: &mut Keys) -> Result<Measurement, SourceError> {
+    let first = text.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return Err(SourceError::new(origin.clone(), "not a JSON object (a document is expected)"));
+    }
+    if memchr_str(text, b"$numberLong") {
+        return parse_document(text, origin).map(Measurement::from);
+    }
+    let mut de = serde_json::Deserializer::from_slice(text);
+    match serde::de::DeserializeSeed::deserialize(TopLevel(keys), &mut de).and_then(|m| de.end().map(|_| m)) {
+        Ok(Some(m)) => Ok(m),
+        // A top level that is itself an Extended JSON wrapper.
+        Ok(None) => parse_document(text, origin).map(Measurement::from),
+        Err(e) if e.is_syntax() || e.is_eof() => Err(SourceError::new(origin.clone(), format!("not valid JSON: {e}"))),
+        Err(e) => Err(SourceError::new(origin.clone(), format!("not valid Extended JSON: {e}"))),
+    }
+}
+
+struct TopLevel<'k>(&'k mut Keys);
+
+impl<'de> serde::de::DeserializeSeed<'de> for TopLevel<'_> {
+    type Value = Option<Measurement>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for TopLevel<'_> {
+    type Value = Option<Measurement>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields = Vec::new();
+        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if fields.is_empty() && k.starts_with('$') {
+                // Let the whole text be read as Extended JSON instead.
+                map.next_value::<serde::de::IgnoredAny>()?;
+                while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+                return Ok(None);
+            }
+            let mut v: Bson = map.next_value()?;
+            narrow_ints(&mut v);
+            fields.push((self.0.key(&k), v));
+        }
+        Ok(Some(Measurement { meta: None, fields }))
+    }
+}
+
+/// Reads one Extended JSON value as a document (the slower, general road).
 pub fn parse_document(text: &[u8], origin: &Origin) -> Result<Document, SourceError> {
-    let value: serde_json::Value = serde_json::from_slice(text)
-        .map_err(|e| SourceError::new(origin.clone(), format!("not valid JSON: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(text).map_err(|e| SourceError::new(origin.clone(), format!("not valid JSON: {e}")))?;
     if !value.is_object() {
         return Err(SourceError::new(origin.clone(), "not a JSON object (a document is expected)"));
     }
@@ -123,6 +197,23 @@ pub fn parse_document(text: &[u8], origin: &Origin) -> Result<Document, SourceEr
         Ok(Bson::Document(d)) => Ok(d),
         Ok(_) => Err(SourceError::new(origin.clone(), "an Extended JSON value that is not a document")),
         Err(e) => Err(SourceError::new(origin.clone(), format!("not valid Extended JSON: {e}"))),
+    }
+}
+
+fn memchr_str(hay: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(hay, needle).is_some()
+}
+
+fn narrow_ints(b: &mut Bson) {
+    match b {
+        Bson::Int64(i) => {
+            if let Ok(n) = i32::try_from(*i) {
+                *b = Bson::Int32(n);
+            }
+        }
+        Bson::Document(d) => d.iter_mut().for_each(|(_, v)| narrow_ints(v)),
+        Bson::Array(a) => a.iter_mut().for_each(narrow_ints),
+        _ => {}
     }
 }
 
@@ -179,7 +270,7 @@ impl Source for JsonSource {
         if let Err(e) = self.read_value() {
             return Some(Err(e));
         }
-        Some(parse_document(&self.buf, &origin).map(|d| Unit { origin, docs: vec![d] }))
+        Some(parse_measurement(&self.buf, &origin, &mut self.keys).map(|d| Unit { origin, docs: vec![d] }))
     }
 
     fn bytes_read(&self) -> u64 {
@@ -227,5 +318,26 @@ mod tests {
         let e = r[3].as_ref().unwrap_err();
         assert!(e.fatal, "{e:?}");
         assert_eq!(r.len(), 4);
+    }
+}
+
+#[cfg(test)]
+mod relaxed_tests {
+    use super::*;
+
+    #[test]
+    fn relaxed_numbers_take_the_smallest_bson_type() {
+        let o = Origin { file: "t".into(), offset: 0 };
+        let d = parse_measurement(br#"{"a": 5, "b": 5000000000, "c": 1.0, "d": -3, "e": {"$date": "1960-01-01T00:00:00.5Z"}, "f": [-4]}"#, &o, &mut Keys::default()).unwrap();
+        assert_eq!(d.get("f"), Some(&Bson::Array(vec![Bson::Int32(-4)])));
+        let c = parse_measurement(br#"{"l": {"$numberLong": "-3"}, "d": -3}"#, &o, &mut Keys::default()).unwrap();
+        assert_eq!((c.get("l"), c.get("d")), (Some(&Bson::Int64(-3)), Some(&Bson::Int32(-3))));
+        let w = parse_measurement(br#"{"$oid": "65a6eba7e6d2e848e08c3750"}"#, &o, &mut Keys::default());
+        assert!(w.unwrap_err().message.contains("not a document"));
+        assert_eq!(d.get("a"), Some(&Bson::Int32(5)));
+        assert_eq!(d.get("b"), Some(&Bson::Int64(5_000_000_000)));
+        assert_eq!(d.get("c"), Some(&Bson::Double(1.0)));
+        assert_eq!(d.get("d"), Some(&Bson::Int32(-3)));
+        assert_eq!(d.get("e"), Some(&Bson::DateTime(bson::DateTime::from_millis(-315_619_199_500))));
     }
 }

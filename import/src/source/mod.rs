@@ -8,6 +8,7 @@ pub mod bucket;
 pub mod bsonstream;
 pub mod dump;
 pub mod json;
+pub mod measurement;
 pub mod options;
 
 use std::fmt;
@@ -15,8 +16,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use bson::Document;
-
+pub use measurement::Measurement;
 pub use options::TimeseriesOptions;
 
 /// Where a record starts: the file and the byte offset in its (decompressed) stream.
@@ -71,7 +71,7 @@ impl SourceError {
 #[derive(Debug, Clone)]
 pub struct Unit {
     pub origin: Origin,
-    pub docs: Vec<Document>,
+    pub docs: Vec<Measurement>,
 }
 
 /// A reader of units, in a fixed order (a resumed import skips as many units
