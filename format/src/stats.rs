@@ -203,10 +203,12 @@ pub fn encode_stats(stats: &[ColumnStats]) -> Vec<u8> {
 }
 
 /// The column entries, then (when there are any) the document fields' in a
-/// section (`SECTION_FIELDS`, a chunk): a count, and per field its key (the
-/// length of the prefix it shares with the previous field's, then a chunk of
-/// the rest) and an entry. Readers of the column entries alone stop before
-/// the sections, and readers of sections skip those of unknown tags.
+/// section (`SECTION_FIELDS_BY_COLUMN`, a chunk): the number of document
+/// columns, and per column its attnum, its number of fields, and per field
+/// its key (the length of the prefix it shares with the previous field's,
+/// then a chunk of the rest) and an entry without the attnum the column
+/// already gave. Readers of the column entries alone stop before the
+/// sections, and readers of sections skip those of unknown tags.
 pub fn encode_stats_with_fields(stats: &[ColumnStats], fields: &[FieldStats]) -> Vec<u8> {
     let mut out = Vec::new();
     put_varint(&mut out, stats.len() as u64);
@@ -214,19 +216,30 @@ pub fn encode_stats_with_fields(stats: &[ColumnStats], fields: &[FieldStats]) ->
         encode_entry(&mut out, s);
     }
     if !fields.is_empty() {
-        let mut section = Vec::new();
-        put_varint(&mut section, fields.len() as u64);
-        let mut previous: &[u8] = &[];
+        let mut groups: Vec<(u16, Vec<&FieldStats>)> = Vec::new();
         for f in fields {
-            // Keys come in jsonb's order and share prefixes (usage_idle, usage_irq): each is the length it shares
-            // with the one before, then the rest.
-            let shared = previous.iter().zip(&f.key).take_while(|(a, b)| a == b).count();
-            put_varint(&mut section, shared as u64);
-            put_chunk(&mut section, &f.key[shared..]);
-            encode_entry(&mut section, &f.stats);
-            previous = &f.key;
+            match groups.iter_mut().find(|(a, _)| *a == f.stats.attnum) {
+                Some((_, g)) => g.push(f),
+                None => groups.push((f.stats.attnum, vec![f])),
+            }
         }
-        out.push(SECTION_FIELDS);
+        let mut section = Vec::new();
+        put_varint(&mut section, groups.len() as u64);
+        for (attnum, group) in &groups {
+            put_varint(&mut section, u64::from(*attnum));
+            put_varint(&mut section, group.len() as u64);
+            let mut previous: &[u8] = &[];
+            for f in group {
+                // Keys come in jsonb's order and share prefixes (usage_idle, usage_irq): each is the length it
+                // shares with the one before, then the rest.
+                let shared = previous.iter().zip(&f.key).take_while(|(a, b)| a == b).count();
+                put_varint(&mut section, shared as u64);
+                put_chunk(&mut section, &f.key[shared..]);
+                encode_body(&mut section, &f.stats);
+                previous = &f.key;
+            }
+        }
+        out.push(SECTION_FIELDS_BY_COLUMN);
         put_chunk(&mut out, &section);
     }
     out
@@ -234,6 +247,11 @@ pub fn encode_stats_with_fields(stats: &[ColumnStats], fields: &[FieldStats]) ->
 
 fn encode_entry(out: &mut Vec<u8>, s: &ColumnStats) {
     put_varint(out, u64::from(s.attnum));
+    encode_body(out, s);
+}
+
+/// An entry after its attnum.
+fn encode_body(out: &mut Vec<u8>, s: &ColumnStats) {
     let summarised = if s.summary.is_some() { SUMMARISED } else { 0 };
     match s.range {
         Range::Int { min, max } => {
@@ -284,8 +302,12 @@ fn encode_entry(out: &mut Vec<u8>, s: &ColumnStats) {
     }
 }
 
-/// The section of document fields' statistics after the column entries.
+/// The section of document fields' statistics after the column entries, as
+/// written before the fields were grouped by column (each entry with its
+/// attnum): still read.
 const SECTION_FIELDS: u8 = 1;
+/// The same, grouped by document column (one attnum per column).
+const SECTION_FIELDS_BY_COLUMN: u8 = 2;
 
 /// Added to a min/max tag (0-2) when a summary follows.
 const SUMMARISED: u8 = 3;
@@ -330,17 +352,34 @@ pub fn decode_field_stats(bytes: &[u8]) -> Result<Vec<FieldStats>> {
     while !c.is_empty() {
         let tag = c.u8("stats section")?;
         let body = c.chunk("stats section body")?;
-        if tag != SECTION_FIELDS {
-            continue;
-        }
         let mut c = Cursor::new(body);
-        let n = c.len("field stats count", body.len())?;
-        for _ in 0..n {
-            let previous = out.last().map_or(&[][..], |f| &f.key[..]);
-            let shared = c.len("field key prefix", previous.len())?;
-            let key = [&previous[..shared], c.chunk("field key")?].concat();
-            let mut one = decode_entries_n(&mut c, 1)?;
-            out.push(FieldStats { key, stats: one.pop().expect("one entry") });
+        match tag {
+            SECTION_FIELDS => {
+                let n = c.len("field stats count", body.len())?;
+                let start = out.len();
+                for _ in 0..n {
+                    let previous = out[start..].last().map_or(&[][..], |f: &FieldStats| &f.key[..]);
+                    let shared = c.len("field key prefix", previous.len())?;
+                    let key = [&previous[..shared], c.chunk("field key")?].concat();
+                    let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
+                    out.push(FieldStats { key, stats: decode_body(&mut c, attnum)? });
+                }
+            }
+            SECTION_FIELDS_BY_COLUMN => {
+                let groups = c.len("field stats columns", body.len())?;
+                for _ in 0..groups {
+                    let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
+                    let n = c.len("field stats count", body.len())?;
+                    let start = out.len();
+                    for _ in 0..n {
+                        let previous = out[start..].last().map_or(&[][..], |f: &FieldStats| &f.key[..]);
+                        let shared = c.len("field key prefix", previous.len())?;
+                        let key = [&previous[..shared], c.chunk("field key")?].concat();
+                        out.push(FieldStats { key, stats: decode_body(&mut c, attnum)? });
+                    }
+                }
+            }
+            _ => continue,
         }
         if !c.is_empty() {
             return Err(DecodeError::Invalid("trailing bytes in field statistics"));
@@ -358,6 +397,14 @@ fn decode_entries_n(c: &mut Cursor, n: usize) -> Result<Vec<ColumnStats>> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
+        out.push(decode_body(c, attnum)?);
+    }
+    Ok(out)
+}
+
+/// An entry after its attnum.
+fn decode_body(c: &mut Cursor, attnum: u16) -> Result<ColumnStats> {
+    {
         let tag = c.u8("stats kind")?;
         if tag == SCALED || tag == SCALED_NAN {
             let digits = u32::from(c.u8("stats digits")?);
@@ -380,8 +427,7 @@ fn decode_entries_n(c: &mut Cursor, n: usize) -> Result<Vec<ColumnStats>> {
                 (true, false) => Some(Sum::Float(unscaled(unzigzag(c.varint("sum")?), digits))),
                 (true, true) => Some(Sum::Float(f64::from_bits(c.u64_le("sum")?))),
             };
-            out.push(ColumnStats { attnum, range: Range::Float { min, max, has_nan: tag == SCALED_NAN }, summary: Some(Summary { nulls, sum }) });
-            continue;
+            return Ok(ColumnStats { attnum, range: Range::Float { min, max, has_nan: tag == SCALED_NAN }, summary: Some(Summary { nulls, sum }) });
         }
         let range = match tag % SUMMARISED {
             _ if tag >= 2 * SUMMARISED => return Err(DecodeError::UnknownTag { what: "stats kind", tag }),
@@ -411,9 +457,8 @@ fn decode_entries_n(c: &mut Cursor, n: usize) -> Result<Vec<ColumnStats>> {
         } else {
             None
         };
-        out.push(ColumnStats { attnum, range, summary });
+        Ok(ColumnStats { attnum, range, summary })
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -491,8 +536,22 @@ mod tests {
         let back = decode_field_stats(&encoded).unwrap();
         assert!(back.iter().zip(&fields).all(|(x, y)| x.key == y.key && x.stats.matches(&y.stats)));
         assert!(decode_field_stats(&encode_stats(&[])).unwrap().is_empty());
+        // Buckets written before the fields were grouped by column still read.
+        let mut old = encode_stats(&[]);
+        let mut section = Vec::new();
+        put_varint(&mut section, fields.len() as u64);
+        for f in &fields {
+            put_varint(&mut section, 0);
+            put_chunk(&mut section, &f.key);
+            encode_entry(&mut section, &f.stats);
+        }
+        old.push(SECTION_FIELDS);
+        put_chunk(&mut old, &section);
+        let back_old = decode_field_stats(&old).unwrap();
+        assert!(back_old.iter().zip(&fields).all(|(x, y)| x.key == y.key && x.stats.matches(&y.stats)));
+        assert!(encoded.len() <= old.len(), "one attnum per column, not per field");
         let mut corrupt = encoded.clone();
-        corrupt.push(SECTION_FIELDS);
+        corrupt.push(SECTION_FIELDS_BY_COLUMN);
         assert!(decode_field_stats(&corrupt).is_err(), "a truncated section");
         let mut later = encoded.clone();
         later.extend_from_slice(&[9, 2, 0, 0]);

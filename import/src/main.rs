@@ -116,6 +116,10 @@ struct Cli {
     #[arg(long)]
     skip_invalid: bool,
 
+    /// Threads that parse and encode (default: the machine's cores).
+    #[arg(long)]
+    threads: Option<usize>,
+
     /// Show progress (default: when standard error is a terminal).
     #[arg(long, overrides_with = "no_progress")]
     progress: bool,
@@ -184,6 +188,7 @@ fn main() -> ExitCode {
         dry_run: cli.dry_run,
         skip_invalid: cli.skip_invalid,
         progress: if cli.no_progress { Some(false) } else if cli.progress { Some(true) } else { None },
+        threads: cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(8))),
     };
     let mut out = std::io::stdout();
     match run::run(&o, &mut out) {

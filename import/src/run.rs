@@ -17,7 +17,8 @@ use crate::pg::libpq::{Connection, CopyError};
 use crate::pg::progress::{self, Progress};
 use crate::source::bsonstream::{BsonSource, Buckets};
 use crate::source::json::JsonSource;
-use crate::source::{self, dump, Kind, Measurement, Source, SourceError, TimeseriesOptions, Unit};
+use crate::source::measurement::Keys;
+use crate::source::{self, dump, Kind, Measurement, Parser, Record, Source, SourceError, TimeseriesOptions, Unit};
 
 /// What the command line asked for.
 #[derive(Debug, Clone)]
@@ -42,6 +43,8 @@ pub struct Options {
     pub dry_run: bool,
     pub skip_invalid: bool,
     pub progress: Option<bool>,
+    /// Threads that parse and encode records.
+    pub threads: usize,
 }
 
 /// Why an import stopped.
@@ -218,112 +221,209 @@ enum Msg {
     Fail(Failure),
 }
 
-/// COPY data is sent in chunks of about this size, so that the server
-/// stores rows while the next ones are parsed.
-const CHUNK: usize = 1 << 20;
 
-/// Reads units, skipping the first `skip` (already committed), and encodes
-/// them into batches. Runs on the reader thread.
-fn produce(
-    mut src: Box<dyn Source>,
-    first: Vec<Result<Unit, SourceError>>,
-    skip: u64,
-    mut enc: Encoder,
-    o: &Options,
-    tx: mpsc::SyncSender<Msg>,
-) {
-    let mut skipped_units = 0u64;
-    // Records an earlier run committed: passed over, not decoded.
-    while skipped_units < skip && first.is_empty() {
+/// Work for an encoding thread: whole records, in input order by `seq`.
+enum Job {
+    /// Records read from the input (a read error ends the list).
+    Records(u64, Vec<Result<Record, SourceError>>),
+    /// Units the sample already parsed.
+    Parsed(u64, Vec<Result<Unit, SourceError>>),
+    /// The input cannot go on.
+    Fail(u64, Failure),
+}
+
+/// An encoded job: its COPY text and counts, or where it failed.
+struct Done {
+    seq: u64,
+    data: Vec<u8>,
+    units: u64,
+    rows: u64,
+    skipped: u64,
+    fail: Option<Failure>,
+}
+
+/// Records a job holds: enough to keep a thread busy, few enough to keep
+/// batches close to their size.
+const JOB_RECORDS: usize = 256;
+const JOB_BYTES: usize = 1 << 20;
+
+/// Reads records, passing over the first `skip` (already committed), and
+/// deals them out as jobs. Runs on the reader thread.
+fn read_jobs(mut src: Box<dyn Source>, first: Vec<Result<Unit, SourceError>>, skip: u64, jobs: mpsc::SyncSender<Job>) {
+    let mut seq = 0;
+    if !first.is_empty() {
+        if jobs.send(Job::Parsed(seq, first)).is_err() {
+            return;
+        }
+        seq += 1;
+    }
+    let mut skipped = 0u64;
+    while skipped < skip {
         match src.skip_unit() {
-            None => break,
-            Some(Err(e)) if e.fatal => {
-                let _ = tx.send(Msg::Fail(Failure::Input(e)));
+            None => {
+                let m = format!("the input has {skipped} records, fewer than the {skip} an earlier run committed: it is not the input that run read");
+                let _ = jobs.send(Job::Fail(seq, Failure::Usage(m)));
                 return;
             }
-            Some(_) => skipped_units += 1,
+            Some(Err(e)) if e.fatal => {
+                let _ = jobs.send(Job::Fail(seq, Failure::Input(e)));
+                return;
+            }
+            Some(_) => skipped += 1,
         }
     }
-    let mut first = std::collections::VecDeque::from(first);
-    let mut next = move || -> Option<Result<Unit, SourceError>> {
-        if let Some(u) = first.pop_front() {
-            return Some(u);
-        }
-        src.next_unit()
-    };
-    let (mut units, mut rows, mut skipped) = (0u64, 0u64, 0u64);
-    let mut data = Vec::with_capacity(CHUNK + (64 << 10));
     loop {
-        let unit = match next() {
-            None => break,
-            Some(u) => u,
-        };
-        if skipped_units < skip {
-            // Already committed by an earlier run (it counted errors as records too).
-            if let Err(e) = &unit
-                && e.fatal
-            {
-                let _ = tx.send(Msg::Fail(Failure::Input(e.clone())));
-                return;
-            }
-            skipped_units += 1;
-            continue;
-        }
-        units += 1;
-        match unit {
-            Err(e) if o.skip_invalid && !e.fatal => {
-                skipped += 1;
-            }
-            Err(e) => {
-                let _ = tx.send(Msg::Fail(Failure::Input(e)));
-                return;
-            }
-            Ok(u) => {
-                for d in &u.docs {
-                    match enc.encode(d, &mut data) {
-                        Ok(()) => rows += 1,
-                        Err(e) if o.skip_invalid && !e.conflict => skipped += 1,
-                        Err(e) => {
-                            let _ = tx.send(Msg::Fail(Failure::Row { origin: u.origin.clone(), error: e }));
-                            return;
-                        }
+        let mut records = Vec::with_capacity(JOB_RECORDS);
+        let mut bytes = 0;
+        let mut end = false;
+        while records.len() < JOB_RECORDS && bytes < JOB_BYTES {
+            match src.next_record() {
+                None => {
+                    end = true;
+                    break;
+                }
+                Some(r) => {
+                    let fatal = matches!(&r, Err(e) if e.fatal);
+                    bytes += r.as_ref().map_or(0, |r| r.bytes.len());
+                    records.push(r);
+                    if fatal {
+                        end = true;
+                        break;
                     }
                 }
             }
         }
-        let end = rows as usize >= o.batch_rows;
-        if (end || data.len() >= CHUNK) && !data.is_empty() {
-            if tx.send(Msg::Chunk(std::mem::replace(&mut data, Vec::with_capacity(CHUNK + (64 << 10))))).is_err() {
-                return;
-            }
-        }
-        if end {
-            if tx.send(Msg::EndBatch { units, rows, skipped }).is_err() {
-                return;
-            }
-            (units, rows, skipped) = (0, 0, 0);
-        }
-    }
-    if skipped_units < skip {
-        let _ = tx.send(Msg::Fail(Failure::Usage(format!(
-            "the input has {skipped_units} records, fewer than the {skip} an earlier run committed: it is not the input that run read"
-        ))));
-        return;
-    }
-    if units > 0 {
-        if !data.is_empty() && tx.send(Msg::Chunk(data)).is_err() {
+        if !records.is_empty() && jobs.send(Job::Records(seq, records)).is_err() {
             return;
         }
+        seq += 1;
+        if end {
+            return;
+        }
+    }
+}
+
+/// Parses and encodes jobs until there are none. Runs on each encoding thread.
+fn encode_jobs(jobs: &std::sync::Mutex<mpsc::Receiver<Job>>, parser: Parser, mut enc: Encoder, skip_invalid: bool, done: mpsc::SyncSender<Done>) {
+    let mut keys = Keys::default();
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = job else { return };
+        let mut d = Done { seq: 0, data: Vec::new(), units: 0, rows: 0, skipped: 0, fail: None };
+        let mut unit = |u: Result<Unit, SourceError>, d: &mut Done| -> Option<Failure> {
+            d.units += 1;
+            match u {
+                Err(e) if skip_invalid && !e.fatal => {
+                    d.skipped += 1;
+                    None
+                }
+                Err(e) => Some(Failure::Input(e)),
+                Ok(u) => {
+                    for m in &u.docs {
+                        match enc.encode(m, &mut d.data) {
+                            Ok(()) => d.rows += 1,
+                            Err(e) if skip_invalid && !e.conflict => d.skipped += 1,
+                            Err(e) => return Some(Failure::Row { origin: u.origin.clone(), error: e }),
+                        }
+                    }
+                    None
+                }
+            }
+        };
+        match job {
+            Job::Fail(seq, f) => {
+                d.seq = seq;
+                d.fail = Some(f);
+            }
+            Job::Parsed(seq, units) => {
+                d.seq = seq;
+                for u in units {
+                    if let Some(f) = unit(u, &mut d) {
+                        d.fail = Some(f);
+                        break;
+                    }
+                }
+            }
+            Job::Records(seq, records) => {
+                d.seq = seq;
+                for r in records {
+                    if let Some(f) = unit(r.and_then(|r| parser.parse(&r, &mut keys)), &mut d) {
+                        d.fail = Some(f);
+                        break;
+                    }
+                }
+            }
+        }
+        if done.send(d).is_err() {
+            return;
+        }
+    }
+}
+
+/// Puts encoded jobs back in input order and cuts them into batches of whole
+/// records: COPY data as it comes, then each batch's end and counts.
+fn assemble(done: mpsc::Receiver<Done>, batch_rows: usize, tx: mpsc::SyncSender<Msg>) {
+    let mut waiting = std::collections::BTreeMap::new();
+    let mut next = 0u64;
+    let (mut units, mut rows, mut skipped) = (0u64, 0u64, 0u64);
+    for d in done {
+        waiting.insert(d.seq, d);
+        while let Some(d) = waiting.remove(&next) {
+            next += 1;
+            if let Some(f) = d.fail {
+                // The rows before the failure are in a batch that is never committed.
+                let _ = tx.send(Msg::Fail(f));
+                return;
+            }
+            if !d.data.is_empty() && tx.send(Msg::Chunk(d.data)).is_err() {
+                return;
+            }
+            units += d.units;
+            rows += d.rows;
+            skipped += d.skipped;
+            if rows as usize >= batch_rows {
+                if tx.send(Msg::EndBatch { units, rows, skipped }).is_err() {
+                    return;
+                }
+                (units, rows, skipped) = (0, 0, 0);
+            }
+        }
+    }
+    if units > 0 {
         let _ = tx.send(Msg::EndBatch { units, rows, skipped });
     }
+}
+
+/// The pipeline from the source to COPY messages: a reader, `threads`
+/// encoders, and the assembler that restores input order.
+fn produce(src: Box<dyn Source>, first: Vec<Result<Unit, SourceError>>, skip: u64, enc: Encoder, o: &Options, tx: mpsc::SyncSender<Msg>) {
+    let parser = src.parser();
+    let threads = o.threads.max(1);
+    let (jobs_tx, jobs_rx) = mpsc::sync_channel::<Job>(threads * 2);
+    let (done_tx, done_rx) = mpsc::sync_channel::<Done>(threads * 2);
+    let jobs_rx = std::sync::Mutex::new(jobs_rx);
+    std::thread::scope(|scope| {
+        scope.spawn(move || read_jobs(src, first, skip, jobs_tx));
+        for _ in 0..threads {
+            let (parser, enc, done_tx, jobs_rx) = (parser.clone(), enc.clone(), done_tx.clone(), &jobs_rx);
+            let skip_invalid = o.skip_invalid;
+            scope.spawn(move || encode_jobs(jobs_rx, parser, enc, skip_invalid, done_tx));
+        }
+        drop(done_tx);
+        assemble(done_rx, o.batch_rows, tx);
+    });
 }
 
 /// Reads the first documents (for inference); keeps what was read to send it.
 fn sample(src: &mut dyn Source, want: usize, skip_invalid: bool) -> Result<(Vec<Result<Unit, SourceError>>, Vec<Measurement>), Failure> {
     let mut units = Vec::new();
     let mut docs = Vec::new();
+    let mut keys = Keys::default();
     while docs.len() < want {
-        match src.next_unit() {
+        match source::next_unit(src, &mut keys) {
             None => break,
             Some(Ok(u)) => {
                 docs.extend(u.docs.iter().take(want - docs.len()).cloned());
@@ -407,8 +507,8 @@ pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
         }
     };
     let copy_sql = ddl::copy(&target, &schema);
-    // A few chunks in flight: the reader encodes while the server stores.
-    let (tx, rx) = mpsc::sync_channel::<Msg>(4);
+    // Room for the reader to run ahead (about 30 MB of COPY text) while the server stores a batch at its end.
+    let (tx, rx) = mpsc::sync_channel::<Msg>(512);
     let skip = state.units;
     let enc = Encoder::new(schema);
     let show = o.progress.unwrap_or_else(|| std::io::stderr().is_terminal());

@@ -9,6 +9,7 @@ use bson::{Bson, Document};
 use chrono::{Datelike, Timelike};
 
 use super::schema::{ColType, From, Schema};
+use crate::source::decimal;
 use crate::source::measurement::Measurement;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +71,7 @@ pub fn type_name(v: &Bson) -> &'static str {
 }
 
 /// Encodes documents of one schema.
+#[derive(Clone)]
 pub struct Encoder {
     schema: Schema,
     by_field: HashMap<String, usize>,
@@ -286,6 +288,9 @@ fn write_value(v: &Bson, ty: ColType, field: &str, col: &str, out: &mut Vec<u8>)
 
 /// Decimal128 as PostgreSQL numeric reads it (NaN and infinities by name).
 fn decimal_text(d: &bson::Decimal128) -> String {
+    if let Some(t) = decimal::text(d) {
+        return t;
+    }
     let s = d.to_string();
     match s.as_str() {
         "NaN" | "-NaN" => "NaN".into(),
@@ -372,7 +377,7 @@ fn json_value(v: &Bson, field: &str, s: &mut String) -> Result<(), RowError> {
             }
         }
         Bson::Decimal128(d) => {
-            let t = d.to_string();
+            let t = decimal::text(d).unwrap_or_else(|| d.to_string());
             if t.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'E' | b'e')) {
                 s.push_str(&t);
             } else {

@@ -12,8 +12,7 @@ use crc::{Crc, Digest, CRC_64_XZ};
 
 use super::bsonstream::{self, Buckets};
 use super::dump::ARCHIVE_MAGIC;
-use super::measurement::Keys;
-use super::{open_stream, Origin, Source, SourceError, TimeseriesOptions, Unit};
+use super::{open_stream, Origin, Parser, Record, Source, SourceError, TimeseriesOptions};
 
 static CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_XZ);
 
@@ -83,7 +82,6 @@ pub struct ArchiveSource {
     buckets: Option<Buckets>,
     state: State,
     crc: Digest<'static, u64>,
-    keys: Keys,
 }
 
 impl ArchiveSource {
@@ -108,7 +106,7 @@ impl ArchiveSource {
         item
     }
 
-    fn fail(&mut self, e: SourceError) -> Option<Result<Unit, SourceError>> {
+    fn fail(&mut self, e: SourceError) -> Option<Result<Record, SourceError>> {
         self.state = State::Done;
         Some(Err(e))
     }
@@ -119,7 +117,7 @@ impl ArchiveSource {
 }
 
 impl Source for ArchiveSource {
-    fn next_unit(&mut self) -> Option<Result<Unit, SourceError>> {
+    fn next_record(&mut self) -> Option<Result<Record, SourceError>> {
         loop {
             let origin = self.origin();
             match self.state {
@@ -140,11 +138,6 @@ impl Source for ArchiveSource {
                             }
                         };
                         let ours = self.ours(&text(&h, "db"), &text(&h, "collection"));
-                        if ours && text(&h, "collection").starts_with("system.buckets.")
-                            && let Some(b) = self.buckets.as_mut()
-                        {
-                            b.strict = true;
-                        }
                         if h.get_bool("EOF").unwrap_or(false) {
                             if ours {
                                 let want = match h.get("CRC") {
@@ -177,12 +170,16 @@ impl Source for ArchiveSource {
                     Ok(Item::Terminator) => self.state = State::Between,
                     Ok(Item::Document(bytes)) if ours => {
                         self.crc.update(&bytes);
-                        return Some(bsonstream::unit_of(&bytes, origin, self.buckets.as_ref(), &mut self.keys));
+                        return Some(Ok(Record { origin, bytes }));
                     }
                     Ok(Item::Document(_)) => {}
                 },
             }
         }
+    }
+
+    fn parser(&self) -> Parser {
+        Parser::Bson(self.buckets.clone())
     }
 
     fn bytes_read(&self) -> u64 {
@@ -268,7 +265,6 @@ pub fn open(path: &str, collection: Option<&str>) -> Result<(ArchiveSource, Opti
         buckets: None,
         state: State::Between,
         crc: CRC64.digest(),
-        keys: Keys::default(),
     };
     Ok((source, c.options, c.db, c.name))
 }

@@ -8,7 +8,7 @@ use bson::{Document, RawDocument};
 
 use super::bucket;
 use super::measurement::{self, Keys};
-use super::{Origin, Source, SourceError, Unit};
+use super::{Origin, Parser, Record, Source, SourceError, Unit};
 
 /// MongoDB refuses documents over 16 MiB; buckets get a little headroom.
 pub const MAX_DOCUMENT: usize = 16 * 1024 * 1024 + 16 * 1024;
@@ -18,13 +18,12 @@ pub struct BsonSource {
     name: String,
     offset: u64,
     buckets: Option<Buckets>,
-    keys: Keys,
     done: bool,
 }
 
 impl BsonSource {
     pub fn new(input: Box<dyn BufRead + Send>, name: String, buckets: Option<Buckets>) -> BsonSource {
-        BsonSource { input, name, offset: 0, buckets, keys: Keys::default(), done: false }
+        BsonSource { input, name, offset: 0, buckets, done: false }
     }
 }
 
@@ -92,7 +91,7 @@ pub fn parse(bytes: &[u8], origin: &Origin) -> Result<Document, SourceError> {
 }
 
 impl Source for BsonSource {
-    fn next_unit(&mut self) -> Option<Result<Unit, SourceError>> {
+    fn next_record(&mut self) -> Option<Result<Record, SourceError>> {
         if self.done {
             return None;
         }
@@ -109,7 +108,11 @@ impl Source for BsonSource {
             }
         };
         self.offset += bytes.len() as u64;
-        Some(unit_of(&bytes, origin, self.buckets.as_ref(), &mut self.keys))
+        Some(Ok(Record { origin, bytes }))
+    }
+
+    fn parser(&self) -> Parser {
+        Parser::Bson(self.buckets.clone())
     }
 
     fn skip_unit(&mut self) -> Option<Result<(), SourceError>> {

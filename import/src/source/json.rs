@@ -10,7 +10,7 @@ use bson::Bson;
 use bson::Document;
 
 use super::measurement::Keys;
-use super::{Measurement, Origin, Source, SourceError, Unit};
+use super::{Measurement, Origin, Parser, Record, Source, SourceError};
 
 pub struct JsonSource {
     input: Box<dyn BufRead + Send>,
@@ -21,12 +21,11 @@ pub struct JsonSource {
     in_array: Option<bool>,
     done: bool,
     buf: Vec<u8>,
-    keys: Keys,
 }
 
 impl JsonSource {
     pub fn new(input: Box<dyn BufRead + Send>, name: String) -> JsonSource {
-        JsonSource { input, name, offset: 0, in_array: None, done: false, buf: Vec::new(), keys: Keys::default() }
+        JsonSource { input, name, offset: 0, in_array: None, done: false, buf: Vec::new() }
     }
 
     fn origin(&self, offset: u64) -> Origin {
@@ -128,22 +127,14 @@ impl JsonSource {
     }
 }
 
-/// Reads one Extended JSON value as a document's measurement. `bson` reads
-/// Extended JSON straight from serde_json's tokens, keeping the fields'
-/// order, without an intermediate JSON tree (and the top level goes straight
-/// into a measurement, its names shared through `keys`); but it reads a
-/// negative plain integer as an int64 where relaxed Extended JSON means the
-/// smallest type that holds it. A text with no `$numberLong` has no int64 but
-/// such integers, so those that fit are int32; a text with one (canonical
-/// mode, far dates) takes the slower road through a JSON tree, which types
-/// numbers as the specification says.
+/// Reads one Extended JSON value as a document's measurement, straight from
+/// serde_json's tokens into values (no JSON tree, no map for the top level,
+/// field names shared through `keys`), reading the common Extended JSON
+/// wrappers itself and leaving the rest to `bson`.
 pub fn parse_measurement(text: &[u8], origin: &Origin, keys: &mut Keys) -> Result<Measurement, SourceError> {
     let first = text.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'{') {
         return Err(SourceError::new(origin.clone(), "not a JSON object (a document is expected)"));
-    }
-    if memchr_str(text, b"$numberLong") {
-        return parse_document(text, origin).map(Measurement::from);
     }
     let mut de = serde_json::Deserializer::from_slice(text);
     match serde::de::DeserializeSeed::deserialize(TopLevel(keys), &mut de).and_then(|m| de.end().map(|_| m)) {
@@ -178,8 +169,7 @@ impl<'de> serde::de::Visitor<'de> for TopLevel<'_> {
                 while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
                 return Ok(None);
             }
-            let mut v: Bson = map.next_value()?;
-            narrow_ints(&mut v);
+            let v: Bson = map.next_value_seed(ValueSeed)?;
             fields.push((self.0.key(&k), v));
         }
         Ok(Some(Measurement { meta: None, fields }))
@@ -200,25 +190,106 @@ pub fn parse_document(text: &[u8], origin: &Origin) -> Result<Document, SourceEr
     }
 }
 
-fn memchr_str(hay: &[u8], needle: &[u8]) -> bool {
-    memchr::memmem::find(hay, needle).is_some()
+/// One Extended JSON value as BSON: plain JSON numbers take the smallest
+/// type that holds them (relaxed mode), and `$date`, `$numberDecimal`,
+/// `$numberLong`, `$numberInt`, `$numberDouble` and `$oid` are read here; any
+/// other `$` wrapper (binary, regex, timestamp, ...) is read by `bson`.
+struct ValueSeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for ValueSeed {
+    type Value = Bson;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Bson, D::Error> {
+        d.deserialize_any(ValueSeed)
+    }
 }
 
-fn narrow_ints(b: &mut Bson) {
-    match b {
-        Bson::Int64(i) => {
-            if let Ok(n) = i32::try_from(*i) {
-                *b = Bson::Int32(n);
-            }
+fn wrapper(k: &str, v: &serde_json::Value) -> Option<Bson> {
+    use serde_json::Value as J;
+    Some(match (k, v) {
+        ("$date", J::String(t)) => Bson::DateTime(bson::DateTime::from_millis(chrono::DateTime::parse_from_rfc3339(t).ok()?.timestamp_millis())),
+        ("$date", J::Object(o)) if o.len() == 1 => match o.get("$numberLong")? {
+            J::String(n) => Bson::DateTime(bson::DateTime::from_millis(n.parse().ok()?)),
+            _ => return None,
+        },
+        ("$numberDecimal", J::String(t)) => Bson::Decimal128(super::decimal::parse(t)?),
+        ("$numberLong", J::String(t)) => Bson::Int64(t.parse().ok()?),
+        ("$numberInt", J::String(t)) => Bson::Int32(t.parse().ok()?),
+        ("$numberDouble", J::String(t)) => Bson::Double(match t.as_str() {
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            "-Infinity" => f64::NEG_INFINITY,
+            n => n.parse().ok()?,
+        }),
+        ("$oid", J::String(t)) => Bson::ObjectId(bson::oid::ObjectId::parse_str(t).ok()?),
+        _ => return None,
+    })
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueSeed {
+    type Value = Bson;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an Extended JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Bson, E> {
+        Ok(Bson::Boolean(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Bson, E> {
+        Ok(i32::try_from(v).map_or(Bson::Int64(v), Bson::Int32))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Bson, E> {
+        Ok(match (i32::try_from(v), i64::try_from(v)) {
+            (Ok(i), _) => Bson::Int32(i),
+            (_, Ok(l)) => Bson::Int64(l),
+            // Beyond int64: relaxed Extended JSON reads it as a double.
+            _ => Bson::Double(v as f64),
+        })
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Bson, E> {
+        Ok(Bson::Double(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Bson, E> {
+        Ok(Bson::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Bson, E> {
+        Ok(Bson::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Bson, E> {
+        Ok(Bson::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Bson, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(ValueSeed)? {
+            out.push(v);
         }
-        Bson::Document(d) => d.iter_mut().for_each(|(_, v)| narrow_ints(v)),
-        Bson::Array(a) => a.iter_mut().for_each(narrow_ints),
-        _ => {}
+        Ok(Bson::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Bson, A::Error> {
+        use serde::de::Error;
+        let Some(first) = map.next_key::<std::borrow::Cow<'de, str>>()? else { return Ok(Bson::Document(Document::new())) };
+        if first.starts_with('$') {
+            let mut m = serde_json::Map::new();
+            m.insert(first.to_string(), map.next_value::<serde_json::Value>()?);
+            while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
+                m.insert(k, v);
+            }
+            if m.len() == 1
+                && let Some(b) = wrapper(&first, &m[first.as_ref()])
+            {
+                return Ok(b);
+            }
+            return Bson::try_from(serde_json::Value::Object(m)).map_err(|e| A::Error::custom(e.to_string()));
+        }
+        let mut d = Document::new();
+        d.insert(first.into_owned(), map.next_value_seed(ValueSeed)?);
+        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            d.insert(k.into_owned(), map.next_value_seed(ValueSeed)?);
+        }
+        Ok(Bson::Document(d))
     }
 }
 
 impl Source for JsonSource {
-    fn next_unit(&mut self) -> Option<Result<Unit, SourceError>> {
+    fn next_record(&mut self) -> Option<Result<Record, SourceError>> {
         if self.done {
             return None;
         }
@@ -239,7 +310,7 @@ impl Source for JsonSource {
                 self.input.consume(1);
                 self.offset += 1;
                 self.in_array = Some(true);
-                return self.next_unit();
+                return self.next_record();
             }
         }
         if first == b']' && self.in_array == Some(true) {
@@ -270,7 +341,12 @@ impl Source for JsonSource {
         if let Err(e) = self.read_value() {
             return Some(Err(e));
         }
-        Some(parse_measurement(&self.buf, &origin, &mut self.keys).map(|d| Unit { origin, docs: vec![d] }))
+        let next = Vec::with_capacity(self.buf.len() * 2);
+        Some(Ok(Record { origin, bytes: std::mem::replace(&mut self.buf, next) }))
+    }
+
+    fn parser(&self) -> Parser {
+        Parser::Json
     }
 
     fn bytes_read(&self) -> u64 {
@@ -282,9 +358,10 @@ impl Source for JsonSource {
 mod tests {
     use super::*;
 
-    fn read_all(text: &str) -> Vec<Result<Unit, SourceError>> {
+    fn read_all(text: &str) -> Vec<Result<super::super::Unit, SourceError>> {
         let mut s = JsonSource::new(Box::new(std::io::Cursor::new(text.as_bytes().to_vec())), "t.json".into());
-        std::iter::from_fn(|| s.next_unit()).collect()
+        let mut keys = Keys::default();
+        std::iter::from_fn(|| super::super::next_unit(&mut s, &mut keys)).collect()
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod archive;
 pub mod bucket;
+pub mod decimal;
 pub mod bsonstream;
 pub mod dump;
 pub mod json;
@@ -16,6 +17,8 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use bsonstream::Buckets;
+use measurement::Keys;
 pub use measurement::Measurement;
 pub use options::TimeseriesOptions;
 
@@ -74,14 +77,41 @@ pub struct Unit {
     pub docs: Vec<Measurement>,
 }
 
-/// A reader of units, in a fixed order (a resumed import skips as many units
-/// as the last committed batch had read).
+/// One source record's bytes, as read: a JSON value's text, or a BSON
+/// document (parsed by a `Parser`, on whichever thread has time).
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub origin: Origin,
+    pub bytes: Vec<u8>,
+}
+
+/// How a source's records become units.
+#[derive(Debug, Clone)]
+pub enum Parser {
+    /// Extended JSON text.
+    Json,
+    /// A BSON document; with bucket options, a bucket's measurements.
+    Bson(Option<Buckets>),
+}
+
+impl Parser {
+    pub fn parse(&self, r: &Record, keys: &mut Keys) -> Result<Unit, SourceError> {
+        match self {
+            Parser::Json => json::parse_measurement(&r.bytes, &r.origin, keys).map(|m| Unit { origin: r.origin.clone(), docs: vec![m] }),
+            Parser::Bson(b) => bsonstream::unit_of(&r.bytes, r.origin.clone(), b.as_ref(), keys),
+        }
+    }
+}
+
+/// A reader of records, in a fixed order (a resumed import skips as many as
+/// the last committed batch had read).
 pub trait Source: Send {
-    fn next_unit(&mut self) -> Option<Result<Unit, SourceError>>;
-    /// Passes over the next unit (one an earlier run committed) without
-    /// building its documents where the format allows.
+    fn next_record(&mut self) -> Option<Result<Record, SourceError>>;
+    /// What turns this source's records into units.
+    fn parser(&self) -> Parser;
+    /// Passes over the next record (one an earlier run committed).
     fn skip_unit(&mut self) -> Option<Result<(), SourceError>> {
-        self.next_unit().map(|r| r.map(|_| ()))
+        self.next_record().map(|r| r.map(|_| ()))
     }
     /// Bytes read so far (decompressed), for the progress line.
     fn bytes_read(&self) -> u64;
@@ -153,6 +183,12 @@ pub fn detect(path: &str) -> io::Result<Kind> {
         Some(b'{') | Some(b'[') => Ok(Kind::Json),
         _ => Ok(Kind::Bson),
     }
+}
+
+/// The next record, parsed here (for sampling, and tests).
+pub fn next_unit(src: &mut dyn Source, keys: &mut Keys) -> Option<Result<Unit, SourceError>> {
+    let parser = src.parser();
+    src.next_record().map(|r| r.and_then(|r| parser.parse(&r, keys)))
 }
 
 /// The display name of a path in messages.
