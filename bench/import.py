@@ -49,7 +49,6 @@ def main():
     md.write_dump(f"{work}/dump/iot", "weather", docs, md.options(), buckets=True, gz=True)
     md.write_archive(f"{work}/iot.archive", "weather", docs, md.options(), segment=500)
     md.write_dump(f"{work}/docdump/iot", "weather", docs, md.options())
-    del docs
     print(f"(inputs written in {time.monotonic() - t0:.0f} s)", file=sys.stderr)
     c = Cluster(worker=True)
     try:
@@ -70,6 +69,11 @@ def main():
             cols = conn.execute("SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute "
                                 "WHERE attrelid = 'ref'::regclass AND attnum > 0 AND NOT attisdropped").fetchone()[0]
         mib = os.path.getsize(csv) / 2**20
+        # The first import against the source documents themselves (every
+        # other import is then compared with its rows).
+        with c.connect() as conn:
+            source_same = md.read_rows(conn, "ref") == md.expected_rows(docs)
+        del docs
 
         def fresh(table):
             with c.connect() as conn:
@@ -96,6 +100,8 @@ def main():
         psql_s = timed(load_psql)
         print(f"## tsbucket-import: {rows:,} measurements (100 sensors), PostgreSQL {version}, "
               f"best of {a.runs}; CSV {mib:.0f} MiB\n")
+        print(f"The first import's rows {'equal' if source_same else 'DIFFER FROM'} the source documents' "
+              "(tests/integration/mongo_data.py's expected rows).\n")
         print("| input | seconds | rows/s | vs psql COPY (CSV) | rows as psql's |")
         print("|---|---:|---:|---:|---|")
         print(f"| psql `COPY FROM STDIN (FORMAT csv)` | {psql_s:.2f} | {rows / psql_s:,.0f} | 1.00 | - |")

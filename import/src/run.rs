@@ -304,7 +304,7 @@ fn read_jobs(mut src: Box<dyn Source>, first: Vec<Result<Unit, SourceError>>, sk
 }
 
 /// Parses and encodes jobs until there are none. Runs on each encoding thread.
-fn encode_jobs(jobs: &std::sync::Mutex<mpsc::Receiver<Job>>, parser: Parser, mut enc: Encoder, skip_invalid: bool, done: mpsc::SyncSender<Done>) {
+fn encode_jobs(jobs: std::sync::Arc<std::sync::Mutex<mpsc::Receiver<Job>>>, parser: Parser, mut enc: Encoder, skip_invalid: bool, done: mpsc::SyncSender<Done>) {
     let mut keys = Keys::default();
     loop {
         let job = match jobs.lock() {
@@ -404,15 +404,18 @@ fn produce(src: Box<dyn Source>, first: Vec<Result<Unit, SourceError>>, skip: u6
     let threads = o.threads.max(1);
     let (jobs_tx, jobs_rx) = mpsc::sync_channel::<Job>(threads * 2);
     let (done_tx, done_rx) = mpsc::sync_channel::<Done>(threads * 2);
-    let jobs_rx = std::sync::Mutex::new(jobs_rx);
+    // Owned by the encoders: when the last one stops (the assembler gave up),
+    // the receiver goes and the reader's next send fails, so nothing waits forever.
+    let jobs_rx = std::sync::Arc::new(std::sync::Mutex::new(jobs_rx));
     std::thread::scope(|scope| {
         scope.spawn(move || read_jobs(src, first, skip, jobs_tx));
         for _ in 0..threads {
-            let (parser, enc, done_tx, jobs_rx) = (parser.clone(), enc.clone(), done_tx.clone(), &jobs_rx);
+            let (parser, enc, done_tx, jobs_rx) = (parser.clone(), enc.clone(), done_tx.clone(), jobs_rx.clone());
             let skip_invalid = o.skip_invalid;
             scope.spawn(move || encode_jobs(jobs_rx, parser, enc, skip_invalid, done_tx));
         }
         drop(done_tx);
+        drop(jobs_rx);
         assemble(done_rx, o.batch_rows, tx);
     });
 }
@@ -518,6 +521,9 @@ pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
     let mut rows_now = 0u64;
     let mut last_shown = Instant::now() - Duration::from_secs(1);
     let outcome = std::thread::scope(|scope| -> Result<(), Failure> {
+        // Moved in: dropped when this closure returns, on an error too, so
+        // that the producer's next send fails and the scope's join ends.
+        let rx = rx;
         let o2 = o.clone();
         scope.spawn(move || produce(source, first, skip, enc, &o2, tx));
         loop {
@@ -566,22 +572,34 @@ pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
                     }
                 }
             });
-            if let Err(e) = copied {
-                let _ = conn.query("ROLLBACK");
-                return Err(match (failed, e) {
-                    (Some(f), _) => f,
-                    (None, CopyError::Pg(e)) => Failure::Server(format!("the server refused a batch (nothing of it is in): {e}")),
-                    (None, CopyError::Input(m)) => Failure::Server(m),
-                });
-            }
+            let copied = match copied {
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = conn.query("ROLLBACK");
+                    return Err(match (failed, e) {
+                        (Some(f), _) => f,
+                        (None, CopyError::Pg(e)) => Failure::Server(format!("the server refused a batch (nothing of it is in): {e}")),
+                        (None, CopyError::Input(m)) => Failure::Server(m),
+                    });
+                }
+            };
             let (units, rows, skipped) = ended.unwrap_or_default();
+            if copied != rows {
+                let _ = conn.query("ROLLBACK");
+                return Err(Failure::Server(format!("the server took {copied} rows of a batch of {rows}; nothing of it is in")));
+            }
+            let from = state.units;
             state.units += units;
             state.rows += rows;
             state.skipped += skipped;
-            progress::update(&conn, schema_name.as_deref(), &target, &state).map_err(|e| {
+            let moved = progress::update(&conn, schema_name.as_deref(), &target, from, &state).map_err(|e| {
                 let _ = conn.query("ROLLBACK");
                 server(e)
             })?;
+            if !moved {
+                let _ = conn.query("ROLLBACK");
+                return Err(Failure::Usage(format!("another import into {target} moved its progress marker; this one stops (its last batch is not in)")));
+            }
             conn.query("COMMIT").map_err(server)?;
             summary.rows = state.rows;
             summary.skipped = state.skipped;
@@ -596,7 +614,9 @@ pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
     }
     outcome?;
     state.finished = true;
-    progress::update(&conn, schema_name.as_deref(), &target, &state).map_err(server)?;
+    if !progress::update(&conn, schema_name.as_deref(), &target, state.units, &state).map_err(server)? {
+        return Err(Failure::Usage(format!("another import into {target} moved its progress marker")));
+    }
     Ok(summary)
 }
 

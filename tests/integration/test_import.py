@@ -223,7 +223,40 @@ def bad_inputs(work, docs):
     with open(j3, "a") as f:
         f.write('{"ts": {"$date": "not a date"}}\n')
     cases.append(("bad Extended JSON", j3, ["--time-field", "ts", "--meta-field", "meta"], ["ejson.json", "Extended JSON"]))
+    a = f"{work}/crc.archive"
+    md.write_archive(a, "weather", docs[:3000], md.options())
+    data = bytearray(open(a, "rb").read())
+    data[-12] ^= 0xFF  # inside the last EOF header's CRC
+    write_bytes(a, bytes(data))
+    cases.append(("archive checksum", a, [], ["crc.archive", "checksum"]))
+    a2 = f"{work}/magic.archive"
+    write_bytes(a2, b"\x00\x01\x02\x03" + bytes(100))
+    cases.append(("not an archive", a2, ["--format", "archive"], ["magic.archive", "magic number"]))
+    g = f"{work}/broken.json.gz"
+    md.write_json(g, docs[:3000], gz=True)
+    raw = open(g, "rb").read()
+    write_bytes(g, raw[: len(raw) // 2])
+    cases.append(("truncated gzip", g, ["--time-field", "ts", "--meta-field", "meta"], ["broken.json.gz"]))
     return cases
+
+
+def test_an_error_early_in_a_large_input_stops_promptly(tool, cluster, work):
+    # The reader is far ahead when the bad record is met: every thread must
+    # still stop, and the error be told.
+    docs = md.collection(120_000, series=100, seed=5)
+    j = f"{work}/early.json"
+    md.write_json(j, docs[:4000])
+    with open(j, "a") as f:
+        f.write('{"ts": {"$date": "2024-01-01T00:00:00Z"}, "temp": }\n')
+    with open(j, "ab") as f:
+        f.write(b"".join(md.json_util.dumps(d).encode() + b"\n" for d in docs[4000:]))
+    drop(cluster, "early")
+    p = run(tool, cluster, j, "--table", "iot.early", "--time-field", "ts", "--meta-field", "meta", "--batch-rows", "1000",
+            check=False, timeout=120)
+    assert p.returncode == 1 and "not valid JSON" in p.stderr, p.stderr
+    with cluster.connect() as conn:
+        rows = conn.execute("SELECT count(*) FROM iot.early").fetchone()[0]
+        assert rows == marker(conn, "early")[0] and rows <= 4000, rows
 
 
 def test_bad_inputs_stop_with_a_clear_error_and_leave_the_last_batch(tool, cluster, docs, work):

@@ -59,6 +59,40 @@ fn value_len(t: u8, buf: &[u8], at: usize) -> Option<usize> {
     })
 }
 
+/// Deeper nesting than MongoDB stores (it allows about 100 levels) is
+/// refused before any recursive reader meets it.
+pub const MAX_NESTING: usize = 200;
+
+/// Whether a BSON document's objects and arrays nest at most `max` deep,
+/// found without recursion (bytes the walk cannot frame are left to the
+/// BSON reader to refuse).
+pub fn nesting_within(doc: &[u8], max: usize) -> bool {
+    let mut stack: Vec<usize> = Vec::new();
+    let mut p = 4;
+    loop {
+        let Some(&t) = doc.get(p) else { return true };
+        if t == 0 {
+            if stack.pop().is_none() {
+                return true;
+            }
+            p += 1;
+            continue;
+        }
+        let Some(name) = doc.get(p + 1..).and_then(|r| r.iter().position(|&b| b == 0)) else { return true };
+        let v = p + 2 + name;
+        let Some(n) = value_len(t, doc, v) else { return true };
+        if t == 0x03 || t == 0x04 {
+            if stack.len() + 1 > max {
+                return false;
+            }
+            stack.push(v + n);
+            p = v + 4;
+        } else {
+            p = v + n;
+        }
+    }
+}
+
 /// Reads the literal at `pos`: its value and its length in bytes.
 fn literal(buf: &[u8], pos: usize) -> Result<(Bson, usize), ColumnError> {
     let t = buf[pos];
@@ -73,6 +107,9 @@ fn literal(buf: &[u8], pos: usize) -> Result<(Bson, usize), ColumnError> {
     doc.extend_from_slice(&((n + 7) as i32).to_le_bytes());
     doc.extend_from_slice(&buf[pos..pos + 2 + n]);
     doc.push(0);
+    if !nesting_within(&doc, MAX_NESTING) {
+        return Err(err(pos, format!("literal nests objects deeper than {MAX_NESTING} levels")));
+    }
     let d = Document::from_reader(&doc[..]).map_err(|e| err(pos, format!("literal of type 0x{t:02x} is not valid BSON: {e}")))?;
     let v = d.into_iter().next().map(|(_, v)| v).ok_or_else(|| err(pos, "empty literal"))?;
     Ok((v, 2 + n))
@@ -94,6 +131,12 @@ fn run(buf: &[u8], pos: usize) -> Result<(u8, &[u8], usize), ColumnError> {
 
 /// The values of a column, `None` where the measurement lacks the field.
 pub fn decode(buf: &[u8]) -> Result<Vec<Option<Bson>>, ColumnError> {
+    decode_at_most(buf, usize::MAX)
+}
+
+/// As `decode`, refusing a column of more than `limit` values before making
+/// them (a few bytes of RLE blocks can ask for billions).
+pub fn decode_at_most(buf: &[u8], limit: usize) -> Result<Vec<Option<Bson>>, ColumnError> {
     if buf.is_empty() {
         return Err(err(0, "an empty column (not even its terminating 0x00)"));
     }
@@ -115,7 +158,7 @@ pub fn decode(buf: &[u8]) -> Result<Vec<Option<Bson>>, ColumnError> {
             return Ok(out);
         }
         if is_interleaved(c) {
-            let (rows, next) = interleaved(buf, pos)?;
+            let (rows, next) = interleaved(buf, pos, limit.saturating_sub(out.len()))?;
             let last = rows.last().cloned().flatten();
             out.extend(rows);
             st = Stream::default();
@@ -129,7 +172,13 @@ pub fn decode(buf: &[u8]) -> Result<Vec<Option<Bson>>, ColumnError> {
         } else {
             let (c, blocks, n) = run(buf, pos)?;
             st.load_control(c, blocks).map_err(|m| err(pos, m))?;
+            if out.len().saturating_add(st.pending()) > limit {
+                return Err(err(pos, format!("the column holds more than the {limit} values of its bucket")));
+            }
             pos += n;
+        }
+        if out.len() > limit {
+            return Err(err(pos, format!("the column holds more than the {limit} values of its bucket")));
         }
     }
 }
@@ -195,7 +244,7 @@ fn renumbered(doc: &[u8]) -> Option<Vec<u8>> {
 
 /// Decodes the interleaved section starting at `start`: its rows and the
 /// position after its 0x00.
-fn interleaved(buf: &[u8], start: usize) -> Result<(Vec<Option<Bson>>, usize), ColumnError> {
+fn interleaved(buf: &[u8], start: usize, limit: usize) -> Result<(Vec<Option<Bson>>, usize), ColumnError> {
     let c = buf[start];
     let legacy = c == 0xF0;
     let ref_at = start + 1;
@@ -205,6 +254,9 @@ fn interleaved(buf: &[u8], start: usize) -> Result<(Vec<Option<Bson>>, usize), C
     // An array root's names are only positions (MongoDB never reads them):
     // renamed "0", "1", ..., so that any bytes there read.
     let bytes = if c == 0xF2 { renumbered(&buf[ref_at..ref_at + len]) } else { None };
+    if !nesting_within(&buf[ref_at..ref_at + len], MAX_NESTING) {
+        return Err(err(start, format!("interleaved start 0x{c:02x}: the reference object nests deeper than {MAX_NESTING} levels")));
+    }
     let reference = Document::from_reader(bytes.as_deref().unwrap_or(&buf[ref_at..ref_at + len]))
         .map_err(|e| err(start, format!("interleaved start 0x{c:02x}: the reference object is not valid BSON: {e}")))?;
     let root = if c == 0xF2 { Bson::Array(reference.iter().map(|(_, v)| v.clone()).collect()) } else { Bson::Document(reference.clone()) };
@@ -263,11 +315,17 @@ fn interleaved(buf: &[u8], start: usize) -> Result<(Vec<Option<Bson>>, usize), C
             } else {
                 let (c, blocks, n) = run(buf, pos)?;
                 streams[i].load_control(c, blocks).map_err(|m| err(pos, m))?;
+                if streams[i].pending() > limit {
+                    return Err(err(pos, format!("an interleaved stream holds more than the {limit} values of its bucket")));
+                }
                 pos += n;
                 vals.push(streams[i].take().map_err(|m| err(pos, m))?);
             }
         }
         rows.push(rebuild(&shape, &mut vals.into_iter()));
+        if rows.len() > limit {
+            return Err(err(pos, format!("the column holds more than the {limit} values of its bucket")));
+        }
     }
 }
 
@@ -342,6 +400,43 @@ mod tests {
         // ObjectIds whose counter and timestamp move.
         let v = values("070067f6e10b91f966678d89720b804d000700fca7010000");
         assert_eq!(v, vec!["ObjectId(67f6e10b91f966678d89720b)", "ObjectId(67f6e14391f966678d89720d)", "ObjectId(67f6e14691f966678d89720f)"]);
+    }
+
+    #[test]
+    fn columns_asking_for_more_values_than_their_bucket_are_refused() {
+        // An int32 literal, then 40 controls of 16 RLE blocks: 1.2M zeros from 5 kB.
+        let mut b = unhex("100001000000");
+        for _ in 0..40 {
+            b.push(0x8F);
+            for _ in 0..16 {
+                b.extend_from_slice(&0xFFu64.to_le_bytes());
+            }
+        }
+        b.push(0);
+        assert_eq!(decode(&b).unwrap().len(), 1 + 40 * 16 * 1920);
+        let e = decode_at_most(&b, 1000).unwrap_err();
+        assert!(e.message.contains("more than the 1000 values"), "{e}");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_recursion() {
+        // An object literal nested 100,000 deep: refused, not a stack overflow.
+        let depth = 100_000;
+        let mut inner: Vec<u8> = vec![5, 0, 0, 0, 0];
+        for _ in 0..depth {
+            let mut d = Vec::with_capacity(inner.len() + 8);
+            d.extend_from_slice(&((inner.len() + 8) as i32).to_le_bytes());
+            d.extend_from_slice(&[0x03, b'a', 0]);
+            d.extend_from_slice(&inner);
+            d.push(0);
+            inner = d;
+        }
+        assert!(!nesting_within(&inner, MAX_NESTING));
+        let mut col = vec![0x03, 0];
+        col.extend_from_slice(&inner);
+        col.push(0);
+        assert!(decode(&col).unwrap_err().message.contains("deeper"));
+        assert!(nesting_within(&unhex("0500000000"), 1));
     }
 
     #[test]

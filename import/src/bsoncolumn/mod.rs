@@ -10,7 +10,7 @@ pub mod column;
 mod simple8b;
 mod stream;
 #[cfg(test)]
-mod testenc;
+pub(crate) mod testenc;
 #[cfg(test)]
 mod vectors;
 

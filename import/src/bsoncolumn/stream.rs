@@ -154,6 +154,10 @@ impl Stream {
         self.last = v;
     }
 
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
     }

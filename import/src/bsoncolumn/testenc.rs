@@ -20,7 +20,7 @@ use bson::spec::BinarySubtype;
 use bson::{Bson, Document};
 
 /// The column of `values` (None = missing), ending with its EOO byte.
-pub(super) fn encode(values: &[Option<Bson>]) -> Vec<u8> {
+pub(crate) fn encode(values: &[Option<Bson>]) -> Vec<u8> {
     let mut stream = Stream::new();
     for value in values {
         stream.push(value.as_ref());
@@ -40,7 +40,7 @@ pub(super) fn encode(values: &[Option<Bson>]) -> Vec<u8> {
 /// array, panics. The decoder gives back each row rebuilt in the reference's field order, with
 /// sub-documents/arrays left empty dropped (unless empty in the reference), and as missing if it
 /// ends up with no field at all.
-pub(super) fn encode_interleaved(rows: &[Option<Document>]) -> Vec<u8> {
+pub(crate) fn encode_interleaved(rows: &[Option<Document>]) -> Vec<u8> {
     let Some(reference) = rows.iter().flatten().next() else {
         // No row at all: every value is missing, which regular mode writes as well.
         let missing: Vec<Option<Bson>> = vec![None; rows.len()];

@@ -80,6 +80,8 @@ pub struct Encoder {
     rest: Option<usize>,
     /// Reused between rows: a JSON text buffer.
     text: String,
+    /// `meta.sub` of each meta subfield column (for messages).
+    meta_paths: Vec<String>,
 }
 
 impl Encoder {
@@ -102,7 +104,15 @@ impl Encoder {
         }
         let n = schema.columns.len();
         let _ = n;
-        Encoder { schema, by_field, by_meta_sub, meta, rest, text: String::new() }
+        let meta_paths = schema
+            .columns
+            .iter()
+            .map(|c| match &c.from {
+                From::MetaSub(s) => format!("{}.{s}", schema.meta_field.as_deref().unwrap_or("")),
+                _ => String::new(),
+            })
+            .collect();
+        Encoder { schema, by_field, by_meta_sub, meta, rest, text: String::new(), meta_paths }
     }
 
     pub fn schema(&self) -> &Schema {
@@ -192,7 +202,7 @@ impl Encoder {
             }
             let field_name = match &c.from {
                 From::Field(f) => f.as_str(),
-                From::MetaSub(s) => s.as_str(),
+                From::MetaSub(_) => self.meta_paths[i].as_str(),
                 From::Meta => self.schema.meta_field.as_deref().unwrap_or(""),
                 From::Time => time_field,
                 From::Rest => "",

@@ -203,6 +203,15 @@ pub fn infer(sample: &[Measurement], o: &InferOptions) -> Schema {
                 });
                 columns.push(Column { name: unique_name(sk, &mut taken), ty, from: From::MetaSub(sk.clone()) });
             }
+            // Subfields `--schema` names that the sample did not show.
+            let prefix = format!("{m}.");
+            for (k, t) in o.fixed {
+                if let Some(sk) = k.strip_prefix(&prefix)
+                    && !meta_subs.iter().any(|(n, _)| n == sk)
+                {
+                    columns.push(Column { name: unique_name(sk, &mut taken), ty: *t, from: From::MetaSub(sk.to_string()) });
+                }
+            }
         } else {
             let seen = if meta_objects { Seen::Mixed } else { meta_seen };
             columns.push(Column { name: unique_name(m, &mut taken), ty: whole(seen), from: From::Meta });

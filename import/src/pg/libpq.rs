@@ -108,8 +108,10 @@ impl Connection {
         if unsafe { pq::PQstatus(this.conn.as_ptr()) } != pq::ConnStatusType::CONNECTION_OK {
             return Err(plain(this.last_error()));
         }
-        // The importer's own IF NOT EXISTS notices are not the user's concern.
-        this.query("SET client_min_messages TO warning")?;
+        // COPY text is UTF-8 whatever the database's encoding (the server
+        // converts), literals are standard, and the importer's own IF NOT
+        // EXISTS notices are not the user's concern.
+        this.query("SET client_encoding TO 'UTF8'; SET standard_conforming_strings TO on; SET client_min_messages TO warning")?;
         Ok(this)
     }
 
@@ -179,11 +181,17 @@ impl Connection {
         }
         drop(res);
         let conn = self.conn.as_ptr();
-        let mut send = |chunk: &[u8]| -> Result<(), PgError> {
-            // SAFETY: a live connection in COPY IN state; the chunk's pointer and
-            // length describe readable memory for the call's duration.
-            let rc = unsafe { pq::PQputCopyData(conn, chunk.as_ptr() as *const c_char, chunk.len() as i32) };
-            if rc == 1 { Ok(()) } else { Err(plain(self.last_error())) }
+        let mut send = |data: &[u8]| -> Result<(), PgError> {
+            // PQputCopyData takes an int length: slices well below its range.
+            for chunk in data.chunks(1 << 20) {
+                // SAFETY: a live connection in COPY IN state; the chunk's pointer and
+                // length (at most 1 MiB) describe readable memory for the call's duration.
+                let rc = unsafe { pq::PQputCopyData(conn, chunk.as_ptr() as *const c_char, chunk.len() as i32) };
+                if rc != 1 {
+                    return Err(plain(self.last_error()));
+                }
+            }
+            Ok(())
         };
         let outcome = fill(&mut send);
         let abort = outcome.as_ref().err().map(|m| CString::new(m.replace('\0', " ")).unwrap_or_default());

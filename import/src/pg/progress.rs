@@ -85,10 +85,13 @@ pub fn insert(c: &Connection, schema: Option<&str>, target: &str, p: &Progress) 
     .map(|_| ())
 }
 
-pub fn update(c: &Connection, schema: Option<&str>, target: &str, p: &Progress) -> Result<(), PgError> {
-    c.query_params(
+/// Moves the marker from `from` records to `p`'s; refuses when it no longer
+/// stands at `from` (another import into the same table moved it), so that
+/// two resumed runs cannot both add the same rows.
+pub fn update(c: &Connection, schema: Option<&str>, target: &str, from: u64, p: &Progress) -> Result<bool, PgError> {
+    let rows = c.query_params(
         &format!(
-            "UPDATE {} SET units = $2, rows = $3, skipped = $4, finished = $5, updated_at = now() WHERE target = $1",
+            "UPDATE {} SET units = $2, rows = $3, skipped = $4, finished = $5, updated_at = now() WHERE target = $1 AND units = $6 RETURNING 1",
             table(schema)
         ),
         &[
@@ -97,7 +100,8 @@ pub fn update(c: &Connection, schema: Option<&str>, target: &str, p: &Progress) 
             Some(&p.rows.to_string()),
             Some(&p.skipped.to_string()),
             Some(if p.finished { "true" } else { "false" }),
+            Some(&from.to_string()),
         ],
-    )
-    .map(|_| ())
+    )?;
+    Ok(rows.len() == 1)
 }

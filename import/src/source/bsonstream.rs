@@ -7,6 +7,7 @@ use std::io::BufRead;
 use bson::{Document, RawDocument};
 
 use super::bucket;
+use crate::bsoncolumn::column::{nesting_within, MAX_NESTING};
 use super::measurement::{self, Keys};
 use super::{Origin, Parser, Record, Source, SourceError, Unit};
 
@@ -43,6 +44,9 @@ pub struct Buckets {
 pub fn unit_of(bytes: &[u8], origin: Origin, buckets: Option<&Buckets>, keys: &mut Keys) -> Result<Unit, SourceError> {
     if bytes.last() != Some(&0) {
         return Err(SourceError::new(origin, "the document does not end with a NUL byte (corrupt BSON)"));
+    }
+    if !nesting_within(bytes, MAX_NESTING) {
+        return Err(SourceError::new(origin, format!("objects nested deeper than {MAX_NESTING} levels (MongoDB stores at most 100)")));
     }
     let raw = RawDocument::from_bytes(bytes).map_err(|e| SourceError::new(origin.clone(), format!("not valid BSON: {e}")))?;
     match buckets {

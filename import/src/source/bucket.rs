@@ -10,7 +10,10 @@ use bson::{Bson, RawBsonRef, RawDocument};
 
 use super::measurement::{Key, Keys, Measurement};
 use super::{Origin, SourceError};
-use crate::bsoncolumn::column::decode as decode_column;
+use crate::bsoncolumn::column::decode_at_most as decode_column;
+
+/// More measurements than any bucket holds (MongoDB's default is 1000).
+const MAX_COUNT: usize = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BucketError {
@@ -60,26 +63,41 @@ pub fn unpack(bucket: &RawDocument, time_field: &str, meta_field: Option<&str>, 
     if !(1..=3).contains(&version) {
         return Err(BucketError::field("control.version", format!("bucket version {version} is unknown (MongoDB writes 1, 2 and 3)")));
     }
+    // The time column first: it says how many measurements the bucket has,
+    // which bounds what every other column may decode to.
+    let declared = match control.get("count") {
+        Ok(Some(RawBsonRef::Int32(n))) if n >= 0 => Some(n as usize),
+        Ok(Some(RawBsonRef::Int64(n))) if n >= 0 => usize::try_from(n).ok(),
+        _ => None,
+    };
+    let column = |name: &str, v: RawBsonRef<'_>, limit: usize| -> Result<Vec<Option<Bson>>, BucketError> {
+        match v {
+            RawBsonRef::Document(d) => v1_column(name, d, limit),
+            RawBsonRef::Binary(b) if version >= 2 && u8::from(b.subtype) == 7 => decode_column(b.bytes, limit)
+                .map_err(|e| BucketError::field(&format!("data.{name}"), format!("BSONColumn: {e}"))),
+            _ if version == 1 => Err(BucketError::field(&format!("data.{name}"), "a version-1 bucket's field is not an object keyed by row")),
+            _ => Err(BucketError::field(&format!("data.{name}"), "a compressed bucket's field is not a BSONColumn binary (subtype 7)")),
+        }
+    };
+    let time = match data.get(time_field) {
+        Ok(Some(v)) => column(time_field, v, declared.unwrap_or(MAX_COUNT).min(MAX_COUNT))?,
+        _ if data.iter().next().is_none() => Vec::new(),
+        _ => return Err(BucketError::field(&format!("data.{time_field}"), "a bucket without its time field's data")),
+    };
+    let count = time.len();
+    if version >= 2
+        && let Some(n) = declared
+        && n != count
+    {
+        return Err(BucketError::field("control.count", format!("control.count says {n} measurements, the time column holds {count}")));
+    }
     let mut columns: Vec<(Key, Vec<Option<Bson>>)> = Vec::new();
     for e in data.iter() {
         let (name, v) = e.map_err(|e| BucketError::field("data", format!("not valid BSON: {e}")))?;
         let name = name.as_str();
-        let values = match v {
-            RawBsonRef::Document(d) => v1_column(name, d)?,
-            RawBsonRef::Binary(b) if version >= 2 && u8::from(b.subtype) == 7 => decode_column(b.bytes)
-                .map_err(|e| BucketError::field(&format!("data.{name}"), format!("BSONColumn: {e}")))?,
-            _ if version == 1 => {
-                return Err(BucketError::field(&format!("data.{name}"), "a version-1 bucket's field is not an object keyed by row"));
-            }
-            _ => return Err(BucketError::field(&format!("data.{name}"), "a compressed bucket's field is not a BSONColumn binary (subtype 7)")),
-        };
+        let values = if name == time_field { time.clone() } else { column(name, v, count)? };
         columns.push((keys.key(name), values));
     }
-    let count = match columns.iter().find(|(k, _)| &**k == time_field) {
-        Some((_, t)) => t.len(),
-        None if columns.is_empty() => 0,
-        None => return Err(BucketError::field(&format!("data.{time_field}"), "a bucket without its time field's data")),
-    };
     let meta = match (meta_field, bucket.get("meta")) {
         (Some(m), Ok(Some(v))) => Some((keys.key(m), Arc::new(value(v, "meta")?))),
         _ => None,
@@ -102,7 +120,7 @@ pub fn unpack(bucket: &RawDocument, time_field: &str, meta_field: Option<&str>, 
 }
 
 /// Version 1: an object keyed "0", "1", ... (keys may be absent).
-fn v1_column(name: &str, d: &RawDocument) -> Result<Vec<Option<Bson>>, BucketError> {
+fn v1_column(name: &str, d: &RawDocument, limit: usize) -> Result<Vec<Option<Bson>>, BucketError> {
     let mut out: Vec<Option<Bson>> = Vec::new();
     for e in d.iter() {
         let (k, v) = e.map_err(|e| BucketError::field(&format!("data.{name}"), format!("not valid BSON: {e}")))?;
@@ -110,8 +128,11 @@ fn v1_column(name: &str, d: &RawDocument) -> Result<Vec<Option<Bson>>, BucketErr
         let i: usize = k
             .parse()
             .ok()
-            .filter(|i: &usize| k == i.to_string() && *i < 1_000_000)
+            .filter(|i: &usize| k == i.to_string())
             .ok_or_else(|| BucketError::field(&format!("data.{name}.{k}"), "a row key that is not a row index"))?;
+        if i >= limit {
+            return Err(BucketError::field(&format!("data.{name}.{k}"), format!("row {i} of a bucket of {limit} measurements")));
+        }
         if out.len() <= i {
             out.resize(i + 1, None);
         }
@@ -145,6 +166,47 @@ mod tests {
         let rows = unpack(&raw(&b), "t", Some("m"), &mut Keys::default()).unwrap();
         let docs: Vec<Document> = rows.iter().map(|r| r.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()).collect();
         assert_eq!(docs, vec![doc! { "m": { "sensor": "a" }, "t": t0 }, doc! { "m": { "sensor": "a" }, "t": t1, "temp": 20.5 }]);
+    }
+
+    #[test]
+    fn compressed_buckets_unpack_as_their_uncompressed_form() {
+        use crate::bsoncolumn::testenc::{encode, encode_interleaved};
+        let col = |v: Vec<Option<Bson>>| Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Column, bytes: encode(&v) });
+        let n = 300;
+        let t: Vec<Option<Bson>> = (0..n).map(|i| Some(Bson::DateTime(bson::DateTime::from_millis(1_700_000_000_000 + i * 1000)))).collect();
+        let temp: Vec<Option<Bson>> = (0..n).map(|i| (i % 7 != 3).then(|| Bson::Double(20.0 + (i % 13) as f64 * 0.25))).collect();
+        let note: Vec<Option<Bson>> = (0..n).map(|i| (i % 50 == 0).then(|| Bson::String(format!("n{i}")))).collect();
+        let gps: Vec<Option<Document>> = (0..n).map(|i| (i % 4 != 0).then(|| doc! { "lat": 1.5 + i as f64, "lon": -2.0 })).collect();
+        let mut v1 = doc! {};
+        for (name, values) in [("t", &t), ("temp", &temp), ("note", &note)] {
+            let mut d = Document::new();
+            for (i, v) in values.iter().enumerate() {
+                if let Some(v) = v {
+                    d.insert(i.to_string(), v.clone());
+                }
+            }
+            v1.insert(name, d);
+        }
+        let mut g = Document::new();
+        for (i, v) in gps.iter().enumerate() {
+            if let Some(v) = v {
+                g.insert(i.to_string(), v.clone());
+            }
+        }
+        v1.insert("gps", g);
+        let gps_col = Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Column, bytes: encode_interleaved(&gps) });
+        for version in [2, 3] {
+            let compressed = doc! {
+                "control": { "version": version, "count": n as i32 },
+                "meta": { "sensor": "a" },
+                "data": { "t": col(t.clone()), "temp": col(temp.clone()), "note": col(note.clone()), "gps": gps_col.clone() },
+            };
+            let plain = doc! { "control": { "version": 1 }, "meta": { "sensor": "a" }, "data": v1.clone() };
+            let a = unpack(&raw(&compressed), "t", Some("m"), &mut Keys::default()).unwrap();
+            let b = unpack(&raw(&plain), "t", Some("m"), &mut Keys::default()).unwrap();
+            assert_eq!(a.len(), n as usize);
+            assert_eq!(a, b, "version {version}");
+        }
     }
 
     #[test]
