@@ -356,27 +356,14 @@ pub fn decode_field_stats(bytes: &[u8]) -> Result<Vec<FieldStats>> {
         match tag {
             SECTION_FIELDS => {
                 let n = c.len("field stats count", body.len())?;
-                let start = out.len();
-                for _ in 0..n {
-                    let previous = out[start..].last().map_or(&[][..], |f: &FieldStats| &f.key[..]);
-                    let shared = c.len("field key prefix", previous.len())?;
-                    let key = [&previous[..shared], c.chunk("field key")?].concat();
-                    let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
-                    out.push(FieldStats { key, stats: decode_body(&mut c, attnum)? });
-                }
+                decode_fields(&mut c, n, None, &mut out)?;
             }
             SECTION_FIELDS_BY_COLUMN => {
                 let groups = c.len("field stats columns", body.len())?;
                 for _ in 0..groups {
-                    let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
+                    let attnum = decode_attnum(&mut c)?;
                     let n = c.len("field stats count", body.len())?;
-                    let start = out.len();
-                    for _ in 0..n {
-                        let previous = out[start..].last().map_or(&[][..], |f: &FieldStats| &f.key[..]);
-                        let shared = c.len("field key prefix", previous.len())?;
-                        let key = [&previous[..shared], c.chunk("field key")?].concat();
-                        out.push(FieldStats { key, stats: decode_body(&mut c, attnum)? });
-                    }
+                    decode_fields(&mut c, n, Some(attnum), &mut out)?;
                 }
             }
             _ => continue,
@@ -388,6 +375,27 @@ pub fn decode_field_stats(bytes: &[u8]) -> Result<Vec<FieldStats>> {
     Ok(out)
 }
 
+/// `n` fields, each key sharing a prefix with the one before: with their
+/// column's attnum given once (`column`), or each entry its own.
+fn decode_fields(c: &mut Cursor, n: usize, column: Option<u16>, out: &mut Vec<FieldStats>) -> Result<()> {
+    let start = out.len();
+    for _ in 0..n {
+        let previous = out[start..].last().map_or(&[][..], |f| &f.key[..]);
+        let shared = c.len("field key prefix", previous.len())?;
+        let key = [&previous[..shared], c.chunk("field key")?].concat();
+        let attnum = match column {
+            Some(a) => a,
+            None => decode_attnum(c)?,
+        };
+        out.push(FieldStats { key, stats: decode_body(c, attnum)? });
+    }
+    Ok(())
+}
+
+fn decode_attnum(c: &mut Cursor) -> Result<u16> {
+    u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))
+}
+
 fn decode_entries(c: &mut Cursor, limit: usize) -> Result<Vec<ColumnStats>> {
     let n = c.len("stats count", limit)?;
     decode_entries_n(c, n)
@@ -396,7 +404,7 @@ fn decode_entries(c: &mut Cursor, limit: usize) -> Result<Vec<ColumnStats>> {
 fn decode_entries_n(c: &mut Cursor, n: usize) -> Result<Vec<ColumnStats>> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
+        let attnum = decode_attnum(c)?;
         out.push(decode_body(c, attnum)?);
     }
     Ok(out)

@@ -102,8 +102,6 @@ impl Encoder {
                 From::Time => {}
             }
         }
-        let n = schema.columns.len();
-        let _ = n;
         let meta_paths = schema
             .columns
             .iter()

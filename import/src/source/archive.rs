@@ -182,9 +182,6 @@ impl Source for ArchiveSource {
         Parser::Bson(self.buckets.clone())
     }
 
-    fn bytes_read(&self) -> u64 {
-        self.offset
-    }
 }
 
 /// Opens an archive and reads its prelude: the chosen collection (named, or

@@ -140,7 +140,4 @@ impl Source for BsonSource {
         }
     }
 
-    fn bytes_read(&self) -> u64 {
-        self.offset
-    }
 }

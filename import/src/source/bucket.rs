@@ -79,7 +79,7 @@ pub fn unpack(bucket: &RawDocument, time_field: &str, meta_field: Option<&str>, 
             _ => Err(BucketError::field(&format!("data.{name}"), "a compressed bucket's field is not a BSONColumn binary (subtype 7)")),
         }
     };
-    let time = match data.get(time_field) {
+    let mut time = match data.get(time_field) {
         Ok(Some(v)) => column(time_field, v, declared.unwrap_or(MAX_COUNT).min(MAX_COUNT))?,
         _ if data.iter().next().is_none() => Vec::new(),
         _ => return Err(BucketError::field(&format!("data.{time_field}"), "a bucket without its time field's data")),
@@ -95,7 +95,7 @@ pub fn unpack(bucket: &RawDocument, time_field: &str, meta_field: Option<&str>, 
     for e in data.iter() {
         let (name, v) = e.map_err(|e| BucketError::field("data", format!("not valid BSON: {e}")))?;
         let name = name.as_str();
-        let values = if name == time_field { time.clone() } else { column(name, v, count)? };
+        let values = if name == time_field { std::mem::take(&mut time) } else { column(name, v, count)? };
         columns.push((keys.key(name), values));
     }
     let meta = match (meta_field, bucket.get("meta")) {

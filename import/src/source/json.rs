@@ -349,9 +349,6 @@ impl Source for JsonSource {
         Parser::Json
     }
 
-    fn bytes_read(&self) -> u64 {
-        self.offset
-    }
 }
 
 #[cfg(test)]

@@ -26,13 +26,6 @@ impl Measurement {
         self.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
     }
 
-    pub fn len(&self) -> usize {
-        self.fields.len() + usize::from(self.meta.is_some())
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl From<Document> for Measurement {

@@ -15,7 +15,7 @@ pub mod options;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bsonstream::Buckets;
 use measurement::Keys;
@@ -113,8 +113,6 @@ pub trait Source: Send {
     fn skip_unit(&mut self) -> Option<Result<(), SourceError>> {
         self.next_record().map(|r| r.map(|_| ()))
     }
-    /// Bytes read so far (decompressed), for the progress line.
-    fn bytes_read(&self) -> u64;
 }
 
 /// What a path (or `-`) holds.
@@ -130,17 +128,6 @@ pub enum Kind {
     Archive,
 }
 
-impl Kind {
-    pub fn parse(s: &str) -> Option<Kind> {
-        match s {
-            "json" => Some(Kind::Json),
-            "bson" => Some(Kind::Bson),
-            "dump" => Some(Kind::Dump),
-            "archive" => Some(Kind::Archive),
-            _ => None,
-        }
-    }
-}
 
 /// A byte stream, gunzipped when its first bytes are gzip's magic number.
 pub fn open_stream(path: &str) -> io::Result<Box<dyn BufRead + Send>> {
@@ -189,13 +176,4 @@ pub fn detect(path: &str) -> io::Result<Kind> {
 pub fn next_unit(src: &mut dyn Source, keys: &mut Keys) -> Option<Result<Unit, SourceError>> {
     let parser = src.parser();
     src.next_record().map(|r| r.and_then(|r| parser.parse(&r, keys)))
-}
-
-/// The display name of a path in messages.
-pub fn display_name(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
-}
-
-pub fn pathbuf(s: &str) -> PathBuf {
-    PathBuf::from(s)
 }
