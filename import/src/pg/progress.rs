@@ -3,6 +3,7 @@
 //! not at all, so `--resume` skips exactly the source records already in.
 
 use super::libpq::{Connection, PgError};
+use crate::mapping::ddl::ident;
 
 pub const TABLE: &str = "tsbucket_import";
 
@@ -16,14 +17,10 @@ pub struct Progress {
     pub finished: bool,
 }
 
-fn quote_ident(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
-}
-
 /// The marker table of a schema (`None`: the first schema of the search path).
 pub fn table(schema: Option<&str>) -> String {
     match schema {
-        Some(s) => format!("{}.{}", quote_ident(s), TABLE),
+        Some(s) => format!("{}.{}", ident(s), TABLE),
         None => TABLE.to_string(),
     }
 }
