@@ -4,11 +4,14 @@ A generated MongoDB time-series collection (--rows measurements over 100
 sensors: a meta object, typed fields, optional ones, a nested object; written
 by pymongo's `bson` module, see tests/integration/mongo_data.py) is imported
 from each input kind: mongoexport JSON lines, a mongodump directory of
-version-1 buckets (--gzip), a mongodump --archive, a dump of the documents.
+version-1 buckets (--gzip), one of version-2 (compressed: BSONColumn, written
+by the importer's test encoder), a mongodump --archive (plain and --gzip),
+a dump of the documents, canonical Extended JSON as one --jsonArray (gzip).
 The reference: the same rows as CSV (the imported table's own COPY TO),
 loaded with `psql -c "COPY ... FROM STDIN (FORMAT csv)"` into a table of the
 same definition. Prints rows/s of each (best of --runs), its ratio to psql's,
-and whether every imported table holds exactly psql's rows.
+and whether every imported table holds exactly psql's rows (any difference
+fails the run).
 
 Run (the release extension installed; builds the release importer):
   . scripts/pg-env.sh && install_extension pg15 --release && \\
@@ -41,16 +44,24 @@ def main():
     docs = md.collection(a.rows, series=100)
     inputs = {
         "mongoexport JSON lines": (f"{work}/weather.json", ["--time-field", "ts", "--meta-field", "meta"]),
+        "mongoexport canonical --jsonArray, gzip": (f"{work}/canon.json.gz", ["--time-field", "ts", "--meta-field", "meta"]),
         "mongodump, v1 buckets, --gzip": (f"{work}/dump/iot", []),
+        "mongodump, v2 buckets (BSONColumn)": (f"{work}/v2dump/iot", []),
         "mongodump --archive": (f"{work}/iot.archive", []),
+        "mongodump --archive --gzip": (f"{work}/iot.archive.gz", []),
         "mongodump of documents": (f"{work}/docdump/iot", []),
     }
+    md.write_json(f"{work}/canon.json.gz", docs, canonical=True, array=True, gz=True)
+    md.write_dump(f"{work}/v2dump/iot", "weather", docs, md.options(), buckets=True)
+    md.compress_buckets(f"{work}/v2dump/iot/system.buckets.weather.bson", 2)
+    md.write_archive(f"{work}/iot.archive.gz", "weather", docs, md.options(), segment=500, gz=True)
     md.write_json(inputs["mongoexport JSON lines"][0], docs)
     md.write_dump(f"{work}/dump/iot", "weather", docs, md.options(), buckets=True, gz=True)
     md.write_archive(f"{work}/iot.archive", "weather", docs, md.options(), segment=500)
     md.write_dump(f"{work}/docdump/iot", "weather", docs, md.options())
     print(f"(inputs written in {time.monotonic() - t0:.0f} s)", file=sys.stderr)
     c = Cluster(worker=True)
+    failed = True
     try:
         conninfo = f"host={c.dir} port={c.port} user=postgres dbname=test"
         psql = os.path.join(c.bindir, "psql")
@@ -100,6 +111,7 @@ def main():
         psql_s = timed(load_psql)
         print(f"## tsbucket-import: {rows:,} measurements (100 sensors), PostgreSQL {version}, "
               f"best of {a.runs}; CSV {mib:.0f} MiB\n")
+        failed = not source_same
         print(f"The first import's rows {'equal' if source_same else 'DIFFER FROM'} the source documents' "
               "(tests/integration/mongo_data.py's expected rows).\n")
         print("| input | seconds | rows/s | vs psql COPY (CSV) | rows as psql's |")
@@ -119,10 +131,13 @@ def main():
                 diff = conn.execute(f"SELECT (SELECT count(*) FROM ({a_} EXCEPT ALL {b_}) x) + "
                                     f"(SELECT count(*) FROM ({b_} EXCEPT ALL {a_}) y)").fetchone()[0]
             same = "identical" if diff == 0 else f"{diff} rows differ"
+            failed |= diff != 0
             print(f"| {name} | {s:.2f} | {rows / s:,.0f} | {psql_s / s:.2f} | {same} |")
     finally:
         c.destroy()
         subprocess.run(["rm", "-rf", work])
+    if failed:
+        sys.exit("an import's rows differ (see above)")
 
 
 if __name__ == "__main__":

@@ -116,7 +116,7 @@ struct Cli {
     #[arg(long)]
     skip_invalid: bool,
 
-    /// Threads that parse and encode (default: the machine's cores).
+    /// Threads that parse and encode (default: the machine's cores, at most 8).
     #[arg(long)]
     threads: Option<usize>,
 

@@ -86,6 +86,20 @@ struct Opened {
     /// The collection's name, the default table name.
     name: String,
     described: String,
+    /// The file the records come from (not standard input).
+    data: Option<std::path::PathBuf>,
+}
+
+/// The size and the CRC-64 of the first MiB of the file records come from:
+/// kept in the progress marker so that `--resume` refuses a file replaced
+/// under the same name (it would pass over records it never committed).
+fn fingerprint(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let size = std::fs::metadata(path)?.len();
+    let mut head = Vec::with_capacity(1 << 20);
+    std::fs::File::open(path)?.take(1 << 20).read_to_end(&mut head)?;
+    let crc = crc::Crc::<u64>::new(&crc::CRC_64_XZ).checksum(&head);
+    Ok(format!("{size} bytes, CRC-64 of the first MiB {crc:016x}"))
 }
 
 fn open(o: &Options) -> Result<Opened, Failure> {
@@ -124,6 +138,7 @@ fn open(o: &Options) -> Result<Opened, Failure> {
                 options,
                 name: stem(&o.input),
                 described: format!("mongoexport {}", o.input),
+                data: (o.input != "-").then(|| o.input.clone().into()),
             })
         }
         Kind::Bson => {
@@ -160,6 +175,7 @@ fn open(o: &Options) -> Result<Opened, Failure> {
                 options,
                 name: stem(&base),
                 described: format!("bson {}", o.input),
+                data: (o.input != "-").then(|| o.input.clone().into()),
             })
         }
         Kind::Dump => {
@@ -171,9 +187,13 @@ fn open(o: &Options) -> Result<Opened, Failure> {
                 None => cli_options(&format!("collection {}.{} (not a time-series collection)", c.db, c.name))?,
             };
             let source = dump::open(&c, &options).map_err(Failure::Input)?;
-            Ok(Opened { source, options, name: c.name.clone(), described: format!("mongodump {} {}.{}", o.input, c.db, c.name) })
+            let described = format!("mongodump {} {}.{}", o.input, c.db, c.name);
+            Ok(Opened { source, options, name: c.name.clone(), described, data: Some(c.data.clone()) })
         }
         Kind::Archive => {
+            if o.input != "-" && !o.dry_run {
+                source::archive::verify(&o.input, o.collection.as_deref()).map_err(Failure::Input)?;
+            }
             let (source, options, db, name) =
                 source::archive::open(&o.input, o.collection.as_deref()).map_err(Failure::Input)?;
             let (options, source) = match options {
@@ -184,7 +204,8 @@ fn open(o: &Options) -> Result<Opened, Failure> {
                 }
                 None => (cli_options(&format!("collection {db}.{name} (not a time-series collection)"))?, Box::new(source) as Box<dyn Source>),
             };
-            Ok(Opened { source, options, name: name.clone(), described: format!("mongodump --archive {} {db}.{name}", o.input) })
+            let described = format!("mongodump --archive {} {db}.{name}", o.input);
+            Ok(Opened { source, options, name: name.clone(), described, data: (o.input != "-").then(|| o.input.clone().into()) })
         }
     }
 }
@@ -243,13 +264,24 @@ struct Done {
 }
 
 /// Records a job holds: enough to keep a thread busy, few enough to keep
-/// batches close to their size.
+/// batches close to their size. A bucket holds up to a thousand rows (and
+/// a compressed one can be small), so a job of buckets holds fewer: what a
+/// job's rows take as COPY text stays within a few tens of MB.
 const JOB_RECORDS: usize = 256;
+const JOB_BUCKETS: usize = 16;
 const JOB_BYTES: usize = 1 << 20;
+/// The largest COPY message the assembler passes on; with `AHEAD` of them
+/// queued, the reader runs at most about 64 MB ahead of the server.
+const CHUNK_BYTES: usize = 1 << 20;
+const AHEAD: usize = 64;
 
 /// Reads records, passing over the first `skip` (already committed), and
 /// deals them out as jobs. Runs on the reader thread.
 fn read_jobs(mut src: Box<dyn Source>, first: Vec<Result<Unit, SourceError>>, skip: u64, jobs: mpsc::SyncSender<Job>) {
+    let job_records = match src.parser() {
+        Parser::Bson(Some(_)) => JOB_BUCKETS,
+        _ => JOB_RECORDS,
+    };
     let mut seq = 0;
     if !first.is_empty() {
         if jobs.send(Job::Parsed(seq, first)).is_err() {
@@ -273,10 +305,10 @@ fn read_jobs(mut src: Box<dyn Source>, first: Vec<Result<Unit, SourceError>>, sk
         }
     }
     loop {
-        let mut records = Vec::with_capacity(JOB_RECORDS);
+        let mut records = Vec::with_capacity(job_records);
         let mut bytes = 0;
         let mut end = false;
-        while records.len() < JOB_RECORDS && bytes < JOB_BYTES {
+        while records.len() < job_records && bytes < JOB_BYTES {
             match src.next_record() {
                 None => {
                     end = true;
@@ -369,6 +401,10 @@ fn assemble(done: mpsc::Receiver<Done>, batch_rows: usize, tx: mpsc::SyncSender<
     let mut waiting = std::collections::BTreeMap::new();
     let mut next = 0u64;
     let (mut units, mut rows, mut skipped) = (0u64, 0u64, 0u64);
+    // COPY text gathered into messages of up to CHUNK_BYTES, so that what
+    // waits in the channel is bounded by bytes, not by jobs of any size.
+    let mut out: Vec<u8> = Vec::with_capacity(CHUNK_BYTES);
+    let flush = |out: &mut Vec<u8>| out.is_empty() || tx.send(Msg::Chunk(std::mem::replace(out, Vec::with_capacity(CHUNK_BYTES)))).is_ok();
     for d in done {
         waiting.insert(d.seq, d);
         while let Some(d) = waiting.remove(&next) {
@@ -378,21 +414,24 @@ fn assemble(done: mpsc::Receiver<Done>, batch_rows: usize, tx: mpsc::SyncSender<
                 let _ = tx.send(Msg::Fail(f));
                 return;
             }
-            if !d.data.is_empty() && tx.send(Msg::Chunk(d.data)).is_err() {
-                return;
+            for piece in d.data.chunks(CHUNK_BYTES) {
+                if out.len() + piece.len() > CHUNK_BYTES && !flush(&mut out) {
+                    return;
+                }
+                out.extend_from_slice(piece);
             }
             units += d.units;
             rows += d.rows;
             skipped += d.skipped;
             if rows as usize >= batch_rows {
-                if tx.send(Msg::EndBatch { units, rows, skipped }).is_err() {
+                if !flush(&mut out) || tx.send(Msg::EndBatch { units, rows, skipped }).is_err() {
                     return;
                 }
                 (units, rows, skipped) = (0, 0, 0);
             }
         }
     }
-    if units > 0 {
+    if units > 0 && flush(&mut out) {
         let _ = tx.send(Msg::EndBatch { units, rows, skipped });
     }
 }
@@ -440,7 +479,14 @@ fn sample(src: &mut dyn Source, want: usize, skip_invalid: bool) -> Result<(Vec<
 }
 
 pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
-    let Opened { mut source, options, name, described } = open(o)?;
+    let Opened { mut source, options, name, described, data } = open(o)?;
+    let described = match &data {
+        Some(path) => {
+            let f = fingerprint(path).map_err(|e| Failure::Usage(format!("{}: cannot read: {e}", path.display())))?;
+            format!("{described} ({f})")
+        }
+        None => described,
+    };
     let table = o.table.clone().unwrap_or(name);
     let (schema_name, table_name) = split_table(&table);
     let target = ddl::qualified(schema_name.as_deref(), &table_name);
@@ -510,8 +556,8 @@ pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
         }
     };
     let copy_sql = ddl::copy(&target, &schema);
-    // Room for the reader to run ahead (about 30 MB of COPY text) while the server stores a batch at its end.
-    let (tx, rx) = mpsc::sync_channel::<Msg>(512);
+    // Room for the reader to run ahead while the server stores a batch at its end.
+    let (tx, rx) = mpsc::sync_channel::<Msg>(AHEAD);
     let skip = state.units;
     let enc = Encoder::new(schema);
     let show = o.progress.unwrap_or_else(|| std::io::stderr().is_terminal());

@@ -7,7 +7,9 @@ import datetime as dt
 import gzip
 import json
 import os
+import urllib.parse
 import random
+import subprocess
 from decimal import Decimal
 
 import bson
@@ -116,17 +118,22 @@ def buckets_v1(docs, span_s=3600, max_count=1000):
     return result
 
 
+def file_stem(coll):
+    """The stem of mongodump's file names for `coll`: Go's url.PathEscape."""
+    return urllib.parse.quote(coll, safe="$&+:=@-_.~")
+
+
 def write_dump(dirpath, coll, docs, opts, buckets=False, gz=False):
     """A mongodump directory of one database holding `coll`: its metadata and
     either its documents or its version-1 buckets."""
     os.makedirs(dirpath, exist_ok=True)
-    with _open(os.path.join(dirpath, f"{coll}.metadata.json"), gz) as f:
+    with _open(os.path.join(dirpath, f"{file_stem(coll)}.metadata.json"), gz) as f:
         f.write(metadata(coll, opts).encode())
     if buckets:
-        name = f"system.buckets.{coll}.bson"
+        name = f"{file_stem('system.buckets.' + coll)}.bson"
         recs = buckets_v1(docs)
     else:
-        name = f"{coll}.bson"
+        name = f"{file_stem(coll)}.bson"
         recs = docs
     with _open(os.path.join(dirpath, name), gz) as f:
         for r in recs:
@@ -246,3 +253,14 @@ def write_archive(path, coll, docs, opts, db="iot", server="7.0.0", gz=False, ot
     data = b"".join(out)
     with open(path, "wb") as f:
         f.write(gzip.compress(data) if gz else data)
+
+
+def compress_buckets(path, version):
+    """Rewrites a file of version-1 buckets in place as compressed buckets of
+    `version` (2 or 3), through the importer's own test encoder (no MongoDB
+    runs here): `cargo test` of the ignored source::bucket::tests::compress_bucket_file."""
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    env = dict(os.environ, TSBUCKET_COMPRESS_IN=path, TSBUCKET_COMPRESS_OUT=path, TSBUCKET_COMPRESS_VERSION=str(version))
+    subprocess.run(["cargo", "test", "--release", "-q", "-p", "tsbucket-import", "--lib", "--",
+                    "--ignored", "--exact", "source::bucket::tests::compress_bucket_file"],
+                   cwd=repo, env=env, check=True, capture_output=True)

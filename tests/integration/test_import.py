@@ -89,6 +89,12 @@ def check_table(c, table, docs):
     assert ts[0] == "ts" and ts[1] == ["sensor", "site"] and ts[2] == "seconds", ts
 
 
+def dump_compressed(d, docs, version):
+    md.write_dump(f"{d}/dump/iot", "weather", docs, md.options(), buckets=True)
+    md.compress_buckets(f"{d}/dump/iot/system.buckets.weather.bson", version)
+    return f"{d}/dump"
+
+
 INPUTS = {
     "json-relaxed": lambda d, docs: md.write_json(f"{d}/weather.json", docs) or f"{d}/weather.json",
     "json-canonical-array-gz": lambda d, docs: md.write_json(f"{d}/weather.json.gz", docs, canonical=True, array=True, gz=True)
@@ -96,6 +102,11 @@ INPUTS = {
     "dump-documents": lambda d, docs: md.write_dump(f"{d}/dump/iot", "weather", docs, md.options()) or f"{d}/dump",
     "dump-buckets-v1-gzip": lambda d, docs: md.write_dump(f"{d}/dump/iot", "weather", docs, md.options(), buckets=True, gz=True)
     or f"{d}/dump/iot",
+    "dump-buckets-v2": lambda d, docs: dump_compressed(d, docs, 2),
+    "dump-buckets-v3": lambda d, docs: dump_compressed(d, docs, 3),
+    # mongodump escapes a collection's file names; the metadata names it.
+    "dump-escaped-name": lambda d, docs: md.write_dump(f"{d}/dump/iot", "weather/eu 1", docs, md.options(), buckets=True)
+    or f"{d}/dump",
     "archive-gzip": lambda d, docs: md.write_archive(f"{d}/iot.archive.gz", "weather", docs, md.options(), gz=True)
     or f"{d}/iot.archive.gz",
     "archive-from-8-3": lambda d, docs: md.write_archive(f"{d}/dump.archive", "weather", docs, md.options(), server="8.3.1")
@@ -109,6 +120,8 @@ def test_every_input_kind_gives_the_source_rows(tool, cluster, docs, work, kind)
     table = kind.replace("-", "_")
     drop(cluster, table)
     extra = ["--time-field", "ts", "--meta-field", "meta"] if kind.startswith("json") else []
+    if kind == "dump-escaped-name":
+        extra = ["--collection", "iot.weather/eu 1"]
     run(tool, cluster, path, "--table", f"iot.{table}", "--batch-rows", "7000", *extra)
     check_table(cluster, table, docs)
     # The marker says finished: a second run refuses instead of doubling the rows.
@@ -129,10 +142,21 @@ def test_standard_input_and_dry_run(tool, cluster, docs, work):
     check_table(cluster, "stdin", docs[:500])
 
 
-def test_killed_and_resumed_ends_with_exactly_the_source_rows(tool, cluster, work):
+KILLED = {
+    "dump-buckets-v1": lambda d, docs: md.write_dump(f"{d}/dump/iot", "weather", docs, md.options(), buckets=True)
+    or [f"{d}/dump/iot"],
+    "dump-buckets-v2": lambda d, docs: [dump_compressed(d, docs, 2)],
+    "json-gzip": lambda d, docs: md.write_json(f"{d}/w.json.gz", docs, gz=True)
+    or [f"{d}/w.json.gz", "--time-field", "ts", "--meta-field", "meta"],
+    "archive-gzip": lambda d, docs: md.write_archive(f"{d}/iot.archive.gz", "weather", docs, md.options(), gz=True)
+    or [f"{d}/iot.archive.gz"],
+}
+
+
+@pytest.mark.parametrize("kind", list(KILLED))
+def test_killed_and_resumed_ends_with_exactly_the_source_rows(tool, cluster, work, kind):
     docs = md.collection(150_000, series=100, seed=3)
-    md.write_dump(f"{work}/dump/iot", "weather", docs, md.options(), buckets=True)
-    args = [tool, "-d", conninfo(cluster), "--no-progress", f"{work}/dump/iot", "--batch-rows", "5000"]
+    args = [tool, "-d", conninfo(cluster), "--no-progress", *KILLED[kind](work, docs), "--batch-rows", "5000"]
     # How long an uninterrupted import takes, to kill at points spread over one.
     drop(cluster, "whole")
     t0 = time.monotonic()
@@ -159,6 +183,7 @@ def test_killed_and_resumed_ends_with_exactly_the_source_rows(tool, cluster, wor
         raise AssertionError("never finished")
     assert kills >= 2, kills
     check_table(cluster, "killed", docs)
+    drop(cluster, "killed")
 
 
 def write_bytes(path, data):
@@ -269,9 +294,14 @@ def test_bad_inputs_stop_with_a_clear_error_and_leave_the_last_batch(tool, clust
         assert p.returncode == 1, f"{name}: exit {p.returncode}\n{p.stderr}"
         for frag in fragments:
             assert frag in p.stderr, f"{name}: {frag!r} not in {p.stderr!r}"
+        # Every error names where: the file, and the offset of the record.
+        assert path.rstrip("/").split("/")[-1] in p.stderr or "weather" in p.stderr, f"{name}: no file in {p.stderr!r}"
+        assert "offset" in p.stderr, f"{name}: no offset in {p.stderr!r}"
         with cluster.connect() as conn:
             if conn.execute("SELECT to_regclass(%s)", (f"iot.{table}",)).fetchone()[0] is None:
                 continue
+            # A corrupt archive file is checked through before anything is created.
+            assert name != "archive checksum", "the archive's checksum was checked after rows were written"
             rows = conn.execute(f"SELECT count(*) FROM iot.{table}").fetchone()[0]
             m = marker(conn, table)
         # Only whole committed batches are in, and the marker counts exactly them.
@@ -292,3 +322,44 @@ def test_skip_invalid_counts_and_goes_on(tool, cluster, docs, work):
     p = run(tool, cluster, j, "--table", "iot.skipping", "--time-field", "ts", "--meta-field", "meta", "--skip-invalid")
     assert "3 invalid records skipped" in p.stderr, p.stderr
     check_table(cluster, "skipping", docs[:2500])
+
+
+def test_resume_refuses_a_replaced_file(tool, cluster, docs, work):
+    j = f"{work}/replaced.json"
+    md.write_json(j, docs[:3000])
+    with open(j, "a") as f:
+        f.write('{"ts": {"$date": "2024-01-01T00:00:00Z"}, "temp": }\n')
+    drop(cluster, "replaced")
+    args = [j, "--table", "iot.replaced", "--time-field", "ts", "--meta-field", "meta", "--batch-rows", "1000"]
+    p = run(tool, cluster, *args, check=False)
+    assert p.returncode == 1 and "not valid JSON" in p.stderr, p.stderr
+    # Other records under the same name: resuming would pass over records it never read.
+    md.write_json(j, docs[3000:9000])
+    p = run(tool, cluster, *args, "--resume", check=False)
+    assert p.returncode == 2 and "resume with the same input" in p.stderr, p.stderr
+    with cluster.connect() as conn:
+        rows = conn.execute("SELECT count(*) FROM iot.replaced").fetchone()[0]
+        assert 0 < rows == marker(conn, "replaced")[0] < 3000, rows
+
+
+def test_collection_options_become_the_tables(tool, cluster, docs, work):
+    # minutes granularity, a custom span, expireAfterSeconds, and --keep-id.
+    # (Far enough that the worker, every second here, expires none of 2024's rows.)
+    opts = md.options(granularity="minutes", expire=86400 * 36500)
+    md.write_dump(f"{work}/o1/iot", "weather", docs[:2000], opts, buckets=True)
+    custom = {"timeseries": {"timeField": "ts", "metaField": "meta", "bucketMaxSpanSeconds": 7200, "bucketRoundingSeconds": 7200}}
+    withid = [dict(d, _id=bson.ObjectId(bytes([i % 256] * 12))) for i, d in enumerate(docs[:500])]
+    md.write_dump(f"{work}/o2/iot", "weather", withid, custom)
+    for t in ("opt_minutes", "opt_custom"):
+        drop(cluster, t)
+    run(tool, cluster, f"{work}/o1/iot", "--table", "iot.opt_minutes")
+    run(tool, cluster, f"{work}/o2/iot", "--table", "iot.opt_custom", "--keep-id")
+    with cluster.connect() as conn:
+        q = ("SELECT granularity, bucket_max_span = interval '1 day', extract(epoch FROM expire_after) = 3153600000, "
+             "bucket_max_span = interval '2 hours', expire_after IS NULL FROM tsbucket.timeseries WHERE table_name = %s::regclass")
+        assert conn.execute(q, ("iot.opt_minutes",)).fetchone()[:3] == ("minutes", True, True)
+        g, _, _, span, no_expiry = conn.execute(q, ("iot.opt_custom",)).fetchone()
+        assert span and no_expiry, g
+        ids = conn.execute("SELECT _id FROM iot.opt_custom ORDER BY ts, sensor LIMIT 1").fetchone()
+        assert ids is not None and len(ids[0]) == 24, ids
+        assert conn.execute("SELECT count(*) FROM iot.opt_minutes").fetchone()[0] == 2000

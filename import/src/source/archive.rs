@@ -184,6 +184,18 @@ impl Source for ArchiveSource {
 
 }
 
+/// Reads the chosen collection through to its end and checks its CRC, so a
+/// corrupt archive file is refused before any of its rows commit. (Standard
+/// input cannot be read twice: there the CRC is checked when the collection
+/// ends, after the batches before it committed.)
+pub fn verify(path: &str, collection: Option<&str>) -> Result<(), SourceError> {
+    let (mut source, ..) = open(path, collection)?;
+    while let Some(r) = source.next_record() {
+        r?;
+    }
+    Ok(())
+}
+
 /// Opens an archive and reads its prelude: the chosen collection (named, or
 /// the only time-series one), its options, its database and name.
 pub fn open(path: &str, collection: Option<&str>) -> Result<(ArchiveSource, Option<TimeseriesOptions>, String, String), SourceError> {

@@ -50,7 +50,7 @@ pub fn unit_of(bytes: &[u8], origin: Origin, buckets: Option<&Buckets>, keys: &m
     }
     let raw = RawDocument::from_bytes(bytes).map_err(|e| SourceError::new(origin.clone(), format!("not valid BSON: {e}")))?;
     match buckets {
-        Some(b) if b.strict || bucket::is_bucket(raw) => bucket::unpack(raw, &b.time_field, b.meta_field.as_deref(), keys)
+        Some(b) if b.strict || bucket::is_bucket(raw, &b.time_field) => bucket::unpack(raw, &b.time_field, b.meta_field.as_deref(), keys)
             .map(|docs| Unit { origin: origin.clone(), docs })
             .map_err(|e| e.at(origin)),
         _ => measurement::from_raw(raw, keys)

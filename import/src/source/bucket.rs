@@ -36,8 +36,13 @@ impl BucketError {
 
 /// Whether a document looks like a bucket (so that a dump of the bucket
 /// namespace under another name is still read right).
-pub fn is_bucket(doc: &RawDocument) -> bool {
-    matches!(doc.get("control"), Ok(Some(RawBsonRef::Document(_)))) && matches!(doc.get("data"), Ok(Some(RawBsonRef::Document(_))))
+pub fn is_bucket(doc: &RawDocument, time_field: &str) -> bool {
+    // A measurement carries its time field at the top; a bucket never does
+    // (its times are under `data`), so a measurement with objects named
+    // `control` and `data` is not mistaken for one.
+    matches!(doc.get("control"), Ok(Some(RawBsonRef::Document(_))))
+        && matches!(doc.get("data"), Ok(Some(RawBsonRef::Document(_))))
+        && !matches!(doc.get(time_field), Ok(Some(_)))
 }
 
 fn value(v: RawBsonRef<'_>, field: &str) -> Result<Bson, BucketError> {
@@ -207,6 +212,50 @@ mod tests {
             assert_eq!(a.len(), n as usize);
             assert_eq!(a, b, "version {version}");
         }
+    }
+
+    /// Not a check: rewrites a file of version-1 buckets (written by pymongo in
+    /// tests/integration/test_import.py) as compressed buckets of version
+    /// `TSBUCKET_COMPRESS_VERSION` through our test encoder, so that the
+    /// importer is run end to end on them. Without its variables it does nothing.
+    #[test]
+    #[ignore]
+    fn compress_bucket_file() {
+        use crate::bsoncolumn::testenc::{encode, encode_interleaved};
+        let (Ok(input), Ok(output)) = (std::env::var("TSBUCKET_COMPRESS_IN"), std::env::var("TSBUCKET_COMPRESS_OUT")) else { return };
+        let version: i32 = std::env::var("TSBUCKET_COMPRESS_VERSION").map_or(2, |v| v.parse().unwrap());
+        let bytes = std::fs::read(input).unwrap();
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let n = i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+            let mut b = Document::from_reader(&bytes[at..at + n]).unwrap();
+            at += n;
+            let data = b.get_document("data").unwrap().clone();
+            let count = data
+                .values()
+                .flat_map(|f| f.as_document().unwrap().keys().map(|k| k.parse::<usize>().unwrap() + 1))
+                .max()
+                .unwrap_or(0);
+            let mut packed = Document::new();
+            for (name, field) in &data {
+                let field = field.as_document().unwrap();
+                let values: Vec<Option<Bson>> = (0..count).map(|i| field.get(i.to_string()).cloned()).collect();
+                let bytes = if values.iter().flatten().all(|v| matches!(v, Bson::Document(_))) && values.iter().any(Option::is_some) {
+                    let rows: Vec<Option<Document>> = values.into_iter().map(|v| v.map(|v| v.as_document().unwrap().clone())).collect();
+                    encode_interleaved(&rows)
+                } else {
+                    encode(&values)
+                };
+                packed.insert(name, Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Column, bytes }));
+            }
+            let control = b.get_document_mut("control").unwrap();
+            control.insert("version", version);
+            control.insert("count", count as i32);
+            b.insert("data", packed);
+            b.to_writer(&mut out).unwrap();
+        }
+        std::fs::write(output, out).unwrap();
     }
 
     #[test]
