@@ -69,6 +69,41 @@ def table_bytes(conn, table):
     return conn.execute(f"SELECT tsbucket.table_size('{table}')").fetchone()[0]
 
 
+def bytes_decompressed(conn, sql):
+    """The scan's `Bytes Decompressed` summed over an EXPLAIN ANALYZE plan."""
+    plan = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}").fetchone()[0]
+
+    def walk(n):
+        if isinstance(n, dict):
+            return n.get("Bytes Decompressed", 0) + sum(walk(v) for v in n.values())
+        if isinstance(n, list):
+            return sum(walk(v) for v in n)
+        return 0
+    return walk(plan)
+
+
+# Queries reading one path of the documents, beside the same on the typed
+# column: what the scan decodes (a query reading one path decodes only it).
+ONE_PATH = {
+    "one host's rows": "SELECT time, {x} FROM {t} WHERE hostname = 'host_7'",
+    "rows over a threshold": "SELECT time, hostname, {x} FROM {t} WHERE {x} > 95",
+    "hourly max of one host": "SELECT date_trunc('hour', time), max({x}) FROM {t} WHERE hostname = 'host_3' GROUP BY 1",
+    "count of rows over a threshold": "SELECT count(*) FROM {t} WHERE {x} > 90",
+}
+
+
+def decompressed(conn):
+    print("Bytes the scan decompresses (EXPLAIN ANALYZE's `Bytes Decompressed`) for queries reading usage_user:\n")
+    print("| query | typed bytes | docs bytes | docs / typed |")
+    print("|---|---:|---:|---:|")
+    for name, q in ONE_PATH.items():
+        typed = bytes_decompressed(conn, q.format(t="typed", x="usage_user"))
+        docs = bytes_decompressed(conn, q.format(t="docs", x="(doc->>'usage_user')::float8"))
+        ratio = f"{docs / typed:.2f}" if typed else "-"
+        print(f"| {name} | {typed:,} | {docs:,} | {ratio} |")
+    print()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--days", type=int, default=3)
@@ -128,6 +163,7 @@ def run(cluster, a, path, shape):
         b = table_bytes(conn, t)
         print(f"| {label} | {b / rows:.2f} | {b / typed_bytes:.3f} |")
     print()
+    decompressed(conn)
     if a.sizes_only:
         return
     rng = random.Random(a.seed)

@@ -322,7 +322,7 @@ impl EncodedColumn<'_> {
     }
 
     /// For a Document column: top-level field `key` of every row (a NULL row
-    /// reads as `Field::Missing`), decoded from that field's sub-column
+    /// reads as `Field::NoObject`), decoded from that field's sub-column
     /// alone. None when the documents must be read whole (a column kept as
     /// bytes, or of another kind).
     pub fn decode_field(&self, key: &[u8]) -> Result<Option<Vec<document::Field>>> {
@@ -341,7 +341,7 @@ impl EncodedColumn<'_> {
         }
         let Some(valid) = validity else { return Ok(Some(fields)) };
         let mut it = fields.into_iter();
-        Ok(Some(valid.iter().map(|&p| if p { it.next().expect("counted") } else { document::Field::Missing }).collect()))
+        Ok(Some(valid.iter().map(|&p| if p { it.next().expect("counted") } else { document::Field::NoObject }).collect()))
     }
 }
 

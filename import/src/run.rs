@@ -278,9 +278,18 @@ const AHEAD: usize = 64;
 /// Reads records, passing over the first `skip` (already committed), and
 /// deals them out as jobs. Runs on the reader thread.
 fn read_jobs(mut src: Box<dyn Source>, first: Vec<Result<Unit, SourceError>>, skip: u64, jobs: mpsc::SyncSender<Job>) {
-    let job_records = match src.parser() {
-        Parser::Bson(Some(_)) => JOB_BUCKETS,
-        _ => JOB_RECORDS,
+    // A bucket weighs as many records as keep a job's rows near JOB_RECORDS' worth of buckets.
+    let buckets = match src.parser() {
+        Parser::Bson(Some(b)) => Some(b),
+        _ => None,
+    };
+    let weight = |bytes: &[u8]| match &buckets {
+        Some(b) if b.strict => JOB_RECORDS / JOB_BUCKETS,
+        Some(b) => match bson::RawDocument::from_bytes(bytes) {
+            Ok(raw) if source::bucket::is_bucket(raw, &b.time_field) => JOB_RECORDS / JOB_BUCKETS,
+            _ => 1,
+        },
+        None => 1,
     };
     let mut seq = 0;
     if !first.is_empty() {
@@ -305,10 +314,10 @@ fn read_jobs(mut src: Box<dyn Source>, first: Vec<Result<Unit, SourceError>>, sk
         }
     }
     loop {
-        let mut records = Vec::with_capacity(job_records);
-        let mut bytes = 0;
+        let mut records = Vec::new();
+        let (mut bytes, mut weighed) = (0, 0);
         let mut end = false;
-        while records.len() < job_records && bytes < JOB_BYTES {
+        while weighed < JOB_RECORDS && bytes < JOB_BYTES {
             match src.next_record() {
                 None => {
                     end = true;
@@ -317,6 +326,7 @@ fn read_jobs(mut src: Box<dyn Source>, first: Vec<Result<Unit, SourceError>>, sk
                 Some(r) => {
                     let fatal = matches!(&r, Err(e) if e.fatal);
                     bytes += r.as_ref().map_or(0, |r| r.bytes.len());
+                    weighed += r.as_ref().map_or(1, |r| weight(&r.bytes));
                     records.push(r);
                     if fatal {
                         end = true;

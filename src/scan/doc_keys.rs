@@ -257,6 +257,25 @@ pub unsafe fn numeric_field(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16
     Some((attnum, unsafe { const_text(key as *mut pg_sys::Node) }?, cast))
 }
 
+/// When `e` is `doc ? 'key'` on a jsonb column of range-table entry
+/// `scanrelid` with a constant key: (its attnum, the key).
+///
+/// # Safety
+/// `e` must be a valid expression.
+pub unsafe fn key_exists(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16, Vec<u8>)> {
+    // SAFETY: `e` is a valid expression (the contract), read as an OpExpr only when tagged so.
+    let op = unsafe { ((*e).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(e as *mut pg_sys::OpExpr))? };
+    if op.opfuncid.to_u32() != F_EXISTS {
+        return None;
+    }
+    // SAFETY: `op.args` is the operator's argument List.
+    let [var, key] = unsafe { list_ptrs(op.args) }[..] else { return None };
+    // SAFETY: `var` is the operator's first argument, a node of the same expression.
+    let attnum = unsafe { jsonb_var(scanrelid, 0, var as *mut pg_sys::Node) }?;
+    // SAFETY: `key` is the operator's second argument; const_text checks its tag and type before reading it.
+    Some((attnum, unsafe { const_text(key as *mut pg_sys::Node) }?))
+}
+
 /// A non-NULL constant of type `typid`.
 unsafe fn constant(n: *mut pg_sys::Node, typid: pg_sys::Oid) -> Option<pg_sys::Datum> {
     // SAFETY: `n` is a node of the tree (the caller's contract); a T_Const is a Const.

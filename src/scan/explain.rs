@@ -63,7 +63,8 @@ pub(super) unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanStat
                 .filter(|(i, n)| **n || !fields(*i).is_empty())
                 // SAFETY: `rel` is the explained scan's open relation and the mask is one entry per column of it.
                 .map(|(i, n)| (i, *n, unsafe { crate::pg::relation::attr_name(rel, (i + 1) as i16) }.into_bytes()))
-                // A document read through key accessors: the keys decoded; fields read as numbers: those.
+                // A document read through key accessors: the keys decoded; fields read from their sub-columns (as
+                // numbers, or whether they are there): those.
                 .map(|(i, whole, mut name)| {
                     let mut parts: Vec<Vec<u8>> = Vec::new();
                     if let Some((_, keys)) = st.doc_keys.iter().find(|(a, _)| *a == i).filter(|_| whole) {
@@ -71,7 +72,7 @@ pub(super) unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanStat
                     }
                     let fields = fields(i);
                     if !fields.is_empty() {
-                        parts.push([&b"numbers: "[..], &fields.join(&b", "[..])].concat());
+                        parts.push([&b"fields: "[..], &fields.join(&b", "[..])].concat());
                     }
                     if !parts.is_empty() {
                         name.extend_from_slice(b" (");

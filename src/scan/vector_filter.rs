@@ -23,6 +23,8 @@ pub(super) enum PlanLeaf {
     /// indexes the scan's document fields (`rows::DocFields`), read from
     /// their sub-columns.
     Field { field: usize, cast: NumberCast, strategy: i32, value: *mut pg_sys::ExprState, kind: ColumnKind, typlen: i16 },
+    /// `doc ? 'key'`: whether the key is there, read from its sub-column.
+    Exists { field: usize },
 }
 
 /// A leaf with its constants.
@@ -32,6 +34,7 @@ pub(super) enum Leaf {
     In { attr: usize, values: Vec<Bound>, has_null: bool },
     IsNull { attr: usize, negated: bool },
     Field { field: usize, cast: NumberCast, strategy: i32, value: Option<Bound> },
+    Exists { field: usize },
 }
 
 pub(super) struct VectorPlan {
@@ -156,8 +159,31 @@ fn has_field(p: &Pred<PlanLeaf>) -> bool {
     match p {
         Pred::And(ps) | Pred::Or(ps) => ps.iter().any(has_field),
         Pred::Not(x) => has_field(x),
-        Pred::Leaf(l) => matches!(l, PlanLeaf::Field { .. }),
+        Pred::Leaf(l) => matches!(l, PlanLeaf::Field { .. } | PlanLeaf::Exists { .. }),
     }
+}
+
+/// `doc ? 'key'` on a document column of the scan (not a meta column's: those
+/// run per bucket): the leaf, its field added to `fields` unless there. The
+/// key's sub-column says which objects hold it; a row whose document is no
+/// object (where `?` looks at an array's strings) or SQL NULL counts as both
+/// true and false, and the operator, still run on the rows that pass, decides.
+///
+/// # Safety
+/// `n` is a qual of the scan or a part of one.
+unsafe fn exists_leaf(n: *mut pg_sys::Node, scanrelid: u32, meta: &[i16], fields: &mut Vec<(usize, Vec<u8>, NumberCast)>) -> Option<PlanLeaf> {
+    // SAFETY: `n` is a valid expression of the qual (the contract).
+    let (attnum, key) = unsafe { crate::scan::doc_keys::key_exists(n, scanrelid) }?;
+    if meta.contains(&attnum) {
+        return None;
+    }
+    let column = attnum as usize - 1;
+    // Any cast of the field reads its presence: the sub-column is decoded once.
+    let field = fields.iter().position(|(c, k, _)| *c == column && *k == key).unwrap_or_else(|| {
+        fields.push((column, key, NumberCast::Float8));
+        fields.len() - 1
+    });
+    Some(PlanLeaf::Exists { field })
 }
 
 /// `(doc->>'key')::type <op> value` or the other way round: the field leaf,
@@ -237,6 +263,10 @@ unsafe fn plan_node(
             Some(Pred::Leaf(PlanLeaf::IsNull { attr, negated: nulltesttype == pg_sys::NullTestType::IS_NOT_NULL }))
         }
         pg_sys::NodeTag::T_OpExpr => {
+            // SAFETY: `n` is a qual node (the contract); exists_leaf reads it as an OpExpr only when tagged so.
+            if let Some(leaf) = unsafe { exists_leaf(n, scanrelid, meta, fields) } {
+                return Some(Pred::Leaf(leaf));
+            }
             let o = n as *mut pg_sys::OpExpr;
             // SAFETY: `n` is tagged T_OpExpr, so `o` points to one; its `args` is a List of the operator's argument nodes.
             let (args, opno) = unsafe { (list_ptrs((*o).args), (*o).opno) };
@@ -319,7 +349,7 @@ impl VectorPlan {
                 Pred::Not(x) => walk(x, out),
                 Pred::Leaf(PlanLeaf::Compare { attr, .. } | PlanLeaf::In { attr, .. } | PlanLeaf::IsNull { attr, .. }) => out.push(*attr),
                 // Read from the field's sub-column (`LoadedBucket::fields`), not the decoded column.
-                Pred::Leaf(PlanLeaf::Field { .. }) => {}
+                Pred::Leaf(PlanLeaf::Field { .. } | PlanLeaf::Exists { .. }) => {}
             }
         }
         let mut out = Vec::new();
@@ -337,6 +367,7 @@ unsafe fn bind_node(p: &Pred<PlanLeaf>, econtext: *mut pg_sys::ExprContext) -> P
         // SAFETY: the NOT's operand was planned for the scan node that `econtext` belongs to.
         Pred::Not(x) => Pred::Not(Box::new(unsafe { bind_node(x, econtext) })),
         Pred::Leaf(PlanLeaf::IsNull { attr, negated }) => Pred::Leaf(Leaf::IsNull { attr: *attr, negated: *negated }),
+        Pred::Leaf(PlanLeaf::Exists { field }) => Pred::Leaf(Leaf::Exists { field: *field }),
         Pred::Leaf(PlanLeaf::Compare { attr, strategy, value, kind, typlen }) => {
             let mut isnull = false;
             // SAFETY: `value` was compiled by ExecInitExpr for the scan node (plan_node) and runs in its `econtext`.
@@ -385,6 +416,8 @@ fn order(a: Bound, b: Bound) -> std::cmp::Ordering {
 fn leaf_truth(leaf: &Leaf, v: Option<Bound>) -> Option<bool> {
     match leaf {
         Leaf::IsNull { negated, .. } => Some(v.is_none() != *negated),
+        // Never asked: `?` is read per row from its sub-column (exists_truth); unknown is the sound answer.
+        Leaf::Exists { .. } => None,
         Leaf::Compare { strategy, value, .. } | Leaf::Field { strategy, value, .. } => Some(satisfies(order(v?, (*value)?), *strategy)),
         // x = ANY ('{}') is false, even for a NULL x.
         Leaf::In { values, has_null: false, .. } if values.is_empty() => Some(false),
@@ -426,6 +459,20 @@ fn field_truth(leaf: &Leaf, cast: NumberCast, fields: Option<&[tsbucket_format::
         f.push(truth == Some(false));
     }
     Truth { t, f }
+}
+
+/// `doc ? 'key'` per row: true where the object holds the key (JSON null
+/// included), false where it lacks it; both where the document is no object
+/// or SQL NULL, or the bucket's documents are read whole (`fields` None).
+fn exists_truth(fields: Option<&[tsbucket_format::codec::document::Field]>, rows: usize) -> Truth {
+    use tsbucket_format::codec::document::Field;
+    let Some(fields) = fields.filter(|f| f.len() == rows) else {
+        return Truth { t: vec![true; rows], f: vec![true; rows] };
+    };
+    Truth {
+        t: fields.iter().map(|f| !matches!(f, Field::Missing)).collect(),
+        f: fields.iter().map(|f| matches!(f, Field::Missing | Field::NoObject)).collect(),
+    }
 }
 
 /// The rows where a field leaf of `pred` holds what only Postgres casts (all
@@ -496,6 +543,7 @@ impl VectorFilter {
                 let attr = match leaf {
                     Leaf::Compare { attr, .. } | Leaf::In { attr, .. } | Leaf::IsNull { attr, .. } => *attr,
                     &Leaf::Field { field, cast, .. } => return field_truth(leaf, cast, bucket.fields.get(field).and_then(Option::as_deref), rows),
+                    &Leaf::Exists { field } => return exists_truth(bucket.fields.get(field).and_then(Option::as_deref), rows),
                 };
                 let Some(col) = &bucket.columns[attr] else {
                     // A column added after the bucket was written: its default in every row.

@@ -417,7 +417,7 @@ def paths_of(plan_json):
                 found.add("header answers")
             if "(keys:" in node.get("Decoded Columns", ""):
                 found.add("document keys")
-            if "numbers:" in node.get("Decoded Columns", ""):
+            if "fields:" in node.get("Decoded Columns", ""):
                 found.add("document numbers")
             if node.get("Parallel Aware"):
                 found.add("parallel")

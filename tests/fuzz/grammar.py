@@ -226,6 +226,10 @@ class QueryGen:
                 f"{n} #>> ARRAY['gps', 'lat'] IS NOT NULL", f"{n}->>'t' LIKE '1%%'",
                 f"{n}['s'] = '\"ok\"'::jsonb", f"jsonb_extract_path_text({n}, 'gps', 'lon') = '11.50'",
                 f"{n} ?| ARRAY['gps', 'v']", f"{n} ?& ARRAY['t', 's']", f"{n}[0] IS NOT NULL", f"{n}->0 IS NULL",
+                # Constants the planner sees as such (key narrowing; `?` read on the key's sub-column).
+                # (Braces doubled twice: the query text is str.format()ed with the table's name.)
+                f"NOT {n} ? 's'", f"({n} ? 'n' OR {n} ? 'zz')", f"{n} @> '{{{{\"s\": \"warn\"}}}}'", f"{n} @> '{{{{\"t\": 1.50}}}}'::jsonb",
+                f"{n} #> ARRAY['gps', 'lat'] IS NOT NULL", f"jsonb_extract_path({n}, 'gps') IS NULL",
                 f"CASE WHEN jsonb_typeof({n}->'t') = 'number' THEN ({n}->>'t')::numeric END > 1",
                 # Fields cast to numbers: pruned by the buckets' field statistics, filtered on the sub-columns.
                 f"({n}->>'t')::float8 > {rng.choice(['0.5', '1.5', '-3', '10', '1e300'])}", f"({n}->>'v')::float8 <= 2.5",

@@ -392,8 +392,13 @@ fn documents_slot<'a>(c: &mut Cursor<'a>, limit: usize, keys: Option<&[Vec<u8>]>
 /// to a number reads it without building the document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
-    /// `->>` gives NULL: the document is no object, lacks the key, or holds JSON null there.
+    /// The document is an object without the key: `->>` gives NULL, `?` false.
     Missing,
+    /// JSON null under the key: `->>` gives NULL, `?` true.
+    Null,
+    /// The document is no object (an array or a scalar, where `?` looks at
+    /// strings), or SQL NULL: `->>` gives NULL, `?` is Postgres's to answer.
+    NoObject,
     /// A number that is a decimal: its mantissa and display scale (`jsonb::numeric_to_decimal`).
     Decimal(i64, u16),
     /// Anything else: a string, boolean, array or object, or a numeric that is no such decimal.
@@ -424,7 +429,7 @@ impl NumberCast {
     #[inline]
     pub fn of(self, f: Field) -> CastValue {
         match (f, self) {
-            (Field::Missing, _) => CastValue::Null,
+            (Field::Missing | Field::Null | Field::NoObject, _) => CastValue::Null,
             (Field::Other, _) => CastValue::Evaluate,
             (Field::Decimal(m, s), NumberCast::Float8) => jsonb::decimal_as_float8(m, s).map_or(CastValue::Evaluate, CastValue::Float),
             // An integer's text has no decimal point: its display scale is 0.
@@ -441,15 +446,16 @@ impl NumberCast {
 pub fn decode_field(c: &mut Cursor, limit: usize, key: &[u8]) -> Result<Option<Vec<Field>>> {
     let Some((n, slot)) = documents_slot(c, limit, Some(&[key.to_vec()]))? else { return Ok(None) };
     let Some(field) = slot.keys.iter().position(|k| *k == key).map(|p| &slot.fields[p]) else {
-        return Ok(Some(vec![Field::Missing; n]));
+        return Ok(Some((0..n).map(|i| if slot.tags[i] as i64 == OBJECT { Field::Missing } else { Field::NoObject }).collect()));
     };
     let of = |i: usize| {
         if slot.tags[i] as i64 != OBJECT {
-            return Field::Missing;
+            return Field::NoObject;
         }
         let r = slot.rank[i] as usize;
         match field.tags[r] as i64 {
-            ABSENT | NULL => Field::Missing,
+            ABSENT => Field::Missing,
+            NULL => Field::Null,
             NUMBER => match field.numbers[field.rank[r] as usize] {
                 Number::Decimal(m, s) => Field::Decimal(m, s),
                 Number::Raw(_) => Field::Other,
@@ -842,14 +848,15 @@ mod tests {
             };
             let expected: Vec<Field> = docs.iter().map(|d| match d {
                 Value::Object(p) => match p.iter().find(|(k, _)| *k == key).map(|(_, v)| v) {
-                    None | Some(Value::Null) => Field::Missing,
+                    None => Field::Missing,
+                    Some(Value::Null) => Field::Null,
                     Some(Value::Number(n)) => match jsonb::numeric_to_decimal(n) {
                         Some((m, s)) => Field::Decimal(m, s),
                         None => Field::Other,
                     },
                     Some(_) => Field::Other,
                 },
-                _ => Field::Missing,
+                _ => Field::NoObject,
             }).collect();
             prop_assert_eq!(got, expected);
         }
@@ -869,6 +876,8 @@ mod tests {
         assert_eq!(NumberCast::Float8.of(Field::Decimal(250, 2)), Float(2.5));
         assert_eq!(NumberCast::Float8.of(Field::Decimal(1, 400)), Evaluate);
         assert_eq!(NumberCast::Float8.of(Field::Missing), Null);
+        assert_eq!(NumberCast::Int4.of(Field::Null), Null);
+        assert_eq!(NumberCast::Int8.of(Field::NoObject), Null);
         assert_eq!(NumberCast::Int8.of(Field::Other), Evaluate);
     }
 

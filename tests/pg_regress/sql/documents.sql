@@ -236,6 +236,29 @@ SELECT count(*) FROM fs_h WHERE (doc->>'w')::float8 > 100 AND time > '2024-01-01
 SELECT count(*) FROM fs_t WHERE (doc->>'w')::float8 > 100 AND (doc->>'v')::float8 > 200;
 SELECT count(*) FROM fs_t WHERE (doc->>'v')::float8 > 'NaN' OR (doc->>'v')::float8 IS NULL;
 SELECT count(*) FROM fs_h WHERE (doc->>'v')::float8 > 'NaN' OR (doc->>'v')::float8 IS NULL;
+-- doc ? 'k' reads the key's sub-column: rows whose object lacks the key are
+-- dropped before any document is built; JSON null counts as there; a
+-- document that is no object (an array of strings, a string) or SQL NULL
+-- goes on to the operator, which decides as on heap.
+CREATE TABLE ex_t (time timestamptz NOT NULL, dev text, doc jsonb) USING tsbucket;
+SELECT tsbucket.create_timeseries('ex_t', 'time', 'dev');
+INSERT INTO ex_t SELECT '2024-01-01'::timestamptz + i * interval '10 s', 'd' || (i % 3),
+  CASE WHEN i % 97 = 0 THEN '["g", "x"]'::jsonb WHEN i % 89 = 0 THEN '"g"'::jsonb WHEN i % 83 = 0 THEN NULL
+       WHEN i % 5 = 0 THEN jsonb_build_object('g', NULL, 'v', i) WHEN i % 3 = 0 THEN jsonb_build_object('g', i % 10, 'v', i)
+       ELSE jsonb_build_object('v', i) END
+  FROM generate_series(0, 2999) i;
+CREATE TEMP TABLE ex_h AS SELECT * FROM ex_t;
+SELECT pg_temp.scan_lines($q$SELECT time, doc FROM ex_t WHERE doc ? 'g'$q$);
+SELECT count(*), sum(hashtext(doc::text)) FROM ex_t WHERE doc ? 'g';
+SELECT count(*), sum(hashtext(doc::text)) FROM ex_h WHERE doc ? 'g';
+SELECT count(*), sum(hashtext(doc::text)) FROM ex_t WHERE NOT doc ? 'g';
+SELECT count(*), sum(hashtext(doc::text)) FROM ex_h WHERE NOT doc ? 'g';
+SELECT count(*), sum(hashtext(doc::text)) FROM ex_t WHERE doc ? 'g' OR (doc->>'v')::int < 100;
+SELECT count(*), sum(hashtext(doc::text)) FROM ex_h WHERE doc ? 'g' OR (doc->>'v')::int < 100;
+SELECT dev, count(*) FROM ex_t WHERE doc ? 'nope' OR doc ? 'x' GROUP BY dev ORDER BY dev;
+SELECT dev, count(*) FROM ex_h WHERE doc ? 'nope' OR doc ? 'x' GROUP BY dev ORDER BY dev;
+SELECT count(*) FROM (SELECT time, doc FROM ex_t WHERE doc ? 'g' EXCEPT ALL SELECT time, doc FROM ex_h WHERE doc ? 'g') d;
+DROP TABLE ex_t;
 -- The last point per series builds the document of the row it returns alone
 -- (all of the bucket's when that row fails a condition).
 SELECT pg_temp.scan_lines($q$SELECT DISTINCT ON (dev) dev, time, doc FROM fs_t ORDER BY dev, time DESC$q$);
