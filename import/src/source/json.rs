@@ -205,24 +205,65 @@ impl<'de> serde::de::DeserializeSeed<'de> for ValueSeed {
 
 fn wrapper(k: &str, v: &serde_json::Value) -> Option<Bson> {
     use serde_json::Value as J;
-    Some(match (k, v) {
-        ("$date", J::String(t)) => Bson::DateTime(bson::DateTime::from_millis(chrono::DateTime::parse_from_rfc3339(t).ok()?.timestamp_millis())),
+    match (k, v) {
+        (_, J::String(t)) => scalar_wrapper(k, t),
         ("$date", J::Object(o)) if o.len() == 1 => match o.get("$numberLong")? {
-            J::String(n) => Bson::DateTime(bson::DateTime::from_millis(n.parse().ok()?)),
-            _ => return None,
+            J::String(n) => Some(Bson::DateTime(bson::DateTime::from_millis(n.parse().ok()?))),
+            _ => None,
         },
-        ("$numberDecimal", J::String(t)) => Bson::Decimal128(super::decimal::parse(t)?),
-        ("$numberLong", J::String(t)) => Bson::Int64(t.parse().ok()?),
-        ("$numberInt", J::String(t)) => Bson::Int32(t.parse().ok()?),
-        ("$numberDouble", J::String(t)) => Bson::Double(match t.as_str() {
+        _ => None,
+    }
+}
+
+/// A wrapper holding a string: `{"$numberDouble": "1.5"}`, `{"$date": "..."}`...
+fn scalar_wrapper(k: &str, t: &str) -> Option<Bson> {
+    Some(match k {
+        "$date" => Bson::DateTime(bson::DateTime::from_millis(chrono::DateTime::parse_from_rfc3339(t).ok()?.timestamp_millis())),
+        "$numberDecimal" => Bson::Decimal128(super::decimal::parse(t)?),
+        "$numberLong" => Bson::Int64(t.parse().ok()?),
+        "$numberInt" => Bson::Int32(t.parse().ok()?),
+        "$numberDouble" => Bson::Double(match t {
             "NaN" => f64::NAN,
             "Infinity" => f64::INFINITY,
             "-Infinity" => f64::NEG_INFINITY,
             n => n.parse().ok()?,
         }),
-        ("$oid", J::String(t)) => Bson::ObjectId(bson::oid::ObjectId::parse_str(t).ok()?),
+        "$oid" => Bson::ObjectId(bson::oid::ObjectId::parse_str(t).ok()?),
         _ => return None,
     })
+}
+
+/// The value of a `$date` wrapper as it comes: a string (relaxed), or
+/// `{"$numberLong": "..."}` (canonical), read without a JSON tree.
+struct DateValue;
+
+impl<'de> serde::de::DeserializeSeed<'de> for DateValue {
+    type Value = Option<Bson>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<Bson>, D::Error> {
+        d.deserialize_any(DateValue)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for DateValue {
+    type Value = Option<Bson>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a $date value")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Option<Bson>, E> {
+        Ok(scalar_wrapper("$date", v))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Option<Bson>, A::Error> {
+        let mut out = None;
+        let mut n = 0;
+        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            n += 1;
+            let v = map.next_value::<std::borrow::Cow<'de, str>>()?;
+            if k == "$numberLong" {
+                out = v.parse().ok().map(|ms| Bson::DateTime(bson::DateTime::from_millis(ms)));
+            }
+        }
+        Ok(out.filter(|_| n == 1))
+    }
 }
 
 impl<'de> serde::de::Visitor<'de> for ValueSeed {
@@ -268,7 +309,29 @@ impl<'de> serde::de::Visitor<'de> for ValueSeed {
         let Some(first) = map.next_key::<std::borrow::Cow<'de, str>>()? else { return Ok(Bson::Document(Document::new())) };
         if first.starts_with('$') {
             let mut m = serde_json::Map::new();
-            m.insert(first.to_string(), map.next_value::<serde_json::Value>()?);
+            // Canonical Extended JSON wraps every number: read the common
+            // wrappers' string straight from the text, no JSON tree.
+            if matches!(first.as_ref(), "$numberDouble" | "$numberInt" | "$numberLong" | "$numberDecimal" | "$oid") {
+                let text = map.next_value::<std::borrow::Cow<'de, str>>()?;
+                match map.next_key::<String>()? {
+                    None => {
+                        return scalar_wrapper(&first, &text).ok_or_else(|| A::Error::custom(format!("{first} holds \"{text}\", which is not one")));
+                    }
+                    Some(k) => {
+                        // Not a wrapper after all: the general road.
+                        m.insert(first.to_string(), serde_json::Value::String(text.into_owned()));
+                        m.insert(k, map.next_value::<serde_json::Value>()?);
+                    }
+                }
+            } else if first == "$date" {
+                let date = map.next_value_seed(DateValue)?;
+                if map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(A::Error::custom("a $date wrapper with other keys"));
+                }
+                return date.ok_or_else(|| A::Error::custom("$date holds no date (an ISO-8601 string or {\"$numberLong\": \"...\"} is expected)"));
+            } else {
+                m.insert(first.to_string(), map.next_value::<serde_json::Value>()?);
+            }
             while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
                 m.insert(k, v);
             }
