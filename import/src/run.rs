@@ -86,7 +86,8 @@ struct Opened {
     /// The collection's name, the default table name.
     name: String,
     described: String,
-    /// The file the records come from (not standard input).
+    /// The file the records come from, where that is not the input itself
+    /// (a dump directory's data file).
     data: Option<std::path::PathBuf>,
 }
 
@@ -98,7 +99,7 @@ fn fingerprint(path: &Path) -> std::io::Result<String> {
     let size = std::fs::metadata(path)?.len();
     let mut head = Vec::with_capacity(1 << 20);
     std::fs::File::open(path)?.take(1 << 20).read_to_end(&mut head)?;
-    let crc = crc::Crc::<u64>::new(&crc::CRC_64_XZ).checksum(&head);
+    let crc = source::archive::CRC64.checksum(&head);
     Ok(format!("{size} bytes, CRC-64 of the first MiB {crc:016x}"))
 }
 
@@ -138,7 +139,7 @@ fn open(o: &Options) -> Result<Opened, Failure> {
                 options,
                 name: stem(&o.input),
                 described: format!("mongoexport {}", o.input),
-                data: (o.input != "-").then(|| o.input.clone().into()),
+                data: None,
             })
         }
         Kind::Bson => {
@@ -173,9 +174,10 @@ fn open(o: &Options) -> Result<Opened, Failure> {
             Ok(Opened {
                 source: Box::new(BsonSource::new(s, o.input.clone(), buckets)),
                 options,
-                name: stem(&base),
+                // mongodump escapes the collection's name in its file names.
+                name: dump::name_of_stem(&stem(&base)),
                 described: format!("bson {}", o.input),
-                data: (o.input != "-").then(|| o.input.clone().into()),
+                data: None,
             })
         }
         Kind::Dump => {
@@ -205,7 +207,7 @@ fn open(o: &Options) -> Result<Opened, Failure> {
                 None => (cli_options(&format!("collection {db}.{name} (not a time-series collection)"))?, Box::new(source) as Box<dyn Source>),
             };
             let described = format!("mongodump --archive {} {db}.{name}", o.input);
-            Ok(Opened { source, options, name: name.clone(), described, data: (o.input != "-").then(|| o.input.clone().into()) })
+            Ok(Opened { source, options, name: name.clone(), described, data: None })
         }
     }
 }
@@ -490,6 +492,8 @@ fn sample(src: &mut dyn Source, want: usize, skip_invalid: bool) -> Result<(Vec<
 
 pub fn run(o: &Options, log: &mut dyn Write) -> Result<Summary, Failure> {
     let Opened { mut source, options, name, described, data } = open(o)?;
+    // Standard input has nothing to fingerprint.
+    let data = data.or_else(|| (o.input != "-").then(|| o.input.clone().into()));
     let described = match &data {
         Some(path) => {
             let f = fingerprint(path).map_err(|e| Failure::Usage(format!("{}: cannot read: {e}", path.display())))?;

@@ -15,7 +15,7 @@ use super::dump::ARCHIVE_MAGIC;
 use super::{open_stream, Origin, Parser, Record, Source, SourceError, TimeseriesOptions};
 
 /// Sliced by 16: the checksum runs on the reader thread (and in the first pass) over every byte.
-static CRC64: Crc<u64, Table<16>> = Crc::<u64, Table<16>>::new(&CRC_64_XZ);
+pub(crate) static CRC64: Crc<u64, Table<16>> = Crc::<u64, Table<16>>::new(&CRC_64_XZ);
 
 const TERMINATOR: u32 = 0xFFFF_FFFF;
 

@@ -94,7 +94,7 @@ pub fn file_stem(name: &str) -> String {
 }
 
 /// A collection's name from its file stem, when its metadata does not say.
-fn name_of_stem(stem: &str) -> String {
+pub fn name_of_stem(stem: &str) -> String {
     percent_decode_str(stem).decode_utf8().map_or_else(|_| stem.to_string(), |n| n.into_owned())
 }
 

@@ -203,18 +203,6 @@ impl<'de> serde::de::DeserializeSeed<'de> for ValueSeed {
     }
 }
 
-fn wrapper(k: &str, v: &serde_json::Value) -> Option<Bson> {
-    use serde_json::Value as J;
-    match (k, v) {
-        (_, J::String(t)) => scalar_wrapper(k, t),
-        ("$date", J::Object(o)) if o.len() == 1 => match o.get("$numberLong")? {
-            J::String(n) => Some(Bson::DateTime(bson::DateTime::from_millis(n.parse().ok()?))),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// A wrapper holding a string: `{"$numberDouble": "1.5"}`, `{"$date": "..."}`...
 fn scalar_wrapper(k: &str, t: &str) -> Option<Bson> {
     Some(match k {
@@ -334,11 +322,6 @@ impl<'de> serde::de::Visitor<'de> for ValueSeed {
             }
             while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
                 m.insert(k, v);
-            }
-            if m.len() == 1
-                && let Some(b) = wrapper(&first, &m[first.as_ref()])
-            {
-                return Ok(b);
             }
             return Bson::try_from(serde_json::Value::Object(m)).map_err(|e| A::Error::custom(e.to_string()));
         }
