@@ -633,14 +633,13 @@ unsafe extern "C-unwind" fn plan_last_point_path(
     // SAFETY: `rti` is a range-table index of this query, and `root.simple_rel_array` holds its base RelOptInfo.
     let base = unsafe { *(*root).simple_rel_array.add(rti as usize) };
     // The path sits above the scan: it applies the table's conditions itself,
-    // constant ones included (no gating Result is made for it).
-    // SAFETY: `base.baserestrictinfo` is the RestrictInfo List of that base relation; extract_actual_clauses and
-    // list_concat build new Lists in planner memory.
+    // constant ones first, as the gating Result a scan would get (none is made
+    // for it), then the others cheapest first.
+    // SAFETY: `base.baserestrictinfo` is the RestrictInfo List of that base relation; cheapest_first and
+    // extract_actual_clauses read it, and they and list_concat build new Lists in planner memory.
     let quals = unsafe {
-        pg_sys::list_concat(
-            pg_sys::extract_actual_clauses((*base).baserestrictinfo, false),
-            pg_sys::extract_actual_clauses((*base).baserestrictinfo, true),
-        )
+        let ordered = cheapest_first(root, (*base).baserestrictinfo);
+        pg_sys::list_concat(pg_sys::extract_actual_clauses(ordered, true), pg_sys::extract_actual_clauses(ordered, false))
     };
     // SAFETY: `tlist` (create_plan's target list) and `quals` are expression trees; referenced_attnums only walks them.
     let used = unsafe { referenced_attnums(&[tlist as *mut pg_sys::Node, quals as *mut pg_sys::Node], rti) };
@@ -649,6 +648,36 @@ unsafe extern "C-unwind" fn plan_last_point_path(
     let doc_keys = unsafe { crate::scan::doc_keys::of_query(root, rti) };
     // SAFETY: private_list and new_custom_scan palloc the last-point plan node and its custom_private in the planner's context.
     unsafe { new_custom_scan(rti, tlist, quals, 0, private_list(MODE_LAST_POINT, 0, &needed, &doc_keys)) }
+}
+
+/// `restrictions` (a RestrictInfo List) in the order a scan of the table
+/// would test them: by estimated cost per row, ties in the written order.
+/// create_customscan_plan orders a scan's clauses (order_qual_clauses, which
+/// is static); the last-point path above the scan takes the table's own, in
+/// whatever order they came, and a node that deparses the query anew (a Citus
+/// shard) may turn `a AND b` around: a heap scan would still test the cheap
+/// `num IS NULL` before a cast that fails on rows it rejects.
+/// No security-barrier levels to keep: last_point refuses tables under row security.
+unsafe fn cheapest_first(root: *mut pg_sys::PlannerInfo, restrictions: *mut pg_sys::List) -> *mut pg_sys::List {
+    // SAFETY: `restrictions` is NIL or a List of RestrictInfo nodes (this function's contract).
+    let items = unsafe { list_ptrs(restrictions) };
+    let mut costed: Vec<(f64, *mut std::ffi::c_void)> = items
+        .iter()
+        .map(|&ri| {
+            let mut cost = pg_sys::QualCost::default();
+            // SAFETY: `ri` is a RestrictInfo node of `root`'s query; cost_qual_eval_node caches its cost in it.
+            unsafe { pg_sys::cost_qual_eval_node(&mut cost, ri as *mut pg_sys::Node, root) };
+            (cost.per_tuple, ri)
+        })
+        .collect();
+    // A stable sort: equal costs keep the order order_qual_clauses would keep.
+    costed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out: *mut pg_sys::List = std::ptr::null_mut();
+    for (_, ri) in costed {
+        // SAFETY: lappend appends the RestrictInfo pointer to a new List in the planner's CurrentMemoryContext.
+        out = unsafe { pg_sys::lappend(out, ri) };
+    }
+    out
 }
 
 struct PathMethods {

@@ -265,6 +265,12 @@ SELECT pg_temp.scan_lines($q$SELECT DISTINCT ON (dev) dev, time, doc FROM fs_t O
 SELECT DISTINCT ON (dev) dev, time, doc FROM fs_t ORDER BY dev, time DESC;
 SELECT DISTINCT ON (dev) dev, time, doc FROM fs_t WHERE (doc->>'v')::float8 < 50 ORDER BY dev, time DESC;
 SELECT DISTINCT ON (dev) dev, time, doc FROM fs_h WHERE (doc->>'v')::float8 < 50 ORDER BY dev, time DESC;
+-- Its conditions run cheapest first, as a scan's: the cast that fails on
+-- row 1000 ("n/a") is never tried, the cheap test having rejected every row.
+ANALYZE fs_t;
+SELECT pg_temp.scan_lines($q$SELECT DISTINCT ON (dev) dev, time FROM fs_t WHERE (doc->>'w')::float8 > 0 AND doc IS NULL ORDER BY dev, time DESC$q$);
+SELECT DISTINCT ON (dev) dev, time FROM fs_t WHERE (doc->>'w')::float8 > 0 AND doc IS NULL ORDER BY dev, time DESC;
+SELECT DISTINCT ON (dev) dev, time FROM fs_h WHERE (doc->>'w')::float8 > 0 AND doc IS NULL ORDER BY dev, time DESC;
 DROP TABLE fs_t;
 -- DELETE and UPDATE of meta rewrite buckets; the documents stay the same.
 DELETE FROM docs_h WHERE (doc->>'count')::int % 5 = 1;
