@@ -136,11 +136,15 @@ pub fn parse_measurement(text: &[u8], origin: &Origin, keys: &mut Keys) -> Resul
     if first != Some(&b'{') {
         return Err(SourceError::new(origin.clone(), "not a JSON object (a document is expected)"));
     }
-    let mut de = serde_json::Deserializer::from_slice(text);
+    // One check of the whole text, not serde_json's of each string (a
+    // document of short keys and wrapped numbers is mostly strings).
+    let text = std::str::from_utf8(text)
+        .map_err(|e| SourceError::new(origin.clone(), format!("not valid JSON: invalid UTF-8 at byte {} of the document", e.valid_up_to())))?;
+    let mut de = serde_json::Deserializer::from_str(text);
     match serde::de::DeserializeSeed::deserialize(TopLevel(keys), &mut de).and_then(|m| de.end().map(|_| m)) {
         Ok(Some(m)) => Ok(m),
         // A top level that is itself an Extended JSON wrapper.
-        Ok(None) => parse_document(text, origin).map(Measurement::from),
+        Ok(None) => parse_document(text.as_bytes(), origin).map(Measurement::from),
         Err(e) if e.is_syntax() || e.is_eof() => Err(SourceError::new(origin.clone(), format!("not valid JSON: {e}"))),
         Err(e) => Err(SourceError::new(origin.clone(), format!("not valid Extended JSON: {e}"))),
     }
@@ -162,7 +166,7 @@ impl<'de> serde::de::Visitor<'de> for TopLevel<'_> {
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Vec::new();
-        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        while let Some(k) = map.next_key::<Text<'de>>()? {
             if fields.is_empty() && k.starts_with('$') {
                 // Let the whole text be read as Extended JSON instead.
                 map.next_value::<serde::de::IgnoredAny>()?;
@@ -200,6 +204,58 @@ impl<'de> serde::de::DeserializeSeed<'de> for ValueSeed {
     type Value = Bson;
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Bson, D::Error> {
         d.deserialize_any(ValueSeed)
+    }
+}
+
+/// A key or string of the text, borrowed from it unless it holds escapes.
+/// (serde's own `Cow<str>` always copies: one allocation per key and per
+/// wrapped number, most of canonical Extended JSON's cost.)
+struct Text<'de>(std::borrow::Cow<'de, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Text<'_> {
+    fn into_owned(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+impl PartialEq<&str> for Text<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl std::fmt::Display for Text<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -243,9 +299,9 @@ impl<'de> serde::de::Visitor<'de> for DateValue {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Option<Bson>, A::Error> {
         let mut out = None;
         let mut n = 0;
-        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        while let Some(k) = map.next_key::<Text<'de>>()? {
             n += 1;
-            let v = map.next_value::<std::borrow::Cow<'de, str>>()?;
+            let v = map.next_value::<Text<'de>>()?;
             if k == "$numberLong" {
                 out = v.parse().ok().map(|ms| Bson::DateTime(bson::DateTime::from_millis(ms)));
             }
@@ -294,13 +350,13 @@ impl<'de> serde::de::Visitor<'de> for ValueSeed {
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Bson, A::Error> {
         use serde::de::Error;
-        let Some(first) = map.next_key::<std::borrow::Cow<'de, str>>()? else { return Ok(Bson::Document(Document::new())) };
+        let Some(first) = map.next_key::<Text<'de>>()? else { return Ok(Bson::Document(Document::new())) };
         if first.starts_with('$') {
             let mut m = serde_json::Map::new();
             // Canonical Extended JSON wraps every number: read the common
             // wrappers' string straight from the text, no JSON tree.
             if matches!(first.as_ref(), "$numberDouble" | "$numberInt" | "$numberLong" | "$numberDecimal" | "$oid") {
-                let text = map.next_value::<std::borrow::Cow<'de, str>>()?;
+                let text = map.next_value::<Text<'de>>()?;
                 match map.next_key::<String>()? {
                     None => {
                         return scalar_wrapper(&first, &text).ok_or_else(|| A::Error::custom(format!("{first} holds \"{text}\", which is not one")));
@@ -327,7 +383,7 @@ impl<'de> serde::de::Visitor<'de> for ValueSeed {
         }
         let mut d = Document::new();
         d.insert(first.into_owned(), map.next_value_seed(ValueSeed)?);
-        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        while let Some(k) = map.next_key::<Text<'de>>()? {
             d.insert(k.into_owned(), map.next_value_seed(ValueSeed)?);
         }
         Ok(Bson::Document(d))
@@ -459,5 +515,16 @@ mod relaxed_tests {
         assert_eq!(d.get("c"), Some(&Bson::Double(1.0)));
         assert_eq!(d.get("d"), Some(&Bson::Int32(-3)));
         assert_eq!(d.get("e"), Some(&Bson::DateTime(bson::DateTime::from_millis(-315_619_199_500))));
+    }
+
+    #[test]
+    fn keys_with_escapes_and_bad_utf8() {
+        let o = Origin { file: "t".into(), offset: 0 };
+        // An escaped key is copied (not borrowed) and still the same key; an escaped wrapper name still a wrapper.
+        let d = parse_measurement(br#"{"a\u0062": {"\u0024numberInt": "7"}, "s": "x\"y"}"#, &o, &mut Keys::default()).unwrap();
+        assert_eq!(d.get("ab"), Some(&Bson::Int32(7)));
+        assert_eq!(d.get("s"), Some(&Bson::String("x\"y".into())));
+        let e = parse_measurement(b"{\"a\": \"\xff\"}", &o, &mut Keys::default()).unwrap_err();
+        assert!(e.message.contains("not valid JSON") && e.message.contains("UTF-8 at byte 7"), "{}", e.message);
     }
 }
