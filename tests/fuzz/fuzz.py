@@ -466,17 +466,13 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
             fz.citus_refused += 1
             fz.just_tolerated = True
             return
-        if (ea is None) != (eb is None) and (ea or eb)[0].startswith("22") and q.limit is not None and limit_spared(q, ts, heap, ea, eb, params):
+        if (ea is None) != (eb is None) and (ea or eb)[0].startswith("22") and (q.limit is not None or q.kind == "lastpoint") and limit_spared(q, ts, heap, ea, eb, params):
             # A plan that stops at the LIMIT evaluates only the rows it returns
             # (a time-ordered scan under a GroupAggregate); one that aggregates
             # every row first (a HashAggregate) meets the row whose cast fails.
-            fz.limit_spared += 1
-            fz.just_tolerated = True
-            return
-        if ea is None and eb[0].startswith("22") and q.kind == "lastpoint" and last_point_spared(q, ts, eb, params):
-            # The last point per series reads each series from its newest row
-            # back and stops at the first that passes; the heap's Unique over
-            # a sort casts every row, older ones included.
+            # So does the last point per series: it reads each series from its
+            # newest row back and stops at the first that passes, where the
+            # heap's sort under DISTINCT ON casts every row.
             fz.limit_spared += 1
             fz.just_tolerated = True
             return
@@ -507,26 +503,16 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
 
 def limit_spared(q, ts, heap, ea, eb, params):
     """One side failed with a data error (a cast) and the other did not, in a
-    query with a LIMIT: tolerated if the other side, run without the LIMIT
-    (so that it reads every row), fails with the same SQLSTATE."""
+    query with a LIMIT or a last point per series: tolerated if the other
+    side, run without the LIMIT and DISTINCT ON (so that it reads every row
+    that passes the WHERE), fails with the same SQLSTATE."""
     whole = dataclasses.replace(q, limit=None)
+    if q.kind == "lastpoint":
+        whole = dataclasses.replace(whole, kind="plain", distinct_on=0)
     side, want = (ts, eb) if ea is None else (heap, ea)
     sql, _ = whole.render("{t}", heap=side is heap)
     _, e = side.run(sql, params)
     return e is not None and e[0] == want[0]
-
-
-def last_point_spared(q, ts, eb, params):
-    """tsbucket answered a DISTINCT ON last point and the heap failed with a
-    data error: tolerated if tsbucket, asked for every row that passes the
-    WHERE (a plain query, which the last-point scan cannot serve), fails with
-    the same SQLSTATE, i.e. the failing rows are older than each series' answer."""
-    if ts.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        return False
-    whole = dataclasses.replace(q, kind="plain", distinct_on=0)
-    sql, _ = whole.render("{t}")
-    _, e = ts.run(sql, params)
-    return e is not None and e[0] == eb[0]
 
 
 CAST = re.compile(r"->>'\w+'\)::")

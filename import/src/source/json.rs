@@ -3,6 +3,7 @@
 //! scanner that tracks strings and nesting (so each keeps its offset for
 //! messages), then parsed by serde_json and read as Extended JSON by `bson`.
 
+use std::borrow::Cow;
 use std::io::BufRead;
 
 use bson::Bson;
@@ -166,7 +167,7 @@ impl<'de> serde::de::Visitor<'de> for TopLevel<'_> {
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Vec::new();
-        while let Some(k) = map.next_key::<Text<'de>>()? {
+        while let Some(k) = map.next_key_seed(Borrowed)? {
             if fields.is_empty() && k.starts_with('$') {
                 // Let the whole text be read as Extended JSON instead.
                 map.next_value::<serde::de::IgnoredAny>()?;
@@ -207,55 +208,31 @@ impl<'de> serde::de::DeserializeSeed<'de> for ValueSeed {
     }
 }
 
-/// A key or string of the text, borrowed from it unless it holds escapes.
-/// (serde's own `Cow<str>` always copies: one allocation per key and per
-/// wrapped number, most of canonical Extended JSON's cost.)
-struct Text<'de>(std::borrow::Cow<'de, str>);
+/// A key or string of the text as a `Cow`, borrowed from the text unless it
+/// holds escapes (serde's own `Cow<str>` always copies: one allocation per
+/// key and per wrapped number, most of canonical Extended JSON's cost).
+struct Borrowed;
 
-impl std::ops::Deref for Text<'_> {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
+impl<'de> serde::de::DeserializeSeed<'de> for Borrowed {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
     }
 }
 
-impl Text<'_> {
-    fn into_owned(self) -> String {
-        self.0.into_owned()
+impl<'de> serde::de::Visitor<'de> for Borrowed {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string")
     }
-}
-
-impl PartialEq<&str> for Text<'_> {
-    fn eq(&self, other: &&str) -> bool {
-        &*self.0 == *other
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
     }
-}
-
-impl std::fmt::Display for Text<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(&self.0)
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
     }
-}
-
-impl<'de> serde::Deserialize<'de> for Text<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(V)
+    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v))
     }
 }
 
@@ -299,9 +276,9 @@ impl<'de> serde::de::Visitor<'de> for DateValue {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Option<Bson>, A::Error> {
         let mut out = None;
         let mut n = 0;
-        while let Some(k) = map.next_key::<Text<'de>>()? {
+        while let Some(k) = map.next_key_seed(Borrowed)? {
             n += 1;
-            let v = map.next_value::<Text<'de>>()?;
+            let v = map.next_value_seed(Borrowed)?;
             if k == "$numberLong" {
                 out = v.parse().ok().map(|ms| Bson::DateTime(bson::DateTime::from_millis(ms)));
             }
@@ -350,13 +327,13 @@ impl<'de> serde::de::Visitor<'de> for ValueSeed {
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Bson, A::Error> {
         use serde::de::Error;
-        let Some(first) = map.next_key::<Text<'de>>()? else { return Ok(Bson::Document(Document::new())) };
+        let Some(first) = map.next_key_seed(Borrowed)? else { return Ok(Bson::Document(Document::new())) };
         if first.starts_with('$') {
             let mut m = serde_json::Map::new();
             // Canonical Extended JSON wraps every number: read the common
             // wrappers' string straight from the text, no JSON tree.
             if matches!(first.as_ref(), "$numberDouble" | "$numberInt" | "$numberLong" | "$numberDecimal" | "$oid") {
-                let text = map.next_value::<Text<'de>>()?;
+                let text = map.next_value_seed(Borrowed)?;
                 match map.next_key::<String>()? {
                     None => {
                         return scalar_wrapper(&first, &text).ok_or_else(|| A::Error::custom(format!("{first} holds \"{text}\", which is not one")));
@@ -383,7 +360,7 @@ impl<'de> serde::de::Visitor<'de> for ValueSeed {
         }
         let mut d = Document::new();
         d.insert(first.into_owned(), map.next_value_seed(ValueSeed)?);
-        while let Some(k) = map.next_key::<Text<'de>>()? {
+        while let Some(k) = map.next_key_seed(Borrowed)? {
             d.insert(k.into_owned(), map.next_value_seed(ValueSeed)?);
         }
         Ok(Bson::Document(d))
