@@ -325,7 +325,7 @@ impl EncodedColumn<'_> {
     /// reads as `Field::NoObject`), decoded from that field's sub-column
     /// alone. None when the documents must be read whole (a column kept as
     /// bytes, or of another kind).
-    pub fn decode_field(&self, key: &[u8]) -> Result<Option<Vec<document::Field>>> {
+    pub fn decode_field(&self, key: &[u8]) -> Result<Option<document::Fields>> {
         if self.kind != ColumnKind::Document {
             return Ok(None);
         }
@@ -340,7 +340,7 @@ impl EncodedColumn<'_> {
             return Err(DecodeError::Invalid("column value count differs from its row count"));
         }
         let Some(valid) = validity else { return Ok(Some(fields)) };
-        let mut it = fields.into_iter();
+        let mut it = fields.iter();
         Ok(Some(valid.iter().map(|&p| if p { it.next().expect("counted") } else { document::Field::NoObject }).collect()))
     }
 }

@@ -118,7 +118,7 @@ pub fn field_stats(col: &crate::bucket::EncodedColumn) -> Result<Vec<FieldStats>
         }
         let Some(fields) = col.decode_field(&key)? else { continue };
         let mut values = Column::new(col.attnum, ColumnKind::Float64);
-        let all_read = fields.iter().all(|&f| match NumberCast::Float8.of(f) {
+        let all_read = fields.iter().all(|f| match NumberCast::Float8.of(f) {
             CastValue::Float(v) => {
                 values.push_float(v);
                 true

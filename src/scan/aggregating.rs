@@ -31,6 +31,10 @@ pub(super) struct Quals {
     pub all: *mut pg_sys::ExprState,
     /// The quals the range filters and bucket pruning do not decide.
     pub residual: *mut pg_sys::ExprState,
+    /// The quals neither they nor the vector filter decide, compiled and as
+    /// a List (None where the quals hold sub-plans): what runs on a bucket
+    /// where the vector filter's mask decides every condition it holds.
+    pub decided: Option<(*mut pg_sys::ExprState, *mut pg_sys::List)>,
 }
 
 struct PartialRow {
@@ -65,6 +69,9 @@ pub(super) struct AggregatingScan {
     fields: Rc<rows::DocFields>,
     /// The qual rows must pass beyond the range filters (NULL: none).
     residual: *mut pg_sys::ExprState,
+    /// The qual for a bucket where the vector filter decided its conditions
+    /// (`BucketRows::decided`); None where `residual` must run anyway.
+    residual_decided: Option<*mut pg_sys::ExprState>,
     econtext: *mut pg_sys::ExprContext,
     /// A slot of the table's own row type, for quals and time-bucket keys.
     row_slot: *mut pg_sys::TupleTableSlot,
@@ -103,6 +110,7 @@ impl AggregatingScan {
         // SAFETY: the slot is made for `(*rel).rd_att`, the open table's descriptor, in the node's context; `end` drops it.
         let row_slot = unsafe { pg_sys::MakeSingleTupleTableSlot((*rel).rd_att, crate::store::slot::ops()) };
         let residual = if exact { quals.residual } else { quals.all };
+        let residual_decided = if exact { quals.decided.map(|(q, _)| q) } else { None };
         // SAFETY: `rel` is open; headers_may_answer reads its rd_id (for row-level security) and its descriptor.
         let from_headers = unsafe { headers_may_answer(rel, &config, &options_prune_summary, &aggs, residual) };
         AggregatingScan {
@@ -114,6 +122,7 @@ impl AggregatingScan {
             field_exprs,
             fields,
             residual,
+            residual_decided,
             econtext,
             row_slot,
             pending: Vec::new(),
@@ -312,7 +321,10 @@ impl AggregatingScan {
                 Some(NextBucket::Rows(rows)) => rows,
             };
             let mut selected = rows.selected;
-            let qual = self.residual;
+            let qual = match self.residual_decided {
+                Some(q) if rows.decided => q,
+                _ => self.residual,
+            };
             if !qual.is_null() && !selected.is_empty() {
                 let before = selected.len();
                 selected.retain(|&r| {
@@ -511,7 +523,7 @@ impl AggregatingScan {
     ) -> tsbucket_format::Column {
         use tsbucket_format::codec::document::CastValue;
         let n = bucket.rows;
-        let fields = bucket.fields.get(field).and_then(|f| f.as_deref());
+        let fields = bucket.fields.get(field).and_then(|f| f.as_ref());
         let mut valid = vec![false; n];
         let mut floats = if cast == FieldCast::Float8 { vec![0.0; n] } else { Vec::new() };
         let mut ints = if cast == FieldCast::Float8 { Vec::new() } else { vec![0i64; n] };
@@ -529,7 +541,7 @@ impl AggregatingScan {
         let mut evaluate = Vec::new();
         match fields {
             Some(fields) => {
-                for (r, &f) in fields.iter().enumerate() {
+                for (r, f) in fields.iter().enumerate() {
                     if !set(r, f) {
                         evaluate.push(r);
                     }

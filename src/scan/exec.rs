@@ -163,9 +163,10 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
         }
         None => None,
     };
+    let vector: Vec<*mut std::ffi::c_void> = vector_quals.iter().map(|(q, _)| *q).collect();
     // SAFETY: `node` and `cscan` are this scan's state and its partial-aggregation plan; partial_agg_exec compiles the
     // keys and quals into the query context current during begin.
-    let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| unsafe { partial_agg_exec(node, &config, cscan, *arg as usize, &decided, doc_fields.clone()) });
+    let partial_agg = (*mode == MODE_PARTIAL_AGG).then(|| unsafe { partial_agg_exec(node, &config, cscan, *arg as usize, (&decided, &vector), doc_fields.clone()) });
     let doc_fields: Rc<crate::store::rows::DocFields> = match &partial_agg {
         Some(pa) => pa.fields.clone(),
         None => Rc::from(doc_fields),
@@ -187,7 +188,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     let scan_quals = (may_narrow_quals && !unsafe { pg_sys::contain_subplans(quals as *mut pg_sys::Node) }).then(|| {
         // SAFETY: `node.ss.ps.qual` is the ExprState ExecInitCustomScan compiled from the same quals; residual_qual compiles
         // the undecided ones for `node` in the query context.
-        unsafe { crate::scan::aggregating::Quals { all: (*node).ss.ps.qual, residual: residual_qual(node, quals, &decided) } }
+        unsafe { crate::scan::aggregating::Quals { all: (*node).ss.ps.qual, residual: residual_qual(node, quals, &decided), decided: None } }
     });
     // SAFETY: CurrentMemoryContext is the executor's query context during begin; the per-scan context is its child, so it
     // is deleted with the query even on ERROR.
@@ -238,7 +239,7 @@ unsafe fn partial_agg_exec(
     config: &Config,
     cscan: *mut pg_sys::CustomScan,
     nkeys: usize,
-    decided: &[*mut std::ffi::c_void],
+    (decided, vector): (&[*mut std::ffi::c_void], &[*mut std::ffi::c_void]),
     filter_fields: Vec<(usize, Vec<u8>, crate::scan::doc_keys::FieldCast)>,
 ) -> PartialAggExec {
     // SAFETY: `node` is the scan state begin is initializing, with its open scan relation; `cscan` is its plan node.
@@ -288,11 +289,18 @@ unsafe fn partial_agg_exec(
         // Compiled once (a SubPlan registers with the node when compiled): every qual per row.
         // SAFETY: ExecInitQual compiles `qual_list` (with its SubPlans) once for PlanState `ps`, in the query context.
         let all = unsafe { pg_sys::ExecInitQual(qual_list, ps) };
-        crate::scan::aggregating::Quals { all, residual: all }
+        crate::scan::aggregating::Quals { all, residual: all, decided: None }
     } else {
+        let without_vector: Vec<*mut std::ffi::c_void> = decided.iter().chain(vector).copied().collect();
         // SAFETY: ExecInitQual compiles every qual of `qual_list` for `ps`, then residual_qual those the candidates leave
-        // undecided, both into the query context.
-        unsafe { crate::scan::aggregating::Quals { all: pg_sys::ExecInitQual(qual_list, ps), residual: residual_qual(node, qual_list, decided) } }
+        // undecided and those neither they nor the vector filter decide, all into the query context.
+        unsafe {
+            crate::scan::aggregating::Quals {
+                all: pg_sys::ExecInitQual(qual_list, ps),
+                residual: residual_qual(node, qual_list, decided),
+                decided: Some((residual_qual(node, qual_list, &without_vector), residual_list(qual_list, &without_vector))),
+            }
+        }
     };
     // A field argument's rows that hold no decimal are evaluated by its expression, on the row.
     let field_exprs = aggs
@@ -316,12 +324,45 @@ unsafe fn partial_agg_exec(
     // SAFETY: `others` are expressions of this plan; referenced_attnums only reads them.
     let read_otherwise = unsafe { referenced_attnums(&others, scanrelid) };
     let fields_only = fields.iter().map(|(c, ..)| *c).filter(|c| !read_otherwise.contains(&(*c as i32 + 1))).collect();
-    PartialAggExec { keys: Rc::new(keys), aggs: Rc::new(aggs), quals, qual_list, fields: Rc::from(fields), field_exprs: Rc::new(field_exprs), fields_only }
+    // The same, in a bucket where the vector filter decides its conditions:
+    // the jsonb columns only they and field arguments read.
+    let unread_when_decided = match &quals.decided {
+        Some((_, list)) => {
+            others[0] = *list as *mut pg_sys::Node;
+            // SAFETY: as above; the List holds quals of this plan.
+            let read = unsafe { referenced_attnums(&others, scanrelid) };
+            let mut unread: Vec<usize> = fields.iter().map(|(c, ..)| *c).filter(|c| !read.contains(&(*c as i32 + 1))).collect();
+            unread.dedup();
+            unread
+        }
+        None => Vec::new(),
+    };
+    PartialAggExec {
+        keys: Rc::new(keys),
+        aggs: Rc::new(aggs),
+        quals,
+        qual_list,
+        fields: Rc::from(fields),
+        field_exprs: Rc::new(field_exprs),
+        fields_only,
+        unread_when_decided,
+    }
 }
 
 /// The quals the candidates do not decide (those they decide, when their
 /// values are known, need no row-by-row check), ready to run.
 unsafe fn residual_qual(node: *mut pg_sys::CustomScanState, quals: *mut pg_sys::List, decided: &[*mut std::ffi::c_void]) -> *mut pg_sys::ExprState {
+    // SAFETY: `quals` is a qual List of this node's plan (residual_qual's caller), alive with the plan.
+    let residual = unsafe { residual_list(quals, decided) };
+    // SAFETY: ExecInitQual compiles `residual` for `node.ss.ps`, the PlanState of the node being initialized.
+    unsafe { pg_sys::ExecInitQual(residual, &mut (*node).ss.ps) }
+}
+
+/// The quals of `quals` not in `decided`, as a new List.
+///
+/// # Safety
+/// `quals` is a qual List of the plan being initialized.
+unsafe fn residual_list(quals: *mut pg_sys::List, decided: &[*mut std::ffi::c_void]) -> *mut pg_sys::List {
     let mut residual: *mut pg_sys::List = std::ptr::null_mut();
     // SAFETY: `quals` is a qual List of this node's plan, alive with the plan.
     for q in unsafe { list_ptrs(quals) } {
@@ -330,8 +371,7 @@ unsafe fn residual_qual(node: *mut pg_sys::CustomScanState, quals: *mut pg_sys::
             residual = unsafe { pg_sys::lappend(residual, q) };
         }
     }
-    // SAFETY: ExecInitQual compiles `residual` for `node.ss.ps`, the PlanState of the node being initialized.
-    unsafe { pg_sys::ExecInitQual(residual, &mut (*node).ss.ps) }
+    residual
 }
 
 /// The quals that read only meta columns (and no volatile function or
@@ -430,6 +470,8 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
             store_parallel,
             vector_filter,
             tail_claim,
+            // Only where the candidates' values are known: the conditions the mask decides then never run.
+            unread_when_decided: if exact { pa.unread_when_decided.clone() } else { Vec::new() },
         };
         // SAFETY: `rel` is open, `es_snapshot` the query's snapshot and `ps_ExprContext` the node's; AggregatingScan::begin
         // allocates in `scan_cxt`, the context start_scan made current.
@@ -477,7 +519,7 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
     let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
     // SAFETY: `shared` points into the Gather's DSM chunk, mapped while this participant scans.
     let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
-    let options = ScanOptions { needed: st.needed.clone(), doc_keys: st.doc_keys.clone(), doc_fields: st.doc_fields.clone(), prune, store_parallel, vector_filter, tail_claim };
+    let options = ScanOptions { needed: st.needed.clone(), doc_keys: st.doc_keys.clone(), doc_fields: st.doc_fields.clone(), prune, store_parallel, vector_filter, tail_claim, unread_when_decided: Vec::new() };
     // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the plain scan's descriptor goes in `scan_cxt`.
     st.scan = unsafe { crate::scan::plain::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options) };
 }

@@ -35,6 +35,11 @@ pub struct ScanOptions {
     /// A parallel scan's claim on the tail: the participant that sets it
     /// first reads the tail's rows (None: this scan reads them).
     pub tail_claim: Option<*const std::sync::atomic::AtomicU32>,
+    /// Document attributes (attnum - 1) read only by conditions the vector
+    /// filter holds and by fields read as numbers: a bucket whose mask
+    /// decides every condition, and whose fields hold nothing Postgres must
+    /// cast, builds none of their documents (`BucketRows::decided`).
+    pub unread_when_decided: Vec<usize>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -94,6 +99,8 @@ struct ScanState {
     current: Option<LoadedBucket>,
     /// The rows of `current` the vector filter passes (None: no filter).
     mask: Option<Vec<bool>>,
+    /// Whether `mask` decides every condition of the vector filter in `current`.
+    decided: bool,
     /// A bucket whose header alone answered (`next_bucket_or_header`).
     header: Option<bucket::StoredBucket>,
     prepared: rows::Prepared,
@@ -234,6 +241,7 @@ pub unsafe fn begin_with(
         bucket_cxt,
         current: None,
         mask: None,
+        decided: false,
         header: None,
         prepared: rows::Prepared::default(),
         varying: Vec::new(),
@@ -349,11 +357,22 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
         let o = &st.options;
         let mut loaded = rows::load_deferring(config, shape, &stored, o.needed.as_deref(), &o.doc_keys, &o.doc_fields, &st.late);
         // Filters first, then the documents of the rows they pass.
-        let mask = o.vector_filter.as_ref().map(|f| f.mask(&loaded));
-        if !st.late.is_empty() {
+        let (mask, decided) = match o.vector_filter.as_ref().map(|f| f.mask(&loaded)) {
+            Some((mask, decided)) => (Some(mask), decided && rows::fields_all_cast(&loaded, &o.doc_fields)),
+            None => (None, false),
+        };
+        let late: Vec<usize> = if decided {
+            let unread: Vec<usize> = st.late.iter().copied().filter(|a| o.unread_when_decided.contains(a)).collect();
+            let skipped = loaded.skipped.get_or_insert_with(|| vec![false; shape.attrs.len()]);
+            unread.iter().for_each(|&a| skipped[a] = true);
+            st.late.iter().copied().filter(|a| !unread.contains(a)).collect()
+        } else {
+            st.late.clone()
+        };
+        if !late.is_empty() {
             let pass: Vec<bool> =
                 (0..loaded.rows).map(|r| mask.as_ref().is_none_or(|m| m[r]) && row_passes(&loaded, &st.row_filters, r)).collect();
-            rows::decode_late(config, shape, &stored, &mut loaded, &st.late, &o.doc_keys, &pass);
+            rows::decode_late(config, shape, &stored, &mut loaded, &late, &o.doc_keys, &pass);
         }
         st.counters.decoded_bytes += rows::decoded_bytes(&loaded);
         // SAFETY: bucket_cxt is current, so the prepared datums live until the next bucket resets it, as long as `loaded`.
@@ -367,6 +386,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
         }
         st.pos = if forward { -1 } else { loaded.rows as isize };
         st.mask = mask;
+        st.decided = decided;
         st.current = Some(loaded);
         return Advanced::Rows;
     }
@@ -519,6 +539,9 @@ pub(super) struct BucketRows<'a> {
     pub shape: &'a TableShape,
     /// Rows passing every row filter, ascending.
     pub selected: Vec<u32>,
+    /// Whether the vector filter decided every condition it holds on these
+    /// rows (`ScanOptions::unread_when_decided`): they need not run again.
+    pub decided: bool,
 }
 
 /// A bucket for a consumer of whole buckets: decoded, or only its header
@@ -552,7 +575,7 @@ pub(super) unsafe fn next_bucket_or_header<'a>(scan: pg_sys::TableScanDesc, answ
         .map(|r| r as u32)
         .collect();
     st.counters.rows_filtered += (bucket.rows - selected.len()) as u64;
-    Some(NextBucket::Rows(BucketRows { bucket, prepared: &st.prepared, shape: st.shape.as_ref().expect("configured"), selected }))
+    Some(NextBucket::Rows(BucketRows { bucket, prepared: &st.prepared, shape: st.shape.as_ref().expect("configured"), selected, decided: st.decided }))
 }
 
 /// How the scan reaches the store's buckets.

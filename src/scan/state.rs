@@ -77,6 +77,9 @@ pub(super) struct PartialAggExec {
     pub field_exprs: Rc<Vec<*mut pg_sys::ExprState>>,
     /// The jsonb columns (attnum - 1) only field arguments read.
     pub fields_only: Vec<usize>,
+    /// Those only field arguments and the vector filter's conditions read
+    /// (`ScanOptions::unread_when_decided`).
+    pub unread_when_decided: Vec<usize>,
 }
 
 impl ExecState {

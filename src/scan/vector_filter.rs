@@ -438,13 +438,13 @@ fn leaf_truth(leaf: &Leaf, v: Option<Bound>) -> Option<bool> {
 /// (and the rows of a bucket whose documents are read whole, `fields` None)
 /// count as both true and false: the mask passes them when the qual may
 /// pass, and the qual, still run on the row, decides.
-fn field_truth(leaf: &Leaf, cast: NumberCast, fields: Option<&[tsbucket_format::codec::document::Field]>, rows: usize) -> Truth {
+fn field_truth(leaf: &Leaf, cast: NumberCast, fields: Option<&tsbucket_format::codec::document::Fields>, rows: usize) -> Truth {
     let Some(fields) = fields.filter(|f| f.len() == rows) else {
         return Truth { t: vec![true; rows], f: vec![true; rows] };
     };
     let mut t = Vec::with_capacity(rows);
     let mut f = Vec::with_capacity(rows);
-    for &x in fields {
+    for x in fields.iter() {
         let truth = match cast.of(x) {
             CastValue::Null => leaf_truth(leaf, None),
             CastValue::Float(v) => leaf_truth(leaf, Some(Bound::Float(v))),
@@ -464,7 +464,7 @@ fn field_truth(leaf: &Leaf, cast: NumberCast, fields: Option<&[tsbucket_format::
 /// `doc ? 'key'` per row: true where the object holds the key (JSON null
 /// included), false where it lacks it; both where the document is no object
 /// or SQL NULL, or the bucket's documents are read whole (`fields` None).
-fn exists_truth(fields: Option<&[tsbucket_format::codec::document::Field]>, rows: usize) -> Truth {
+fn exists_truth(fields: Option<&tsbucket_format::codec::document::Fields>, rows: usize) -> Truth {
     use tsbucket_format::codec::document::Field;
     let Some(fields) = fields.filter(|f| f.len() == rows) else {
         return Truth { t: vec![true; rows], f: vec![true; rows] };
@@ -485,8 +485,8 @@ fn evaluated_rows(pred: &Pred<Leaf>, bucket: &LoadedBucket) -> Option<Vec<bool>>
             Pred::Leaf(Leaf::Field { field, cast, .. }) => {
                 let (field, cast) = (*field, *cast);
                 let rows = out.get_or_insert_with(|| vec![false; bucket.rows]);
-                match bucket.fields.get(field).and_then(Option::as_deref).filter(|f| f.len() == bucket.rows) {
-                    Some(fields) => fields.iter().enumerate().filter(|(_, f)| cast.of(**f) == CastValue::Evaluate).for_each(|(r, _)| rows[r] = true),
+                match bucket.fields.get(field).and_then(Option::as_ref).filter(|f| f.len() == bucket.rows) {
+                    Some(fields) => fields.iter().enumerate().filter(|(_, f)| cast.of(*f) == CastValue::Evaluate).for_each(|(r, _)| rows[r] = true),
                     None => rows.iter_mut().for_each(|r| *r = true),
                 }
             }
@@ -518,7 +518,13 @@ impl VectorFilter {
     /// row goes on to the quals as on heap, which evaluates the cheaper
     /// conditions first (the exact ones, on columns and time) and meets the
     /// failing cast, with its error, on every row that passes them.
-    pub fn mask(&self, bucket: &LoadedBucket) -> Vec<bool> {
+    ///
+    /// With it, whether the mask decides every condition in this bucket: no
+    /// field needs Postgres's cast on any row and every row's truth is known
+    /// (`?` met no document that is no object). The conditions then need not
+    /// run on its rows: a field holding only decimals the cast reads, or
+    /// nothing, compares as the cast's value would, and can raise no error.
+    pub fn mask(&self, bucket: &LoadedBucket) -> (Vec<bool>, bool) {
         let rows = bucket.rows;
         // Exact conditions must hold; the others may, unless a field of any of
         // them needs Postgres's cast on the row (quals of equal cost run in
@@ -526,15 +532,21 @@ impl VectorFilter {
         let mut exact_ok = vec![true; rows];
         let mut inexact_ok = vec![true; rows];
         let mut cast_any = vec![false; rows];
+        let mut decided = true;
         for (pred, exact) in &self.preds {
-            let t = self.truth(pred, bucket).t;
+            let truth = self.truth(pred, bucket);
+            if !*exact {
+                // A row both true and false is one the vector form cannot tell.
+                decided &= !truth.t.iter().zip(&truth.f).any(|(t, f)| *t && *f);
+            }
             let target = if *exact { &mut exact_ok } else { &mut inexact_ok };
-            target.iter_mut().zip(&t).for_each(|(o, t)| *o &= *t);
+            target.iter_mut().zip(&truth.t).for_each(|(o, t)| *o &= *t);
             if !*exact && let Some(e) = evaluated_rows(pred, bucket) {
                 cast_any.iter_mut().zip(&e).for_each(|(c, e)| *c |= *e);
+                decided = false;
             }
         }
-        (0..rows).map(|r| exact_ok[r] && (inexact_ok[r] || cast_any[r])).collect()
+        ((0..rows).map(|r| exact_ok[r] && (inexact_ok[r] || cast_any[r])).collect(), decided)
     }
 
     fn truth(&self, pred: &Pred<Leaf>, bucket: &LoadedBucket) -> Truth {
@@ -542,8 +554,8 @@ impl VectorFilter {
         pred.eval(rows, &mut |leaf: &Leaf| {
                 let attr = match leaf {
                     Leaf::Compare { attr, .. } | Leaf::In { attr, .. } | Leaf::IsNull { attr, .. } => *attr,
-                    &Leaf::Field { field, cast, .. } => return field_truth(leaf, cast, bucket.fields.get(field).and_then(Option::as_deref), rows),
-                    &Leaf::Exists { field } => return exists_truth(bucket.fields.get(field).and_then(Option::as_deref), rows),
+                    &Leaf::Field { field, cast, .. } => return field_truth(leaf, cast, bucket.fields.get(field).and_then(Option::as_ref), rows),
+                    &Leaf::Exists { field } => return exists_truth(bucket.fields.get(field).and_then(Option::as_ref), rows),
                 };
                 let Some(col) = &bucket.columns[attr] else {
                     // A column added after the bucket was written: its default in every row.

@@ -296,7 +296,7 @@ pub struct LoadedBucket {
     pub tail: Option<std::rc::Rc<TailRowIds>>,
     /// The fields a query reads as numbers (`rows::DocFields`, in its order):
     /// None where the documents must be read whole (they then are decoded).
-    pub fields: Vec<Option<Vec<tsbucket_format::codec::document::Field>>>,
+    pub fields: Vec<Option<tsbucket_format::codec::document::Fields>>,
 }
 
 /// Each tail row's identity: its TID and its segment tuple's version.

@@ -10,7 +10,7 @@ use super::tuple::{find_bucket_tuple, read_bucket};
 use pgrx::pg_sys;
 use std::cell::RefCell;
 use std::rc::Rc;
-use tsbucket_format::codec::document::{CastValue, Field, NumberCast};
+use tsbucket_format::codec::document::{CastValue, Fields, NumberCast};
 use tsbucket_format::{BucketReader, Column};
 
 pub(super) fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display) -> ! {
@@ -69,13 +69,13 @@ pub fn load_deferring(
         corrupt(config.relid, stored.bucket_id, &"row count differs from the payload");
     }
     let mut needed = needed.map(<[bool]>::to_vec);
-    let fields: Vec<Option<Vec<Field>>> = doc_fields
+    let fields: Vec<Option<Fields>> = doc_fields
         .iter()
         .map(|(a, key, cast)| {
             let found = reader.column(*a as u16 + 1).map(|e| e.decode_field(key).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e)));
             // One per row (EncodedColumn::decode_field spreads them over NULL rows).
             let fields = found.flatten();
-            let to_postgres = fields.as_ref().is_none_or(|f| f.iter().any(|&x| cast.of(x) == CastValue::Evaluate));
+            let to_postgres = fields.as_ref().is_none_or(|f| f.iter().any(|x| cast.of(x) == CastValue::Evaluate));
             if let Some(n) = needed.as_mut().filter(|_| to_postgres) {
                 n[*a] = true;
             }
@@ -108,6 +108,16 @@ pub fn load_deferring(
         .collect();
     let skipped = needed.map(|n| n.iter().map(|x| !x).collect());
     LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped, version: stored.version, tail: None, fields }
+}
+
+/// Whether every field of `doc_fields` in `bucket` was read from its
+/// sub-column and holds only what its cast reads without Postgres.
+pub fn fields_all_cast(bucket: &LoadedBucket, doc_fields: &DocFields) -> bool {
+    bucket.tail.is_none()
+        && bucket.fields.len() == doc_fields.len()
+        && bucket.fields.iter().zip(doc_fields).all(|(f, (_, _, cast))| {
+            f.as_ref().is_some_and(|f| f.len() == bucket.rows && f.iter().all(|x| cast.of(x) != CastValue::Evaluate))
+        })
 }
 
 /// Decodes the document attributes `attrs` that `load_deferring` left out
@@ -154,7 +164,7 @@ fn needed_of(tail: &LoadedBucket, shape: &TableShape, needed: Option<&[bool]>) -
 
 /// The size of `bucket`'s decoded columns in memory (EXPLAIN's Bytes Decompressed).
 pub fn decoded_bytes(bucket: &LoadedBucket) -> u64 {
-    let fields: usize = bucket.fields.iter().flatten().map(|f| std::mem::size_of_val(&f[..])).sum();
+    let fields: usize = bucket.fields.iter().flatten().map(|f| f.heap_bytes()).sum();
     bucket.columns.iter().flatten().map(|c| c.approx_bytes() as u64).sum::<u64>() + fields as u64
 }
 
