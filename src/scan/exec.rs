@@ -331,9 +331,9 @@ unsafe fn partial_agg_exec(
             others[0] = *list as *mut pg_sys::Node;
             // SAFETY: as above; the List holds quals of this plan.
             let read = unsafe { referenced_attnums(&others, scanrelid) };
-            let mut unread: Vec<usize> = fields.iter().map(|(c, ..)| *c).filter(|c| !read.contains(&(*c as i32 + 1))).collect();
-            unread.dedup();
-            unread
+            // A whole-row reference (attnum 0) reads every column.
+            let whole_row = read.contains(&0);
+            fields.iter().map(|(c, ..)| *c).filter(|c| !whole_row && !read.contains(&(*c as i32 + 1))).collect()
         }
         None => Vec::new(),
     };
