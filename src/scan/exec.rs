@@ -292,13 +292,16 @@ unsafe fn partial_agg_exec(
         crate::scan::aggregating::Quals { all, residual: all, decided: None }
     } else {
         let without_vector: Vec<*mut std::ffi::c_void> = decided.iter().chain(vector).copied().collect();
+        // SAFETY: `qual_list` is this plan's qual List; residual_list copies the pointers of those neither the candidates
+        // nor the vector filter decide into a new List in the query context.
+        let list = unsafe { residual_list(qual_list, &without_vector) };
         // SAFETY: ExecInitQual compiles every qual of `qual_list` for `ps`, then residual_qual those the candidates leave
-        // undecided and those neither they nor the vector filter decide, all into the query context.
+        // undecided, and `list`, all into the query context.
         unsafe {
             crate::scan::aggregating::Quals {
                 all: pg_sys::ExecInitQual(qual_list, ps),
                 residual: residual_qual(node, qual_list, decided),
-                decided: Some((residual_qual(node, qual_list, &without_vector), residual_list(qual_list, &without_vector))),
+                decided: Some((pg_sys::ExecInitQual(list, ps), list)),
             }
         }
     };

@@ -361,13 +361,13 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
             Some((mask, decided)) => (Some(mask), decided && rows::fields_all_cast(&loaded, &o.doc_fields)),
             None => (None, false),
         };
-        let late: Vec<usize> = if decided {
-            let unread: Vec<usize> = st.late.iter().copied().filter(|a| o.unread_when_decided.contains(a)).collect();
+        let late: std::borrow::Cow<[usize]> = if decided && st.late.iter().any(|a| o.unread_when_decided.contains(a)) {
+            let (unread, read): (Vec<usize>, Vec<usize>) = st.late.iter().partition(|a| o.unread_when_decided.contains(a));
             let skipped = loaded.skipped.get_or_insert_with(|| vec![false; shape.attrs.len()]);
             unread.iter().for_each(|&a| skipped[a] = true);
-            st.late.iter().copied().filter(|a| !unread.contains(a)).collect()
+            read.into()
         } else {
-            st.late.clone()
+            (&st.late[..]).into()
         };
         if !late.is_empty() {
             let pass: Vec<bool> =
