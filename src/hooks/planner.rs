@@ -103,8 +103,11 @@ unsafe extern "C-unwind" fn rewrite_plan(stmt: *mut pg_sys::PlannedStmt, level: 
         unsafe { pg_sys::AtEOXact_GUC(true, level) };
     }
     // SAFETY: `stmt` is the plan planner() just received from standard_planner (or the earlier hook): freshly planned,
-    // as partial_agg::rewrite requires.
-    unsafe { crate::rewrite::partial_agg::rewrite(stmt) }
+    // as partial_agg::rewrite and field_output::rewrite require (the latter takes the plain scans the former left).
+    unsafe {
+        crate::rewrite::partial_agg::rewrite(stmt);
+        crate::rewrite::field_output::rewrite(stmt);
+    }
 }
 
 /// Installs the planner's hooks (from _PG_init).

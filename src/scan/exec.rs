@@ -59,6 +59,17 @@ pub unsafe fn is_ours(cscan: *mut pg_sys::CustomScan) -> bool {
     unsafe { std::ptr::eq((*cscan).methods, &methods().plan) }
 }
 
+/// Whether TsBucketScan `cscan` computes partial aggregates (its
+/// custom_scan_tlist their rows' layout, not the table's).
+///
+/// # Safety
+/// `cscan` must be a TsBucketScan plan node.
+#[cfg(feature = "pg15")]
+unsafe fn is_partial_agg(cscan: *mut pg_sys::CustomScan) -> bool {
+    // SAFETY: a TsBucketScan's custom_private is private_list's List, its mode (an Integer node) first.
+    unsafe { list_ptrs((*cscan).custom_private).first().is_some_and(|m| (*(*m as *mut pg_sys::Integer)).ival == MODE_PARTIAL_AGG) }
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> *mut pg_sys::Node {
     // SAFETY: palloc0 in CurrentMemoryContext, the query context ExecInitCustomScan runs in, returns a zeroed
@@ -86,9 +97,11 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     // css.slotOps): ours is a virtual slot that also knows its row's bucket
     // version, so the plan's expressions, compiled for a virtual slot, read
     // it alike, and system columns from it.
+    // A plain scan given extra columns (`rewrite::field_output`) returns rows
+    // of the table too, and so the same slot.
     #[cfg(feature = "pg15")]
     // SAFETY: `cscan` is this node's CustomScan plan, alive as long as the executor state.
-    if unsafe { (*cscan).custom_scan_tlist.is_null() } {
+    if unsafe { (*cscan).custom_scan_tlist.is_null() || !is_partial_agg(cscan) } {
         // SAFETY: `ss_ScanTupleSlot` is the slot ExecInitCustomScan made for `node`; ExecAllocTableSlot registers the
         // replacement in `estate.es_tupleTable`, which the executor frees at its end.
         unsafe {
@@ -147,6 +160,11 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     } else {
         Vec::new()
     };
+    // Output columns read from document fields (`rewrite::field_output`): the
+    // entries of custom_scan_tlist past the table's columns.
+    // SAFETY: `cscan` is this node's plan and `node.ss.ps` the PlanState being initialized, which the outputs' expressions
+    // are compiled for (in the query context, current during begin).
+    let field_outputs = unsafe { field_outputs(node, cscan, *mode, natts, &mut doc_fields) };
     // SAFETY: `quals` is this plan's qual List and `node.ss.ps` the PlanState being initialized; meta_only_quals compiles
     // in the query context, current during begin.
     let meta_qual = unsafe { meta_only_quals(node, rel, quals, scanrelid, &config.meta_attnums, &candidates) };
@@ -162,6 +180,18 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
             Some(mask)
         }
         None => None,
+    };
+    // A document only field outputs read (neither the rest of the target list
+    // nor a qual) is not decoded: its fields are, and its documents only in a
+    // bucket whose values need Postgres's cast.
+    // SAFETY: the plan's targetlist and `quals` are expressions of this plan; referenced_attnums only reads them.
+    let read_by_plan = unsafe { referenced_attnums(&[(*cscan).scan.plan.targetlist as *mut pg_sys::Node, quals as *mut pg_sys::Node], scanrelid) };
+    let needed = match needed {
+        Some(mut mask) if !read_by_plan.contains(&0) => {
+            field_outputs.iter().flat_map(|o| o.list.iter()).filter(|o| !read_by_plan.contains(&(o.column as i32 + 1))).for_each(|o| mask[o.column] = false);
+            Some(mask)
+        }
+        needed => needed,
     };
     let vector: Vec<*mut std::ffi::c_void> = vector_quals.iter().map(|(q, _)| *q).collect();
     // SAFETY: `node` and `cscan` are this scan's state and its partial-aggregation plan; partial_agg_exec compiles the
@@ -183,12 +213,50 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     // SAFETY: `node.ss.ps.state` is the EState running this plan, and its es_plannedstmt the statement executed.
     let command = unsafe { (*(*(*node).ss.ps.state).es_plannedstmt).commandType };
     let read_only = matches!(command, pg_sys::CmdType::CMD_SELECT | pg_sys::CmdType::CMD_INSERT);
-    let may_narrow_quals = read_only && matches!(*mode, MODE_SCAN | MODE_TIME_ORDER | MODE_SERIES_ORDER) && !decided.is_empty();
+    // A plain scan's bucket whose mask decides the vector filter's conditions
+    // runs the quals without them (`QualSwitch`).
+    let per_bucket = read_only && *mode == MODE_SCAN && !vector.is_empty();
+    let may_narrow_quals = read_only && matches!(*mode, MODE_SCAN | MODE_TIME_ORDER | MODE_SERIES_ORDER) && (!decided.is_empty() || per_bucket);
     // SAFETY: contain_subplans only walks `quals`, the plan's qual List read above.
     let scan_quals = (may_narrow_quals && !unsafe { pg_sys::contain_subplans(quals as *mut pg_sys::Node) }).then(|| {
+        let without_vector: Vec<*mut std::ffi::c_void> = decided.iter().chain(&vector).copied().collect();
+        // SAFETY: residual_list copies the pointers of the quals of this plan neither the candidates nor the vector filter
+        // decide into a new List; ExecInitQual compiles it for `node.ss.ps` in the query context.
+        let decided_quals = per_bucket.then(|| unsafe {
+            let list = residual_list(quals, &without_vector);
+            (pg_sys::ExecInitQual(list, &mut (*node).ss.ps), list)
+        });
         // SAFETY: `node.ss.ps.qual` is the ExprState ExecInitCustomScan compiled from the same quals; residual_qual compiles
         // the undecided ones for `node` in the query context.
-        unsafe { crate::scan::aggregating::Quals { all: (*node).ss.ps.qual, residual: residual_qual(node, quals, &decided), decided: None } }
+        unsafe { crate::scan::aggregating::Quals { all: (*node).ss.ps.qual, residual: residual_qual(node, quals, &decided), decided: decided_quals } }
+    });
+    // The documents a bucket so decided need not build: those only field
+    // outputs and the vector filter's conditions read.
+    let plain_unread: Vec<usize> = match scan_quals.as_ref().and_then(|q| q.decided) {
+        Some((_, list)) => {
+            // SAFETY: the plan's targetlist and `list` (quals of this plan) are expressions of it; referenced_attnums reads them.
+            let read = unsafe { referenced_attnums(&[(*cscan).scan.plan.targetlist as *mut pg_sys::Node, list as *mut pg_sys::Node], scanrelid) };
+            let mut unread: Vec<usize> = doc_fields.iter().map(|(c, ..)| *c).filter(|c| !read.contains(&0) && !read.contains(&(*c as i32 + 1))).collect();
+            unread.sort_unstable();
+            unread.dedup();
+            unread
+        }
+        None => Vec::new(),
+    };
+    // ExecScan reads the node's qual before the first row is fetched (and the
+    // scan begun), so the switch is the node's qual from now on: every qual
+    // until start_scan knows whether pruning decides some. Output columns
+    // evaluated by Postgres need it too: their row's quals run first
+    // (`next`), so ExecScan must not run them again.
+    // SAFETY: `node.ss.ps.qual` is the qual ExecInitCustomScan compiled for the node (NULL: none), read by value.
+    let has_qual = unsafe { !(*node).ss.ps.qual.is_null() };
+    let wants_switch = scan_quals.as_ref().is_some_and(|q| q.decided.is_some()) || (field_outputs.is_some() && has_qual);
+    // SAFETY: QualSwitch::new pallocs in the query context, current during begin, so the switch lives as long as the node,
+    // whose qual it becomes (ExecScan reads `node.ss.ps.qual` only once the node is begun).
+    let qual_switch = wants_switch.then(|| unsafe {
+        let switch = QualSwitch::new((*node).ss.ps.qual);
+        (*node).ss.ps.qual = switch.state;
+        switch
     });
     // SAFETY: CurrentMemoryContext is the executor's query context during begin; the per-scan context is its child, so it
     // is deleted with the query even on ERROR.
@@ -217,6 +285,9 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
         doc_fields,
         scan_cxt,
         scan_quals,
+        field_outputs,
+        plain_unread,
+        qual_switch,
     };
     // A parallel plan's workers read the store as the leader wrote it: rows
     // this transaction buffered go there before they start (and before the
@@ -352,6 +423,106 @@ unsafe fn partial_agg_exec(
     }
 }
 
+/// The output columns `rewrite::field_output` gave a plain scan (None for
+/// any other): per entry of custom_scan_tlist past the table's `natts`
+/// columns, its field (added to `doc_fields`) and its expression compiled.
+///
+/// # Safety
+/// `node` must be the scan state being begun, `cscan` its plan.
+unsafe fn field_outputs(
+    node: *mut pg_sys::CustomScanState,
+    cscan: *mut pg_sys::CustomScan,
+    mode: i32,
+    natts: usize,
+    doc_fields: &mut Vec<(usize, Vec<u8>, crate::scan::doc_keys::FieldCast)>,
+) -> Option<Rc<crate::scan::plain::FieldOutputs>> {
+    // SAFETY: `cscan` is this node's plan (the contract); its custom_scan_tlist is a field of it.
+    let tlist = unsafe { (*cscan).custom_scan_tlist };
+    if mode != MODE_SCAN || tlist.is_null() {
+        return None;
+    }
+    // SAFETY: `cscan` is the plan of `node`; its scanrelid and the node's PlanState and ExprContext are read by value.
+    let (scanrelid, ps, econtext) = unsafe { ((*cscan).scan.scanrelid, &mut (*node).ss.ps as *mut pg_sys::PlanState, (*node).ss.ps.ps_ExprContext) };
+    // SAFETY: custom_scan_tlist is field_output's List of TargetEntries: the table's columns, then the fields.
+    let list = unsafe { list_ptrs(tlist) }
+        .into_iter()
+        .skip(natts)
+        .enumerate()
+        .map(|(j, te)| {
+            // SAFETY: `te` is a TargetEntry of custom_scan_tlist; its expression is a node of the plan.
+            let e = unsafe { (*(te as *mut pg_sys::TargetEntry)).expr };
+            // SAFETY: `e` is that valid expression; numeric_field only reads it.
+            let (attnum, key, cast) = unsafe { crate::scan::doc_keys::numeric_field(e as *mut pg_sys::Node, scanrelid) }
+                .unwrap_or_else(|| panic!("TsBucketScan: an output column this build cannot fill (column {})", natts + j + 1));
+            let column = attnum as usize - 1;
+            let field = match doc_fields.iter().position(|(c, k, x)| *c == column && *k == key && *x == cast) {
+                Some(i) => i,
+                None => {
+                    doc_fields.push((column, key, cast));
+                    doc_fields.len() - 1
+                }
+            };
+            // SAFETY: ExecInitExpr compiles `e` for `ps`, the node's PlanState, in the query context.
+            let expr = unsafe { pg_sys::ExecInitExpr(e, ps) };
+            crate::scan::plain::FieldOutput { field, column, cast, expr }
+        })
+        .collect();
+    Some(Rc::new(crate::scan::plain::FieldOutputs { first: natts, list, econtext }))
+}
+
+/// The qual ExecScan runs on a plain scan's rows when some buckets need
+/// fewer quals than others: an ExprState of its own evaluation function
+/// that runs whichever qual `set` chose last. ExecScan reads its qual once
+/// per call, across rows of several buckets; the switch lets `next` choose
+/// per row.
+pub(super) struct QualSwitch {
+    pub state: *mut pg_sys::ExprState,
+    /// The qual it runs (NULL: none, true).
+    target: *mut *mut pg_sys::ExprState,
+    /// Every qual of the node (what it replaced as the node's qual).
+    pub all: *mut pg_sys::ExprState,
+    /// Whether this scan's pruning values are all known (decided buckets then run fewer quals).
+    pub exact: std::cell::Cell<bool>,
+}
+
+impl QualSwitch {
+    /// # Safety
+    /// Allocates in CurrentMemoryContext, which must outlive the node's execution.
+    unsafe fn new(initial: *mut pg_sys::ExprState) -> QualSwitch {
+        // SAFETY: palloc0 in CurrentMemoryContext (the contract) returns zeroed memory for an ExprState and the target cell;
+        // the ExprState is a node with only its tag, flags and evaluation function set, which is all ExecQual reads.
+        unsafe {
+            let target = pg_sys::palloc0(std::mem::size_of::<*mut pg_sys::ExprState>()) as *mut *mut pg_sys::ExprState;
+            *target = initial;
+            let state = pg_sys::palloc0(std::mem::size_of::<pg_sys::ExprState>()) as *mut pg_sys::ExprState;
+            (*state).type_ = pg_sys::NodeTag::T_ExprState;
+            (*state).flags = pg_sys::EEO_FLAG_IS_QUAL as u8;
+            (*state).evalfunc = Some(run_switched);
+            (*state).evalfunc_private = target as *mut std::ffi::c_void;
+            QualSwitch { state, target, all: initial, exact: std::cell::Cell::new(false) }
+        }
+    }
+
+    pub fn set(&self, qual: *mut pg_sys::ExprState) {
+        // SAFETY: `target` was palloc'd with the switch in the query context and is read only by run_switched.
+        unsafe { *self.target = qual };
+    }
+}
+
+// No #[pg_guard]: like `exec`, this frame holds nothing to drop, and an
+// error of the qual it runs passes through it as through ExecQual.
+unsafe extern "C-unwind" fn run_switched(state: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext, isnull: *mut bool) -> pg_sys::Datum {
+    // SAFETY: `state` is a QualSwitch's ExprState, whose private field is its target cell; ExecQual passes a valid `isnull`.
+    unsafe {
+        let qual = *((*state).evalfunc_private as *mut *mut pg_sys::ExprState);
+        if qual.is_null() {
+            *isnull = false;
+            return pg_sys::Datum::from(true);
+        }
+        (*qual).evalfunc.expect("a compiled qual has its evaluation function")(qual, econtext, isnull)
+    }
+}
+
 /// The quals the candidates do not decide (those they decide, when their
 /// values are known, need no row-by-row check), ready to run.
 unsafe fn residual_qual(node: *mut pg_sys::CustomScanState, quals: *mut pg_sys::List, decided: &[*mut std::ffi::c_void]) -> *mut pg_sys::ExprState {
@@ -455,17 +626,20 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
         let bound: Vec<_> = st.vector_quals.iter().map(|(_, p)| unsafe { p.bind(econtext, tupdesc) }).collect();
         std::rc::Rc::new(crate::scan::vector_filter::VectorFilter::all(bound))
     });
-    if let Some(q) = &st.scan_quals {
-        let qual = if exact { q.residual } else { q.all };
-        // SAFETY: `node.ss.ps.qual` is the qual ExecScan runs per row; `qual` was compiled for this node in begin.
-        unsafe { (*node).ss.ps.qual = qual };
+    match (&st.qual_switch, &st.scan_quals) {
+        // Where every pruning value is known, a bucket the vector filter decides
+        // runs fewer quals: ExecScan runs the switch, `next` sets it per row.
+        (Some(switch), _) => switch.exact.set(exact),
+        // SAFETY: `node.ss.ps.qual` is the qual ExecScan runs per row; the quals were compiled for this node in begin.
+        (None, Some(q)) => unsafe { (*node).ss.ps.qual = if exact { q.residual } else { q.all } },
+        (None, None) => {}
     }
     if let Some(pa) = &st.partial_agg {
         // SAFETY: `st.shared` is the parallel scan's DSM segment (initialize_dsm / initialize_worker), mapped while the scan runs.
         let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
         // SAFETY: `shared` points into the Gather's DSM chunk, mapped while this participant scans.
-    let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
-    let options = ScanOptions {
+        let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
+        let options = ScanOptions {
             needed: st.needed.clone(),
             doc_keys: st.doc_keys.clone(),
             doc_fields: pa.fields.clone(),
@@ -475,6 +649,7 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
             tail_claim,
             // Only where the candidates' values are known: the conditions the mask decides then never run.
             unread_when_decided: if exact { pa.unread_when_decided.clone() } else { Vec::new() },
+            field_outputs: None,
         };
         // SAFETY: `rel` is open, `es_snapshot` the query's snapshot and `ps_ExprContext` the node's; AggregatingScan::begin
         // allocates in `scan_cxt`, the context start_scan made current.
@@ -522,7 +697,18 @@ unsafe fn start_scan_in_context(node: *mut pg_sys::CustomScanState) {
     let store_parallel = st.shared.map(|s| unsafe { SharedScan::store_scan(s) });
     // SAFETY: `shared` points into the Gather's DSM chunk, mapped while this participant scans.
     let tail_claim = st.shared.map(|s| unsafe { &raw const (*s).tail_claim });
-    let options = ScanOptions { needed: st.needed.clone(), doc_keys: st.doc_keys.clone(), doc_fields: st.doc_fields.clone(), prune, store_parallel, vector_filter, tail_claim, unread_when_decided: Vec::new() };
+    let options = ScanOptions {
+        needed: st.needed.clone(),
+        doc_keys: st.doc_keys.clone(),
+        doc_fields: st.doc_fields.clone(),
+        prune,
+        store_parallel,
+        vector_filter,
+        tail_claim,
+        // Only where the candidates' values are known: the switch then runs the conditions the mask decides nowhere.
+        unread_when_decided: if exact && st.qual_switch.is_some() { st.plain_unread.clone() } else { Vec::new() },
+        field_outputs: st.field_outputs.clone(),
+    };
     // SAFETY: `rel` is open and `estate.es_snapshot` the query's snapshot; the plain scan's descriptor goes in `scan_cxt`.
     st.scan = unsafe { crate::scan::plain::begin_with(rel, (*estate).es_snapshot, 0, std::ptr::null_mut(), std::ptr::null_mut(), 0, options) };
 }
@@ -569,7 +755,39 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
     // and parallel_scan_ended reads the result.
     unsafe {
         let direction = (*(*ss).ps.state).es_direction;
-        crate::scan::plain::getnextslot(exec_state(node).scan, direction, slot);
+        let st = exec_state(node);
+        loop {
+            crate::scan::plain::getnextslot(st.scan, direction, slot);
+            let empty = (*slot).tts_flags & pg_sys::TTS_FLAG_EMPTY as u16 != 0;
+            let pending = !empty && crate::scan::plain::outputs_pending(st.scan);
+            let Some(switch) = &st.qual_switch else {
+                if pending {
+                    crate::scan::plain::evaluate_outputs(st.scan, slot);
+                }
+                break;
+            };
+            // The quals for this row: fewer where its bucket is decided.
+            let qual = st.row_qual(crate::scan::plain::current_decided(st.scan));
+            if !pending {
+                switch.set(qual);
+                break;
+            }
+            // As heap projects only rows its quals pass, the output columns
+            // Postgres must cast are evaluated past them; ExecScan then runs none.
+            let econtext = (*ss).ps.ps_ExprContext;
+            (*econtext).ecxt_scantuple = slot;
+            if !crate::pg::nodes::qual_passes(qual, econtext) {
+                let instrument = (*ss).ps.instrument;
+                if !instrument.is_null() {
+                    (*instrument).nfiltered1 += 1.0;
+                }
+                pg_sys::MemoryContextReset((*econtext).ecxt_per_tuple_memory);
+                continue;
+            }
+            crate::scan::plain::evaluate_outputs(st.scan, slot);
+            switch.set(std::ptr::null_mut());
+            break;
+        }
         parallel_scan_ended(node, slot);
     }
     slot

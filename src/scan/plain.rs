@@ -40,6 +40,30 @@ pub struct ScanOptions {
     /// decides every condition, and whose fields hold nothing Postgres must
     /// cast, builds none of their documents (`BucketRows::decided`).
     pub unread_when_decided: Vec<usize>,
+    /// Slot columns past the table's that hold document fields the query
+    /// outputs (`rewrite::field_output`).
+    pub field_outputs: Option<Rc<FieldOutputs>>,
+}
+
+/// Output columns a plain scan fills from document fields: column
+/// `first + j` of the slot holds `list[j]`.
+pub struct FieldOutputs {
+    /// The table's number of attributes: the outputs follow its columns.
+    pub first: usize,
+    pub list: Vec<FieldOutput>,
+    /// The scan node's ExprContext, to evaluate an output's expression in.
+    pub econtext: *mut pg_sys::ExprContext,
+}
+
+/// One output column: field `field` of `ScanOptions::doc_fields` (of
+/// document column `column`, attnum - 1) cast by `cast`; where the value
+/// needs Postgres's cast, `expr` (the target's expression, compiled for the
+/// scan node) evaluated on the row.
+pub struct FieldOutput {
+    pub field: usize,
+    pub column: usize,
+    pub cast: crate::scan::doc_keys::FieldCast,
+    pub expr: *mut pg_sys::ExprState,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -101,6 +125,8 @@ struct ScanState {
     mask: Option<Vec<bool>>,
     /// Whether `mask` decides every condition of the vector filter in `current`.
     decided: bool,
+    /// The row returned last has output columns to evaluate (`outputs_pending`).
+    outputs_pending: bool,
     /// A bucket whose header alone answered (`next_bucket_or_header`).
     header: Option<bucket::StoredBucket>,
     prepared: rows::Prepared,
@@ -242,6 +268,7 @@ pub unsafe fn begin_with(
         current: None,
         mask: None,
         decided: false,
+        outputs_pending: false,
         header: None,
         prepared: rows::Prepared::default(),
         varying: Vec::new(),
@@ -519,6 +546,10 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
                 }
                 // SAFETY: `old` is the context getnextslot was called in, current before the switch to bucket_cxt above.
                 unsafe { pg_sys::MemoryContextSwitchTo(old) };
+                if let Some(outputs) = &st.options.field_outputs {
+                    // SAFETY: `slot` holds row `next` of `bucket` just written; the scan's slot has the outputs' columns.
+                    st.outputs_pending = unsafe { fill_field_outputs(outputs, bucket, next as usize, slot, false) };
+                }
                 return true;
             }
         }
@@ -529,6 +560,94 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
             return false;
         }
     }
+}
+
+/// Sets the output columns of `outputs` in `slot`, which holds row `row` of
+/// `bucket`: the field's value where the cast reads it without Postgres.
+/// The others need the output's expression evaluated on the row (its
+/// document is decoded then: `rows::load_deferring`), for heap's value or
+/// error: with `evaluate`, they are; else they are left, and the result says
+/// whether there are any (the caller evaluates them once the row passes
+/// the quals, as heap projects only rows that do: `evaluate_outputs`).
+///
+/// # Safety
+/// `slot` must be the scan node's slot holding row `row` of `bucket`, with
+/// the outputs' columns (its descriptor is custom_scan_tlist's).
+unsafe fn fill_field_outputs(outputs: &FieldOutputs, bucket: &LoadedBucket, row: usize, slot: *mut pg_sys::TupleTableSlot, evaluate: bool) -> bool {
+    use crate::scan::doc_keys::FieldCast;
+    use tsbucket_format::codec::document::CastValue;
+    let mut pending = false;
+    for (j, o) in outputs.list.iter().enumerate() {
+        let field = bucket.fields.get(o.field).and_then(Option::as_ref).filter(|f| f.len() == bucket.rows).map(|f| o.cast.of(f.get(row)));
+        let (value, isnull) = match field {
+            Some(CastValue::Null) => (pg_sys::Datum::from(0), true),
+            // float8, int4 and int8 are passed by value.
+            Some(CastValue::Float(v)) => (pg_sys::Datum::from(v.to_bits()), false),
+            Some(CastValue::Int(v)) if o.cast == FieldCast::Int4 => (pg_sys::Datum::from(v as i32), false),
+            Some(CastValue::Int(v)) => (pg_sys::Datum::from(v), false),
+            Some(CastValue::Evaluate) | None if !evaluate => {
+                pending = true;
+                continue;
+            }
+            Some(CastValue::Evaluate) | None => {
+                // Cast on no document, the expression would give NULL: a wrong answer.
+                if bucket.skipped.as_ref().is_some_and(|s| s[o.column]) {
+                    panic!("bucket {}: a document field to cast was read without its documents", bucket.bucket_id);
+                }
+                let mut isnull = false;
+                // SAFETY: `o.expr` is compiled for the scan node whose ExprContext `outputs.econtext` is; its scan tuple is
+                // `slot`, holding the row with its document (checked above).
+                let d = unsafe {
+                    (*outputs.econtext).ecxt_scantuple = slot;
+                    pg_sys::ExecEvalExprSwitchContext(o.expr, outputs.econtext, &mut isnull)
+                };
+                (d, isnull)
+            }
+        };
+        // SAFETY: the slot's descriptor has the outputs' columns after the table's `first` (the contract), so
+        // `first + j` lies inside its values and isnull arrays.
+        unsafe {
+            *(*slot).tts_values.add(outputs.first + j) = value;
+            *(*slot).tts_isnull.add(outputs.first + j) = isnull;
+        }
+    }
+    pending
+}
+
+/// Whether the row getnextslot returned last has output columns left to
+/// evaluate (`fill_field_outputs`).
+///
+/// # Safety
+/// `scan` must come from `begin_with`.
+pub(super) unsafe fn outputs_pending(scan: pg_sys::TableScanDesc) -> bool {
+    // SAFETY: `scan` comes from `begin_with` and is not ended (the contract).
+    unsafe { state(scan) }.outputs_pending
+}
+
+/// Evaluates the output columns left pending in `slot`, which holds the row
+/// getnextslot returned last.
+///
+/// # Safety
+/// `scan` must come from `begin_with`; `slot` the slot getnextslot filled.
+pub(super) unsafe fn evaluate_outputs(scan: pg_sys::TableScanDesc, slot: *mut pg_sys::TupleTableSlot) {
+    // SAFETY: `scan` comes from `begin_with` and is not ended (the contract).
+    let st = unsafe { state(scan) };
+    if let (Some(outputs), Some(bucket)) = (&st.options.field_outputs, &st.current) {
+        // SAFETY: `slot` holds row `st.pos` of the current bucket (getnextslot returned it last: the contract).
+        unsafe { fill_field_outputs(outputs, bucket, st.pos as usize, slot, true) };
+    }
+    st.outputs_pending = false;
+}
+
+/// Whether the vector filter's mask decided every condition it holds in
+/// the current bucket (`BucketRows::decided`).
+///
+/// # Safety
+/// `scan` must come from `begin_with`.
+pub(super) unsafe fn current_decided(scan: pg_sys::TableScanDesc) -> bool {
+    // SAFETY: `scan` comes from `begin_with` and is not ended (the contract).
+    let st = unsafe { state(scan) };
+    st.current.is_some() && st.decided
 }
 
 /// One bucket for a consumer of whole buckets (the in-scan aggregation): its

@@ -63,6 +63,13 @@ pub(super) struct ExecState {
     /// the row filters do not decide (`residual`), run by ExecScan instead of
     /// every qual (`all`) when every pruning value is known.
     pub scan_quals: Option<crate::scan::aggregating::Quals>,
+    /// A plain scan's output columns read from document fields.
+    pub field_outputs: Option<Rc<crate::scan::plain::FieldOutputs>>,
+    /// A plain scan's document columns a decided bucket need not build
+    /// (`ScanOptions::unread_when_decided`).
+    pub plain_unread: Vec<usize>,
+    /// A plain scan's qual, set per row (`scan_quals.decided` in decided buckets).
+    pub qual_switch: Option<crate::scan::exec::QualSwitch>,
 }
 
 pub(super) struct PartialAggExec {
@@ -83,6 +90,21 @@ pub(super) struct PartialAggExec {
 }
 
 impl ExecState {
+    /// The quals a plain scan's row needs, with a qual switch: every qual
+    /// unless every pruning value is known; then those pruning does not
+    /// decide, without the vector filter's where the row's bucket is decided
+    /// (`decided_bucket`).
+    pub fn row_qual(&self, decided_bucket: bool) -> *mut pg_sys::ExprState {
+        let Some(switch) = &self.qual_switch else { return std::ptr::null_mut() };
+        match &self.scan_quals {
+            Some(q) if switch.exact.get() => match q.decided {
+                Some((decided, _)) if decided_bucket => decided,
+                _ => q.residual,
+            },
+            _ => switch.all,
+        }
+    }
+
     /// A finished scan's counters: into the shared ones when the scan is
     /// parallel (the leader collects them at shutdown), else its own.
     pub fn add_counters(&mut self, scan: crate::scan::plain::ScanCounters, agg: AggCounters) {

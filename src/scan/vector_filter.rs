@@ -534,10 +534,13 @@ impl VectorFilter {
         let mut cast_any = vec![false; rows];
         let mut decided = true;
         for (pred, exact) in &self.preds {
-            let truth = self.truth(pred, bucket);
+            // A leaf both true and false on a row is one the vector form cannot
+            // tell: the condition's truth there is unknown, whatever the
+            // combination shows (unknown OR NULL reads as true).
+            let mut unknown = false;
+            let truth = self.truth(pred, bucket, &mut unknown);
             if !*exact {
-                // A row both true and false is one the vector form cannot tell.
-                decided &= !truth.t.iter().zip(&truth.f).any(|(t, f)| *t && *f);
+                decided &= !unknown && !truth.t.iter().zip(&truth.f).any(|(t, f)| *t && *f);
             }
             let target = if *exact { &mut exact_ok } else { &mut inexact_ok };
             target.iter_mut().zip(&truth.t).for_each(|(o, t)| *o &= *t);
@@ -549,9 +552,9 @@ impl VectorFilter {
         ((0..rows).map(|r| exact_ok[r] && (inexact_ok[r] || cast_any[r])).collect(), decided)
     }
 
-    fn truth(&self, pred: &Pred<Leaf>, bucket: &LoadedBucket) -> Truth {
+    fn truth(&self, pred: &Pred<Leaf>, bucket: &LoadedBucket, unknown: &mut bool) -> Truth {
         let rows = bucket.rows;
-        pred.eval(rows, &mut |leaf: &Leaf| {
+        let truth = |leaf: &Leaf| -> Truth {
                 let attr = match leaf {
                     Leaf::Compare { attr, .. } | Leaf::In { attr, .. } | Leaf::IsNull { attr, .. } => *attr,
                     &Leaf::Field { field, cast, .. } => return field_truth(leaf, cast, bucket.fields.get(field).and_then(Option::as_ref), rows),
@@ -578,7 +581,12 @@ impl VectorFilter {
                 };
                 let truths: Vec<Option<bool>> = (0..rows).map(|r| leaf_truth(leaf, value(r))).collect();
                 Truth { t: truths.iter().map(|x| *x == Some(true)).collect(), f: truths.iter().map(|x| *x == Some(false)).collect() }
-            })
+            };
+        pred.eval(rows, &mut |leaf: &Leaf| {
+            let t = truth(leaf);
+            *unknown |= t.t.iter().zip(&t.f).any(|(t, f)| *t && *f);
+            t
+        })
     }
 
 }

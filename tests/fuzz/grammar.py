@@ -256,6 +256,12 @@ class QueryGen:
 
     def plain_out(self, col):
         if col.kind == "jsonb":
+            r = self.rng.random()
+            # A field cast to a number: the scan fills it from the field's sub-column.
+            if r < 0.25:
+                return Out(f"({col.name}->>'{self.rng.choice(['t', 't', 'n', 'v'])}')::float8", float_key=True)
+            if r < 0.35:
+                return Out(f"({col.name}->>'n')::{self.rng.choice(['int', 'bigint'])}")
             # As text: psycopg would read jsonb into Python values, where 1.50 equals 1.5.
             return Out(f"{col.name}::text")
         return Out(col.name, float_key=col.kind == "float")
