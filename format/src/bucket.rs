@@ -340,8 +340,7 @@ impl EncodedColumn<'_> {
             return Err(DecodeError::Invalid("column value count differs from its row count"));
         }
         let Some(valid) = validity else { return Ok(Some(fields)) };
-        let mut it = fields.iter();
-        Ok(Some(valid.iter().map(|&p| if p { it.next().expect("counted") } else { document::Field::NoObject }).collect()))
+        Ok(Some(fields.spread(&valid)))
     }
 }
 

@@ -136,18 +136,14 @@ pub unsafe fn classify_aggref(
             FieldCast::Float8 => (K::Float64, pg_sys::FLOAT8OID),
             FieldCast::Int4 => (K::Int, pg_sys::INT4OID),
             FieldCast::Int8 => (K::Int, pg_sys::INT8OID),
+            // numeric_field finds casts only.
+            FieldCast::AsIs => return None,
         };
         if !kernel_reads(kind, stored, typid) {
             return None;
         }
         let column = attnum as usize - 1;
-        let field = match fields.iter().position(|(c, k, x)| *c == column && *k == key && *x == cast) {
-            Some(f) => f,
-            None => {
-                fields.push((column, key, cast));
-                fields.len() - 1
-            }
-        };
+        let field = crate::scan::doc_keys::field_index(fields, column, &key, cast);
         let avg = u32::from(a.aggfnoid) == pg_sys::F_AVG_FLOAT8;
         return Some(AggPlan { kind, arg: ArgSource::Field { field, column, cast }, arg_type: typid, avg });
     }

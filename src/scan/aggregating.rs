@@ -575,6 +575,7 @@ impl AggregatingScan {
                     FieldCast::Float8 => floats[r] = f64::from_bits(d.value() as u64),
                     FieldCast::Int4 => ints[r] = d.value() as i32 as i64,
                     FieldCast::Int8 => ints[r] = d.value() as i64,
+                    FieldCast::AsIs => unreachable!("aggregates read fields through a cast"),
                 }
             }
         }

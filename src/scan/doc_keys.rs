@@ -212,6 +212,23 @@ unsafe fn accessor(walk: &Walk, node: *mut pg_sys::Node) -> Option<(i16, Vec<Vec
 
 pub use tsbucket_format::codec::document::NumberCast as FieldCast;
 
+/// The index in `fields` (`rows::DocFields`) of field `key` of document
+/// column `column` read with `cast`, added unless there. Each field's
+/// sub-column is decoded once per cast: a field read as it is (`AsIs`) shares
+/// any entry of the field, and an `AsIs` entry becomes the cast one needs.
+pub fn field_index(fields: &mut Vec<(usize, Vec<u8>, FieldCast)>, column: usize, key: &[u8], cast: FieldCast) -> usize {
+    let of_field = |(c, k, _): &(usize, Vec<u8>, FieldCast)| *c == column && k[..] == *key;
+    if let Some(i) = fields.iter().position(|f| of_field(f) && (f.2 == cast || cast == FieldCast::AsIs)) {
+        return i;
+    }
+    if let Some(i) = fields.iter().position(|f| of_field(f) && f.2 == FieldCast::AsIs) {
+        fields[i].2 = cast;
+        return i;
+    }
+    fields.push((column, key.to_vec(), cast));
+    fields.len() - 1
+}
+
 /// `(doc->>'key')::type` compared with a pseudo-constant, on either side:
 /// the field (`numeric_field`), the constant's expression, and whether the
 /// field comes first.
@@ -274,6 +291,54 @@ pub unsafe fn key_exists(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16, V
     let attnum = unsafe { jsonb_var(scanrelid, 0, var as *mut pg_sys::Node) }?;
     // SAFETY: `key` is the operator's second argument; const_text checks its tag and type before reading it.
     Some((attnum, unsafe { const_text(key as *mut pg_sys::Node) }?))
+}
+
+/// When `e` is `doc->>'key'` of a jsonb column of range-table entry
+/// `scanrelid` and a constant key: (its attnum, the key).
+///
+/// # Safety
+/// `e` must be a valid expression.
+pub unsafe fn text_field(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16, Vec<u8>)> {
+    // SAFETY: `e` is a valid expression (the contract), read as an OpExpr only when tagged so.
+    let op = unsafe { ((*e).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(e as *mut pg_sys::OpExpr))? };
+    if op.opfuncid.to_u32() != F_OBJECT_FIELD_TEXT {
+        return None;
+    }
+    // SAFETY: `op.args` is the operator's argument List.
+    let [var, key] = unsafe { list_ptrs(op.args) }[..] else { return None };
+    // SAFETY: `var` is the operator's first argument, a node of the same expression.
+    let attnum = unsafe { jsonb_var(scanrelid, 0, var as *mut pg_sys::Node) }?;
+    // SAFETY: `key` is the operator's second argument; const_text checks its tag and type before reading it.
+    Some((attnum, unsafe { const_text(key as *mut pg_sys::Node) }?))
+}
+
+/// When `e` is `doc @> '{"key": "string"}'` (a constant object of one key
+/// whose value is a string) on a jsonb column of range-table entry
+/// `scanrelid`: (its attnum, the key, the string).
+///
+/// # Safety
+/// `e` must be a valid expression.
+pub unsafe fn contains_string(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16, Vec<u8>, Vec<u8>)> {
+    // SAFETY: `e` is a valid expression (the contract), read as an OpExpr only when tagged so.
+    let op = unsafe { ((*e).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(e as *mut pg_sys::OpExpr))? };
+    if op.opfuncid.to_u32() != F_CONTAINS {
+        return None;
+    }
+    // SAFETY: `op.args` is the operator's argument List.
+    let [var, object] = unsafe { list_ptrs(op.args) }[..] else { return None };
+    // SAFETY: `var` is the operator's first argument, a node of the same expression.
+    let attnum = unsafe { jsonb_var(scanrelid, 0, var as *mut pg_sys::Node) }?;
+    // SAFETY: `object` is the operator's second argument; constant() checks its tag and type before reading it.
+    let d = unsafe { constant(object as *mut pg_sys::Node, pg_sys::JSONBOID) }?;
+    // SAFETY: `d` is a non-NULL jsonb datum: datum_bytes reads its data (detoasted if need be) while `d` lives.
+    let bytes = unsafe { datum_bytes(&d, Layout { typlen: -1, typbyval: false, kind: ColumnKind::Document }) };
+    match parse(bytes).ok()? {
+        Value::Object(mut pairs) if pairs.len() == 1 => match pairs.pop()? {
+            (key, Value::String(s)) => Some((attnum, key, s)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// A non-NULL constant of type `typid`.

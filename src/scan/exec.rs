@@ -455,13 +455,7 @@ unsafe fn field_outputs(
             let (attnum, key, cast) = unsafe { crate::scan::doc_keys::numeric_field(e as *mut pg_sys::Node, scanrelid) }
                 .unwrap_or_else(|| panic!("TsBucketScan: an output column this build cannot fill (column {})", natts + j + 1));
             let column = attnum as usize - 1;
-            let field = match doc_fields.iter().position(|(c, k, x)| *c == column && *k == key && *x == cast) {
-                Some(i) => i,
-                None => {
-                    doc_fields.push((column, key, cast));
-                    doc_fields.len() - 1
-                }
-            };
+            let field = crate::scan::doc_keys::field_index(doc_fields, column, &key, cast);
             // SAFETY: ExecInitExpr compiles `e` for `ps`, the node's PlanState, in the query context.
             let expr = unsafe { pg_sys::ExecInitExpr(e, ps) };
             crate::scan::plain::FieldOutput { field, column, cast, expr }

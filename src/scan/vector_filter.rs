@@ -25,6 +25,11 @@ pub(super) enum PlanLeaf {
     Field { field: usize, cast: NumberCast, strategy: i32, value: *mut pg_sys::ExprState, kind: ColumnKind, typlen: i16 },
     /// `doc ? 'key'`: whether the key is there, read from its sub-column.
     Exists { field: usize },
+    /// `doc->>'key' = value` (`<>` when `negated`), of a deterministic
+    /// collation: the field's strings compared byte for byte.
+    Text { field: usize, value: *mut pg_sys::ExprState, negated: bool },
+    /// `doc @> '{"key": "string"}'`: the field holds that string.
+    Contains { field: usize, value: Vec<u8> },
 }
 
 /// A leaf with its constants.
@@ -35,6 +40,9 @@ pub(super) enum Leaf {
     IsNull { attr: usize, negated: bool },
     Field { field: usize, cast: NumberCast, strategy: i32, value: Option<Bound> },
     Exists { field: usize },
+    /// `value` None: compared with NULL.
+    Text { field: usize, value: Option<Vec<u8>>, negated: bool },
+    Contains { field: usize, value: Vec<u8> },
 }
 
 pub(super) struct VectorPlan {
@@ -159,7 +167,7 @@ fn has_field(p: &Pred<PlanLeaf>) -> bool {
     match p {
         Pred::And(ps) | Pred::Or(ps) => ps.iter().any(has_field),
         Pred::Not(x) => has_field(x),
-        Pred::Leaf(l) => matches!(l, PlanLeaf::Field { .. } | PlanLeaf::Exists { .. }),
+        Pred::Leaf(l) => matches!(l, PlanLeaf::Field { .. } | PlanLeaf::Exists { .. } | PlanLeaf::Text { .. } | PlanLeaf::Contains { .. }),
     }
 }
 
@@ -177,14 +185,62 @@ unsafe fn exists_leaf(n: *mut pg_sys::Node, scanrelid: u32, meta: &[i16], fields
     if meta.contains(&attnum) {
         return None;
     }
-    let column = attnum as usize - 1;
     // Any cast of the field reads its presence: the sub-column is decoded once.
-    let field = fields.iter().position(|(c, k, _)| *c == column && *k == key).unwrap_or_else(|| {
-        fields.push((column, key, NumberCast::Float8));
-        fields.len() - 1
-    });
+    let field = crate::scan::doc_keys::field_index(fields, attnum as usize - 1, &key, NumberCast::AsIs);
     Some(PlanLeaf::Exists { field })
 }
+
+/// `doc->>'key' = value` (or `<>`, either way round) of a deterministic
+/// collation, or `doc @> '{"key": "string"}'`, on a document column of the
+/// scan: the leaf, its field added to `fields` unless there. A row whose
+/// field holds a string is decided on it; one holding anything else (a
+/// number's text, an object's), or whose document is no object, counts as
+/// both true and false, and the operator decides.
+///
+/// # Safety
+/// `n` is a qual of the scan or a part of one; `ps` the scan's PlanState.
+unsafe fn text_leaf(n: *mut pg_sys::Node, scanrelid: u32, meta: &[i16], ps: *mut pg_sys::PlanState, fields: &mut Vec<(usize, Vec<u8>, NumberCast)>) -> Option<PlanLeaf> {
+    // SAFETY: `n` is a valid expression of the qual (the contract).
+    if let Some((attnum, key, value)) = unsafe { crate::scan::doc_keys::contains_string(n, scanrelid) } {
+        if meta.contains(&attnum) {
+            return None;
+        }
+        let field = crate::scan::doc_keys::field_index(fields, attnum as usize - 1, &key, NumberCast::AsIs);
+        return Some(PlanLeaf::Contains { field, value });
+    }
+    // SAFETY: `n` is a valid expression (the contract), read as an OpExpr only when tagged so.
+    let op = unsafe { ((*n).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(n as *mut pg_sys::OpExpr))? };
+    let negated = match op.opno.to_u32() {
+        TEXT_EQ => false,
+        TEXT_NE => true,
+        _ => return None,
+    };
+    // SAFETY: `op.args` is the operator's argument List; the collation lookup reads pg_collation.
+    let ([a, b], deterministic) = (unsafe { list_ptrs(op.args) }.try_into().ok()?, unsafe { pg_sys::get_collation_isdeterministic(op.inputcollid) });
+    if !deterministic {
+        return None;
+    }
+    let (a, b) = (a as *mut pg_sys::Node, b as *mut pg_sys::Node);
+    // SAFETY: `a` and `b` are the operator's arguments, valid expressions that text_field and is_pseudo_constant only read.
+    let ((attnum, key), other) = unsafe {
+        match crate::scan::doc_keys::text_field(a, scanrelid) {
+            Some(f) if is_pseudo_constant(b) => (f, b),
+            _ => (crate::scan::doc_keys::text_field(b, scanrelid).filter(|_| is_pseudo_constant(a))?, a),
+        }
+    };
+    // SAFETY: exprType reads the constant side's type.
+    if meta.contains(&attnum) || unsafe { pg_sys::exprType(other) } != pg_sys::TEXTOID {
+        return None;
+    }
+    let field = crate::scan::doc_keys::field_index(fields, attnum as usize - 1, &key, NumberCast::AsIs);
+    // SAFETY: ExecInitExpr compiles `other`, a pseudo-constant of the scan's quals, for `ps`, the scan node's PlanState.
+    let value = unsafe { pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, ps) };
+    Some(PlanLeaf::Text { field, value, negated })
+}
+
+/// text = text and text <> text (pg_operator OIDs, fixed).
+const TEXT_EQ: u32 = 98;
+const TEXT_NE: u32 = 531;
 
 /// `(doc->>'key')::type <op> value` or the other way round: the field leaf,
 /// its field added to `fields` unless there.
@@ -210,14 +266,11 @@ unsafe fn field_leaf(
         NumberCast::Float8 => pg_sys::FLOAT8OID,
         NumberCast::Int4 => pg_sys::INT4OID,
         NumberCast::Int8 => pg_sys::INT8OID,
+        NumberCast::AsIs => return None,
     };
     // SAFETY: exprType reads the constant side's type; comparison_of_type reads the operator's catalog entries.
     let (strategy, kind, typlen) = unsafe { comparison_of_type(cast_type, opno, pg_sys::exprType(other), field_first) }?;
-    let column = attnum as usize - 1;
-    let field = fields.iter().position(|(c, k, x)| *c == column && *k == key && *x == cast).unwrap_or_else(|| {
-        fields.push((column, key, cast));
-        fields.len() - 1
-    });
+    let field = crate::scan::doc_keys::field_index(fields, attnum as usize - 1, &key, cast);
     // SAFETY: ExecInitExpr compiles `other`, a pseudo-constant of the scan's quals, for `ps`, the scan node's PlanState.
     let value = unsafe { pg_sys::ExecInitExpr(other as *mut pg_sys::Expr, ps) };
     Some(PlanLeaf::Field { field, cast, strategy, value, kind, typlen })
@@ -265,6 +318,10 @@ unsafe fn plan_node(
         pg_sys::NodeTag::T_OpExpr => {
             // SAFETY: `n` is a qual node (the contract); exists_leaf reads it as an OpExpr only when tagged so.
             if let Some(leaf) = unsafe { exists_leaf(n, scanrelid, meta, fields) } {
+                return Some(Pred::Leaf(leaf));
+            }
+            // SAFETY: as for exists_leaf; `ps` is the scan's PlanState, for the constant side.
+            if let Some(leaf) = unsafe { text_leaf(n, scanrelid, meta, ps, fields) } {
                 return Some(Pred::Leaf(leaf));
             }
             let o = n as *mut pg_sys::OpExpr;
@@ -349,7 +406,7 @@ impl VectorPlan {
                 Pred::Not(x) => walk(x, out),
                 Pred::Leaf(PlanLeaf::Compare { attr, .. } | PlanLeaf::In { attr, .. } | PlanLeaf::IsNull { attr, .. }) => out.push(*attr),
                 // Read from the field's sub-column (`LoadedBucket::fields`), not the decoded column.
-                Pred::Leaf(PlanLeaf::Field { .. } | PlanLeaf::Exists { .. }) => {}
+                Pred::Leaf(PlanLeaf::Field { .. } | PlanLeaf::Exists { .. } | PlanLeaf::Text { .. } | PlanLeaf::Contains { .. }) => {}
             }
         }
         let mut out = Vec::new();
@@ -368,6 +425,17 @@ unsafe fn bind_node(p: &Pred<PlanLeaf>, econtext: *mut pg_sys::ExprContext) -> P
         Pred::Not(x) => Pred::Not(Box::new(unsafe { bind_node(x, econtext) })),
         Pred::Leaf(PlanLeaf::IsNull { attr, negated }) => Pred::Leaf(Leaf::IsNull { attr: *attr, negated: *negated }),
         Pred::Leaf(PlanLeaf::Exists { field }) => Pred::Leaf(Leaf::Exists { field: *field }),
+        Pred::Leaf(PlanLeaf::Contains { field, value }) => Pred::Leaf(Leaf::Contains { field: *field, value: value.clone() }),
+        Pred::Leaf(PlanLeaf::Text { field, value, negated }) => {
+            let mut isnull = false;
+            // SAFETY: `value` was compiled by ExecInitExpr for the scan node (text_leaf) and runs in its `econtext`; a
+            // non-NULL result is a text datum, whose bytes datum_bytes copies out (detoasted if need be).
+            let value = unsafe {
+                let d = pg_sys::ExecEvalExprSwitchContext(*value, econtext, &mut isnull);
+                (!isnull).then(|| crate::pg::datum::datum_bytes(&d, crate::pg::datum::Layout { typlen: -1, typbyval: false, kind: ColumnKind::Bytes }).to_vec())
+            };
+            Pred::Leaf(Leaf::Text { field: *field, value, negated: *negated })
+        }
         Pred::Leaf(PlanLeaf::Compare { attr, strategy, value, kind, typlen }) => {
             let mut isnull = false;
             // SAFETY: `value` was compiled by ExecInitExpr for the scan node (plan_node) and runs in its `econtext`.
@@ -416,8 +484,9 @@ fn order(a: Bound, b: Bound) -> std::cmp::Ordering {
 fn leaf_truth(leaf: &Leaf, v: Option<Bound>) -> Option<bool> {
     match leaf {
         Leaf::IsNull { negated, .. } => Some(v.is_none() != *negated),
-        // Never asked: `?` is read per row from its sub-column (exists_truth); unknown is the sound answer.
-        Leaf::Exists { .. } => None,
+        // Never asked: `?` and text are read per row from their sub-columns (exists_truth, text_truth); unknown is
+        // the sound answer.
+        Leaf::Exists { .. } | Leaf::Text { .. } | Leaf::Contains { .. } => None,
         Leaf::Compare { strategy, value, .. } | Leaf::Field { strategy, value, .. } => Some(satisfies(order(v?, (*value)?), *strategy)),
         // x = ANY ('{}') is false, even for a NULL x.
         Leaf::In { values, has_null: false, .. } if values.is_empty() => Some(false),
@@ -473,6 +542,41 @@ fn exists_truth(fields: Option<&tsbucket_format::codec::document::Fields>, rows:
         t: fields.iter().map(|f| !matches!(f, Field::Missing)).collect(),
         f: fields.iter().map(|f| matches!(f, Field::Missing | Field::NoObject)).collect(),
     }
+}
+
+/// A text leaf's truth per row: a string decides it; `->>` of a missing
+/// key, JSON null or a document that is no object is NULL, and `@>` of a
+/// missing key, JSON null or a number false; anything else (a number's or
+/// an object's text, `@>` of an array or of a document that is no object,
+/// every row of a bucket whose documents are read whole) is both.
+fn text_truth(leaf: &Leaf, fields: Option<&tsbucket_format::codec::document::Fields>, rows: usize) -> Truth {
+    use tsbucket_format::codec::document::Field;
+    let Some(fields) = fields.filter(|f| f.len() == rows) else {
+        return Truth { t: vec![true; rows], f: vec![true; rows] };
+    };
+    let mut t = Vec::with_capacity(rows);
+    let mut f = Vec::with_capacity(rows);
+    for r in 0..rows {
+        let truth: Option<Option<bool>> = match (leaf, fields.string(r), fields.get(r)) {
+            (Leaf::Text { value: None, .. }, ..) => Some(None),
+            (Leaf::Text { value: Some(v), negated, .. }, Some(s), _) => Some(Some((s == &v[..]) != *negated)),
+            (Leaf::Text { .. }, None, Field::Missing | Field::Null | Field::NoObject) => Some(None),
+            (Leaf::Contains { value, .. }, Some(s), _) => Some(Some(s == &value[..])),
+            (Leaf::Contains { .. }, None, Field::Missing | Field::Null | Field::Decimal(..)) => Some(Some(false)),
+            _ => None,
+        };
+        match truth {
+            Some(x) => {
+                t.push(x == Some(true));
+                f.push(x == Some(false));
+            }
+            None => {
+                t.push(true);
+                f.push(true);
+            }
+        }
+    }
+    Truth { t, f }
 }
 
 /// The rows where a field leaf of `pred` holds what only Postgres casts (all
@@ -559,6 +663,7 @@ impl VectorFilter {
                     Leaf::Compare { attr, .. } | Leaf::In { attr, .. } | Leaf::IsNull { attr, .. } => *attr,
                     &Leaf::Field { field, cast, .. } => return field_truth(leaf, cast, bucket.fields.get(field).and_then(Option::as_ref), rows),
                     &Leaf::Exists { field } => return exists_truth(bucket.fields.get(field).and_then(Option::as_ref), rows),
+                    Leaf::Text { field, .. } | Leaf::Contains { field, .. } => return text_truth(leaf, bucket.fields.get(*field).and_then(Option::as_ref), rows),
                 };
                 let Some(col) = &bucket.columns[attr] else {
                     // A column added after the bucket was written: its default in every row.

@@ -409,27 +409,72 @@ pub enum Field {
 /// says what the row holds (a decimal's display scale included), and each
 /// decimal's mantissa sits at its row in `mantissas`. Nine bytes a row where
 /// a `Field` takes sixteen: a query that reads one number per row decodes
-/// about what a float column holds.
+/// about what a float column holds. A string reads as `Field::Other`, its
+/// bytes kept too (`string`): text comparisons read them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fields {
     tags: Vec<u8>,
+    /// A decimal's mantissa, or a string's index in `string_ends`.
     mantissas: Vec<i64>,
     /// Display scales too large for a tag, by row (in row order).
     wide: Vec<(u32, u16)>,
+    /// The strings' bytes, one after another, and where each ends.
+    strings: Vec<u8>,
+    string_ends: Vec<u32>,
 }
 
 const F_MISSING: u8 = 0;
 const F_NULL: u8 = 1;
 const F_NO_OBJECT: u8 = 2;
 const F_OTHER: u8 = 3;
+const F_STRING: u8 = 4;
 /// A decimal of display scale `tag - F_DECIMAL`, up to F_WIDE - 1 - F_DECIMAL.
-const F_DECIMAL: u8 = 4;
+const F_DECIMAL: u8 = 5;
 /// A decimal whose display scale is in `wide`.
 const F_WIDE: u8 = u8::MAX;
 
 impl Fields {
     pub fn with_capacity(n: usize) -> Fields {
-        Fields { tags: Vec::with_capacity(n), mantissas: Vec::with_capacity(n), wide: Vec::new() }
+        Fields { tags: Vec::with_capacity(n), mantissas: Vec::with_capacity(n), ..Fields::default() }
+    }
+
+    /// A row whose field is the string `s` (it reads as `Field::Other`).
+    pub fn push_string(&mut self, s: &[u8]) {
+        self.tags.push(F_STRING);
+        self.mantissas.push(self.string_ends.len() as i64);
+        self.strings.extend_from_slice(s);
+        self.string_ends.push(self.strings.len() as u32);
+    }
+
+    /// Row `i`'s string, if its field is one; `i` must be below `len`.
+    #[inline]
+    pub fn string(&self, i: usize) -> Option<&[u8]> {
+        if self.tags[i] != F_STRING {
+            return None;
+        }
+        let k = self.mantissas[i] as usize;
+        let start = if k == 0 { 0 } else { self.string_ends[k - 1] as usize };
+        Some(&self.strings[start..self.string_ends[k] as usize])
+    }
+
+    /// These fields with a `Field::NoObject` row inserted wherever `valid`
+    /// is false (a NULL document); `valid` holds one entry per row of the
+    /// result and as many true ones as `self` has rows.
+    pub fn spread(&self, valid: &[bool]) -> Fields {
+        let mut out = Fields::with_capacity(valid.len());
+        let mut next = 0;
+        for &v in valid {
+            if !v {
+                out.push(Field::NoObject);
+                continue;
+            }
+            match self.string(next) {
+                Some(s) => out.push_string(s),
+                None => out.push(self.get(next)),
+            }
+            next += 1;
+        }
+        out
     }
 
     pub fn push(&mut self, f: Field) {
@@ -463,7 +508,7 @@ impl Fields {
             F_MISSING => Field::Missing,
             F_NULL => Field::Null,
             F_NO_OBJECT => Field::NoObject,
-            F_OTHER => Field::Other,
+            F_OTHER | F_STRING => Field::Other,
             F_WIDE => {
                 let at = self.wide.binary_search_by_key(&(i as u32), |w| w.0).expect("a wide scale is kept for each such row");
                 Field::Decimal(self.mantissas[i], self.wide[at].1)
@@ -478,7 +523,11 @@ impl Fields {
 
     /// Bytes the fields take in memory (EXPLAIN's Bytes Decompressed).
     pub fn heap_bytes(&self) -> usize {
-        self.tags.len() + std::mem::size_of_val(&self.mantissas[..]) + std::mem::size_of_val(&self.wide[..])
+        self.tags.len()
+            + std::mem::size_of_val(&self.mantissas[..])
+            + std::mem::size_of_val(&self.wide[..])
+            + self.strings.len()
+            + std::mem::size_of_val(&self.string_ends[..])
     }
 }
 
@@ -497,6 +546,10 @@ pub enum NumberCast {
     Float8,
     Int4,
     Int8,
+    /// No cast: the field is read for its presence or its string (`doc ?
+    /// 'k'`, `doc->>'k' = 'v'`, `doc @> '{"k": "v"}'`). Nothing in it is
+    /// Postgres's to cast (`of` gives Null).
+    AsIs,
 }
 
 /// What a cast makes of a field, where that needs no Postgres.
@@ -515,7 +568,7 @@ impl NumberCast {
     #[inline]
     pub fn of(self, f: Field) -> CastValue {
         match (f, self) {
-            (Field::Missing | Field::Null | Field::NoObject, _) => CastValue::Null,
+            (_, NumberCast::AsIs) | (Field::Missing | Field::Null | Field::NoObject, _) => CastValue::Null,
             (Field::Other, _) => CastValue::Evaluate,
             (Field::Decimal(m, s), NumberCast::Float8) => jsonb::decimal_as_float8(m, s).map_or(CastValue::Evaluate, CastValue::Float),
             // An integer's text has no decimal point: its display scale is 0.
@@ -534,22 +587,25 @@ pub fn decode_field(c: &mut Cursor, limit: usize, key: &[u8]) -> Result<Option<F
     let Some(field) = slot.keys.iter().position(|k| *k == key).map(|p| &slot.fields[p]) else {
         return Ok(Some((0..n).map(|i| if slot.tags[i] as i64 == OBJECT { Field::Missing } else { Field::NoObject }).collect()));
     };
-    let of = |i: usize| {
+    let mut out = Fields::with_capacity(n);
+    for i in 0..n {
         if slot.tags[i] as i64 != OBJECT {
-            return Field::NoObject;
+            out.push(Field::NoObject);
+            continue;
         }
         let r = slot.rank[i] as usize;
         match field.tags[r] as i64 {
-            ABSENT => Field::Missing,
-            NULL => Field::Null,
-            NUMBER => match field.numbers[field.rank[r] as usize] {
+            ABSENT => out.push(Field::Missing),
+            NULL => out.push(Field::Null),
+            NUMBER => out.push(match field.numbers[field.rank[r] as usize] {
                 Number::Decimal(m, s) => Field::Decimal(m, s),
                 Number::Raw(_) => Field::Other,
-            },
-            _ => Field::Other,
+            }),
+            STRING => out.push_string(field.strings.get(field.rank[r] as usize).ok_or(DecodeError::Invalid("a document string is missing"))?),
+            _ => out.push(Field::Other),
         }
-    };
-    Ok(Some((0..n).map(of).collect()))
+    }
+    Ok(Some(out))
 }
 
 /// The keys of the objects at the top of the (up to `limit`) documents, in
@@ -876,7 +932,18 @@ mod tests {
         let packed: Fields = all.iter().copied().collect();
         assert_eq!(packed.len(), all.len());
         assert_eq!(packed.iter().collect::<Vec<_>>(), all);
-        assert_eq!(packed.heap_bytes(), 9 * all.len() + 2 * std::mem::size_of::<(u32, u16)>());
+        assert_eq!(packed.heap_bytes(), 9 * all.len() + 3 * std::mem::size_of::<(u32, u16)>());
+        let mut strings = Fields::default();
+        strings.push_string(b"ok");
+        strings.push(Field::Decimal(3, 1));
+        strings.push_string(b"");
+        strings.push_string("\u{e9}t\u{e9}".as_bytes());
+        assert_eq!(strings.iter().collect::<Vec<_>>(), vec![Field::Other, Field::Decimal(3, 1), Field::Other, Field::Other]);
+        assert_eq!((0..4).map(|i| strings.string(i)).collect::<Vec<_>>(), vec![Some(&b"ok"[..]), None, Some(&b""[..]), Some("\u{e9}t\u{e9}".as_bytes())]);
+        let spread = strings.spread(&[false, true, true, false, true, true]);
+        assert_eq!((0..6).map(|i| spread.string(i)).collect::<Vec<_>>(), vec![None, Some(&b"ok"[..]), None, None, Some(&b""[..]), Some("\u{e9}t\u{e9}".as_bytes())]);
+        assert_eq!(spread.get(0), Field::NoObject);
+        assert_eq!(spread.get(2), Field::Decimal(3, 1));
     }
 
     #[test]
@@ -964,6 +1031,14 @@ mod tests {
                 _ => Field::NoObject,
             }).collect();
             prop_assert_eq!(got.iter().collect::<Vec<_>>(), expected);
+            let strings: Vec<Option<Vec<u8>>> = docs.iter().map(|d| match d {
+                Value::Object(p) => match p.iter().find(|(k, _)| *k == key).map(|(_, v)| v) {
+                    Some(Value::String(s)) => Some(s.clone()),
+                    _ => None,
+                },
+                _ => None,
+            }).collect();
+            prop_assert_eq!((0..got.len()).map(|i| got.string(i).map(<[u8]>::to_vec)).collect::<Vec<_>>(), strings);
         }
 
         #[test]
@@ -984,6 +1059,8 @@ mod tests {
         assert_eq!(NumberCast::Int4.of(Field::Null), Null);
         assert_eq!(NumberCast::Int8.of(Field::NoObject), Null);
         assert_eq!(NumberCast::Int8.of(Field::Other), Evaluate);
+        assert_eq!(NumberCast::AsIs.of(Field::Other), Null);
+        assert_eq!(NumberCast::AsIs.of(Field::Decimal(1, 400)), Null);
     }
 
     #[test]

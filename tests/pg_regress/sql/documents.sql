@@ -302,7 +302,7 @@ BEGIN
 EXCEPTION WHEN others THEN RETURN SQLSTATE || ' ' || SQLERRM;
 END $$;
 CREATE FUNCTION pg_temp.same(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE a text := pg_temp.run(q); b text := pg_temp.run(replace(q, 'fs_t', 'fs_h'));
+DECLARE a text := pg_temp.run(q); b text := pg_temp.run(replace(replace(q, 'fs_t', 'fs_h'), 'tx_t', 'tx_h'));
 BEGIN
   RETURN CASE WHEN a = b THEN 'same: ' || regexp_replace(a, '^[0-9a-f]{32} ', 'rows: ') ELSE 'DIFFERENT: ' || a || ' | heap: ' || b END;
 END $$;
@@ -331,6 +331,44 @@ SELECT pg_temp.same($q$SELECT time, (doc->>'v')::float8 FROM fs_t WHERE time >= 
 SELECT pg_temp.same($q$SELECT time, (doc->>'v')::float8 FROM fs_t WHERE time >= '2024-02-01'$q$);
 DELETE FROM fs_t WHERE time >= '2024-02-01';
 DELETE FROM fs_h WHERE time >= '2024-02-01';
+-- Text conditions on a field: doc->>'k' = 'v' (or <>, either way round, a
+-- parameter too, of a deterministic collation) and doc @> '{"k": "v"}' read
+-- the key's strings from its sub-column (Vectorized Filter). A row holding
+-- anything else there (a number, an object), whose document is no object,
+-- or SQL NULL goes on to the operator; in a bucket where every row's answer
+-- is known, the condition does not run and no document is built.
+CREATE TABLE tx_t (time timestamptz NOT NULL, dev text, doc jsonb) USING tsbucket;
+SELECT tsbucket.create_timeseries('tx_t', 'time', 'dev');
+INSERT INTO tx_t SELECT '2024-01-01'::timestamptz + i * interval '10 s', 'd' || (i % 3),
+  CASE WHEN i % 211 = 0 THEN '["s"]'::jsonb WHEN i % 199 = 0 THEN NULL
+       WHEN i % 101 = 0 THEN jsonb_build_object('s', 5) WHEN i % 103 = 0 THEN jsonb_build_object('s', jsonb_build_object('x', 1))
+       WHEN i % 7 = 0 THEN jsonb_build_object('v', i) WHEN i % 11 = 0 THEN jsonb_build_object('s', NULL, 'v', i)
+       WHEN i >= 2400 THEN jsonb_build_object('s', CASE WHEN i % 5 = 0 THEN 'warn' ELSE 'ok' END)
+       ELSE jsonb_build_object('s', CASE WHEN i % 5 = 0 THEN 'warn' WHEN i % 5 = 1 THEN 'été' ELSE 'ok' END, 'v', i) END
+  FROM generate_series(0, 2999) i;
+CREATE TEMP TABLE tx_h AS SELECT * FROM tx_t;
+SELECT pg_temp.scan_lines($q$SELECT time, doc FROM tx_t WHERE doc->>'s' = 'warn'$q$);
+SELECT pg_temp.scan_lines($q$SELECT count(*) FROM tx_t WHERE doc @> '{"s": "warn"}'$q$);
+SELECT pg_temp.same($q$SELECT time, doc FROM tx_t WHERE doc->>'s' = 'warn'$q$);
+SELECT pg_temp.same($q$SELECT time, doc FROM tx_t WHERE doc->>'s' <> 'ok'$q$);
+SELECT pg_temp.same($q$SELECT time, doc FROM tx_t WHERE 'été' = doc->>'s'$q$);
+SELECT pg_temp.same($q$SELECT time, doc FROM tx_t WHERE doc->>'s' = 'warn' COLLATE "C"$q$);
+SELECT pg_temp.same($q$SELECT time, doc FROM tx_t WHERE doc @> '{"s": "warn"}'$q$);
+SELECT pg_temp.same($q$SELECT time, doc FROM tx_t WHERE NOT doc @> '{"s": "ok"}'$q$);
+SELECT pg_temp.same($q$SELECT time, doc FROM tx_t WHERE doc->>'s' = 'warn' OR (doc->>'v')::int < 10$q$);
+SELECT pg_temp.same($q$SELECT time, doc FROM tx_t WHERE NOT (doc->>'s' <> 'warn' AND doc ? 's')$q$);
+SELECT pg_temp.same($q$SELECT time, doc FROM tx_t WHERE doc->>'s' = NULL$q$);
+SELECT pg_temp.same($q$SELECT dev, count(*), sum((doc->>'v')::int) FROM tx_t WHERE doc->>'s' = 'ok' GROUP BY dev$q$);
+SELECT pg_temp.same($q$SELECT dev, count(*) FROM tx_t WHERE doc @> '{"s": "été"}' OR doc @> '{"s": "warn"}' GROUP BY dev$q$);
+SELECT pg_temp.same($q$SELECT count(*) FROM tx_t WHERE doc->>'s' <> 'ok' AND time >= '2024-01-01 06:40'$q$);
+SELECT pg_temp.decoded($q$SELECT count(*) FROM tx_t WHERE doc->>'s' <> 'ok' AND time >= '2024-01-01 06:40'$q$);
+SELECT pg_temp.decoded($q$SELECT time FROM tx_t WHERE doc @> '{"s": "warn"}' AND time >= '2024-01-01 06:40'$q$);
+PREPARE tx(text) AS SELECT count(*) FROM tx_t WHERE doc->>'s' = $1;
+EXECUTE tx('warn');
+EXECUTE tx('été');
+SELECT count(*) FROM tx_h WHERE doc->>'s' = 'été';
+DEALLOCATE tx;
+DROP TABLE tx_t;
 -- A cursor reads the columns both ways.
 BEGIN;
 DECLARE c SCROLL CURSOR FOR SELECT time, (doc->>'v')::int FROM fs_t WHERE dev = 'd0' AND time < '2024-01-01 00:10';
