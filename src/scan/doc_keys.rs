@@ -245,6 +245,25 @@ pub unsafe fn field_and_constant(a: *mut pg_sys::Node, b: *mut pg_sys::Node, sca
     }
 }
 
+/// When `e` applies built-in function `funcid` as an operator to a jsonb
+/// column of range-table entry `scanrelid` and one other argument: (the
+/// column's attnum, that argument).
+///
+/// # Safety
+/// `e` must be a valid expression.
+unsafe fn jsonb_operator(e: *mut pg_sys::Node, scanrelid: u32, funcid: u32) -> Option<(i16, *mut pg_sys::Node)> {
+    // SAFETY: `e` is a valid expression (the contract), read as an OpExpr only when tagged so.
+    let op = unsafe { ((*e).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(e as *mut pg_sys::OpExpr))? };
+    if op.opfuncid.to_u32() != funcid {
+        return None;
+    }
+    // SAFETY: `op.args` is the operator's argument List.
+    let [var, other] = unsafe { list_ptrs(op.args) }[..] else { return None };
+    // SAFETY: `var` is the operator's first argument, a node of the same expression.
+    let attnum = unsafe { jsonb_var(scanrelid, 0, var as *mut pg_sys::Node) }?;
+    Some((attnum, other as *mut pg_sys::Node))
+}
+
 /// When `e` is `(doc->>'key')::float8` (or `::int4`, `::int8`) of a jsonb
 /// column of range-table entry `scanrelid` and a constant key: (its attnum,
 /// the key, the cast). The scan reads such a field from its sub-column.
@@ -260,18 +279,9 @@ pub unsafe fn numeric_field(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16
         pg_sys::INT8OID => FieldCast::Int8,
         _ => return None,
     };
-    let arg = coerce.arg as *mut pg_sys::Node;
-    // SAFETY: the coercion's argument is a node of the same expression, read as an OpExpr only when tagged so.
-    let op = unsafe { ((*arg).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(arg as *mut pg_sys::OpExpr))? };
-    if op.opfuncid.to_u32() != F_OBJECT_FIELD_TEXT {
-        return None;
-    }
-    // SAFETY: `op.args` is the operator's argument List.
-    let [var, key] = unsafe { list_ptrs(op.args) }[..] else { return None };
-    // SAFETY: `var` is the operator's first argument, a node of the same expression.
-    let attnum = unsafe { jsonb_var(scanrelid, 0, var as *mut pg_sys::Node) }?;
-    // SAFETY: `key` is the operator's second argument; const_text checks its tag and type before reading it.
-    Some((attnum, unsafe { const_text(key as *mut pg_sys::Node) }?, cast))
+    // SAFETY: the coercion's argument is a node of the same expression.
+    let (attnum, key) = unsafe { text_field(coerce.arg as *mut pg_sys::Node, scanrelid) }?;
+    Some((attnum, key, cast))
 }
 
 /// When `e` is `doc ? 'key'` on a jsonb column of range-table entry
@@ -280,17 +290,10 @@ pub unsafe fn numeric_field(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16
 /// # Safety
 /// `e` must be a valid expression.
 pub unsafe fn key_exists(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16, Vec<u8>)> {
-    // SAFETY: `e` is a valid expression (the contract), read as an OpExpr only when tagged so.
-    let op = unsafe { ((*e).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(e as *mut pg_sys::OpExpr))? };
-    if op.opfuncid.to_u32() != F_EXISTS {
-        return None;
-    }
-    // SAFETY: `op.args` is the operator's argument List.
-    let [var, key] = unsafe { list_ptrs(op.args) }[..] else { return None };
-    // SAFETY: `var` is the operator's first argument, a node of the same expression.
-    let attnum = unsafe { jsonb_var(scanrelid, 0, var as *mut pg_sys::Node) }?;
+    // SAFETY: `e` is a valid expression (the contract).
+    let (attnum, key) = unsafe { jsonb_operator(e, scanrelid, F_EXISTS) }?;
     // SAFETY: `key` is the operator's second argument; const_text checks its tag and type before reading it.
-    Some((attnum, unsafe { const_text(key as *mut pg_sys::Node) }?))
+    Some((attnum, unsafe { const_text(key) }?))
 }
 
 /// When `e` is `doc->>'key'` of a jsonb column of range-table entry
@@ -299,17 +302,10 @@ pub unsafe fn key_exists(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16, V
 /// # Safety
 /// `e` must be a valid expression.
 pub unsafe fn text_field(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16, Vec<u8>)> {
-    // SAFETY: `e` is a valid expression (the contract), read as an OpExpr only when tagged so.
-    let op = unsafe { ((*e).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(e as *mut pg_sys::OpExpr))? };
-    if op.opfuncid.to_u32() != F_OBJECT_FIELD_TEXT {
-        return None;
-    }
-    // SAFETY: `op.args` is the operator's argument List.
-    let [var, key] = unsafe { list_ptrs(op.args) }[..] else { return None };
-    // SAFETY: `var` is the operator's first argument, a node of the same expression.
-    let attnum = unsafe { jsonb_var(scanrelid, 0, var as *mut pg_sys::Node) }?;
+    // SAFETY: `e` is a valid expression (the contract).
+    let (attnum, key) = unsafe { jsonb_operator(e, scanrelid, F_OBJECT_FIELD_TEXT) }?;
     // SAFETY: `key` is the operator's second argument; const_text checks its tag and type before reading it.
-    Some((attnum, unsafe { const_text(key as *mut pg_sys::Node) }?))
+    Some((attnum, unsafe { const_text(key) }?))
 }
 
 /// When `e` is `doc @> '{"key": "string"}'` (a constant object of one key
@@ -319,17 +315,10 @@ pub unsafe fn text_field(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16, V
 /// # Safety
 /// `e` must be a valid expression.
 pub unsafe fn contains_string(e: *mut pg_sys::Node, scanrelid: u32) -> Option<(i16, Vec<u8>, Vec<u8>)> {
-    // SAFETY: `e` is a valid expression (the contract), read as an OpExpr only when tagged so.
-    let op = unsafe { ((*e).type_ == pg_sys::NodeTag::T_OpExpr).then(|| &*(e as *mut pg_sys::OpExpr))? };
-    if op.opfuncid.to_u32() != F_CONTAINS {
-        return None;
-    }
-    // SAFETY: `op.args` is the operator's argument List.
-    let [var, object] = unsafe { list_ptrs(op.args) }[..] else { return None };
-    // SAFETY: `var` is the operator's first argument, a node of the same expression.
-    let attnum = unsafe { jsonb_var(scanrelid, 0, var as *mut pg_sys::Node) }?;
+    // SAFETY: `e` is a valid expression (the contract).
+    let (attnum, object) = unsafe { jsonb_operator(e, scanrelid, F_CONTAINS) }?;
     // SAFETY: `object` is the operator's second argument; constant() checks its tag and type before reading it.
-    let d = unsafe { constant(object as *mut pg_sys::Node, pg_sys::JSONBOID) }?;
+    let d = unsafe { constant(object, pg_sys::JSONBOID) }?;
     // SAFETY: `d` is a non-NULL jsonb datum: datum_bytes reads its data (detoasted if need be) while `d` lives.
     let bytes = unsafe { datum_bytes(&d, Layout { typlen: -1, typbyval: false, kind: ColumnKind::Document }) };
     match parse(bytes).ok()? {

@@ -69,7 +69,7 @@ pub(super) struct ExecState {
     /// (`ScanOptions::unread_when_decided`).
     pub plain_unread: Vec<usize>,
     /// A plain scan's qual, set per row (`scan_quals.decided` in decided buckets).
-    pub qual_switch: Option<crate::scan::exec::QualSwitch>,
+    pub qual_switch: Option<QualSwitch>,
 }
 
 pub(super) struct PartialAggExec {
@@ -233,4 +233,57 @@ pub(super) unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
     // Every scan above is ended: what they and the conditions allocated goes.
     // SAFETY: `st.scan_cxt` is the per-scan child context begin created; every scan allocating in it has just ended.
     unsafe { pg_sys::MemoryContextReset(st.scan_cxt) };
+}
+
+/// The qual ExecScan runs on a plain scan's rows when some buckets need
+/// fewer quals than others: an ExprState of its own evaluation function
+/// that runs whichever qual `set` chose last. ExecScan reads its qual once
+/// per call, across rows of several buckets; the switch lets `next` choose
+/// per row.
+pub(super) struct QualSwitch {
+    pub state: *mut pg_sys::ExprState,
+    /// The qual it runs (NULL: none, true).
+    target: *mut *mut pg_sys::ExprState,
+    /// Every qual of the node (what it replaced as the node's qual).
+    pub all: *mut pg_sys::ExprState,
+    /// Whether this scan's pruning values are all known (decided buckets then run fewer quals).
+    pub exact: std::cell::Cell<bool>,
+}
+
+impl QualSwitch {
+    /// # Safety
+    /// Allocates in CurrentMemoryContext, which must outlive the node's execution.
+    pub(super) unsafe fn new(initial: *mut pg_sys::ExprState) -> QualSwitch {
+        // SAFETY: palloc0 in CurrentMemoryContext (the contract) returns zeroed memory for an ExprState and the target cell;
+        // the ExprState is a node with only its tag, flags and evaluation function set, which is all ExecQual reads.
+        unsafe {
+            let target = pg_sys::palloc0(std::mem::size_of::<*mut pg_sys::ExprState>()) as *mut *mut pg_sys::ExprState;
+            *target = initial;
+            let state = pg_sys::palloc0(std::mem::size_of::<pg_sys::ExprState>()) as *mut pg_sys::ExprState;
+            (*state).type_ = pg_sys::NodeTag::T_ExprState;
+            (*state).flags = pg_sys::EEO_FLAG_IS_QUAL as u8;
+            (*state).evalfunc = Some(run_switched);
+            (*state).evalfunc_private = target as *mut std::ffi::c_void;
+            QualSwitch { state, target, all: initial, exact: std::cell::Cell::new(false) }
+        }
+    }
+
+    pub fn set(&self, qual: *mut pg_sys::ExprState) {
+        // SAFETY: `target` was palloc'd with the switch in the query context and is read only by run_switched.
+        unsafe { *self.target = qual };
+    }
+}
+
+// No #[pg_guard]: like `exec`, this frame holds nothing to drop, and an
+// error of the qual it runs passes through it as through ExecQual.
+unsafe extern "C-unwind" fn run_switched(state: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext, isnull: *mut bool) -> pg_sys::Datum {
+    // SAFETY: `state` is a QualSwitch's ExprState, whose private field is its target cell; ExecQual passes a valid `isnull`.
+    unsafe {
+        let qual = *((*state).evalfunc_private as *mut *mut pg_sys::ExprState);
+        if qual.is_null() {
+            *isnull = false;
+            return pg_sys::Datum::from(true);
+        }
+        (*qual).evalfunc.expect("a compiled qual has its evaluation function")(qual, econtext, isnull)
+    }
 }
