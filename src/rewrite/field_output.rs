@@ -15,11 +15,13 @@
 //!
 //! Only top-level target-list entries of plain scans of a SELECT without row
 //! locks or data-modifying CTEs are taken (a row rechecked by EvalPlanQual is
-//! a tuple of the table, without the extra columns). The quals keep reading
-//! the table's columns: they are unchanged.
+//! a tuple of the table, without the extra columns), where no whole-row
+//! reference reads the scan's tuple and every entry before the last field is
+//! a column, a constant or a field (the order of errors stays heap's). The
+//! quals keep reading the table's columns: they are unchanged.
 
 use crate::catalog::config;
-use crate::pg::nodes::list_ptrs;
+use crate::pg::nodes::{list_ptrs, referenced_attnums};
 use crate::scan::doc_keys::numeric_field;
 use crate::scan::plan::MODE_SCAN;
 use pgrx::pg_sys;
@@ -70,9 +72,24 @@ unsafe fn rewrite_scan(plan: *mut pg_sys::Plan, stmt: *mut pg_sys::PlannedStmt) 
     // SAFETY: the scan's targetlist is a List of TargetEntry nodes whose exprs are valid expressions of the plan.
     let entries: Vec<*mut pg_sys::TargetEntry> = unsafe { list_ptrs((*cscan).scan.plan.targetlist) }.into_iter().map(|te| te as *mut pg_sys::TargetEntry).collect();
     // SAFETY: each `te` is a TargetEntry of the scan's targetlist; numeric_field only reads its expression.
-    let fields: Vec<*mut pg_sys::TargetEntry> =
-        entries.into_iter().filter(|&te| unsafe { numeric_field((*te).expr as *mut pg_sys::Node, scanrelid) }.is_some()).collect();
-    if fields.is_empty() {
+    let is_field = |te: *mut pg_sys::TargetEntry| unsafe { numeric_field((*te).expr as *mut pg_sys::Node, scanrelid) }.is_some();
+    let fields: Vec<*mut pg_sys::TargetEntry> = entries.iter().copied().filter(|&te| is_field(te)).collect();
+    let Some(last) = entries.iter().rposition(|&te| is_field(te)) else { return };
+    // Postgres evaluates the entries in order, and the scan casts the fields
+    // Postgres must cast before projecting: an entry before a field that
+    // could raise an error (anything but a column or a constant) would raise
+    // it first on heap. A whole-row reference reads the table's row type,
+    // which the scan's own tuple is not.
+    // SAFETY: `te` is a TargetEntry of the scan's targetlist; its expression's tag is read.
+    let simple = |te: *mut pg_sys::TargetEntry| unsafe {
+        matches!((*((*te).expr as *mut pg_sys::Node)).type_, pg_sys::NodeTag::T_Var | pg_sys::NodeTag::T_Const)
+    };
+    if entries[..last].iter().any(|&te| !is_field(te) && !simple(te)) {
+        return;
+    }
+    // SAFETY: the targetlist and quals are expressions of the plan; referenced_attnums only reads them.
+    let read = unsafe { referenced_attnums(&[(*cscan).scan.plan.targetlist as *mut pg_sys::Node, (*cscan).scan.plan.qual as *mut pg_sys::Node], scanrelid) };
+    if read.contains(&0) {
         return;
     }
     // SAFETY: the planner keeps the scanned table locked; RelationIdGetRelation takes a relcache reference that

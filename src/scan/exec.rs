@@ -723,6 +723,8 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
                     (*instrument).nfiltered1 += 1.0;
                 }
                 pg_sys::MemoryContextReset((*econtext).ecxt_per_tuple_memory);
+                // Rows skipped here never return to ExecScan, which checks once per row it gets.
+                pgrx::check_for_interrupts!();
                 continue;
             }
             crate::scan::plain::evaluate_outputs(st.scan, slot);

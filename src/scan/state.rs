@@ -199,9 +199,18 @@ pub(super) unsafe fn finish_scan(node: *mut pg_sys::CustomScanState) {
     let st = unsafe { exec_state(node) };
     // ExecScan reads the qual before fetching the first row of a new scan,
     // which is when the residual one may replace it again (start_scan).
-    if let Some(q) = &st.scan_quals {
+    // A qual switch stays the node's qual (ExecScan reads it before
+    // start_scan runs again): every qual until the scan knows more.
+    match (&st.qual_switch, &st.scan_quals) {
+        (Some(switch), _) => {
+            switch.set(switch.all);
+            switch.exact.set(false);
+            // SAFETY: `node.ss.ps.qual` is the qual ExecScan runs for this node; the switch was made for it in begin.
+            unsafe { (*node).ss.ps.qual = switch.state };
+        }
         // SAFETY: `node.ss.ps.qual` is the qual ExecScan runs for this node; `q.all` was compiled for it in begin.
-        unsafe { (*node).ss.ps.qual = q.all };
+        (None, Some(q)) => unsafe { (*node).ss.ps.qual = q.all },
+        (None, None) => {}
     }
     if let Some(lp) = st.last_point.take() {
         st.totals += lp.counters;

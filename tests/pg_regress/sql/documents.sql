@@ -297,7 +297,8 @@ DROP TABLE ex_t;
 CREATE FUNCTION pg_temp.run(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r text;
 BEGIN
-  EXECUTE format('SELECT md5(coalesce(string_agg(s::text, E''\n'' ORDER BY s::text), '''')) || '' '' || count(*) FROM (%s) s', q) INTO r;
+  -- Materialized, so that the query's select list is its own plan's (not the aggregate's here).
+  EXECUTE format('WITH s AS MATERIALIZED (%s) SELECT md5(coalesce(string_agg(s::text, E''\n'' ORDER BY s::text), '''')) || '' '' || count(*) FROM s', q) INTO r;
   RETURN r;
 EXCEPTION WHEN others THEN RETURN SQLSTATE || ' ' || SQLERRM;
 END $$;
@@ -369,12 +370,32 @@ EXECUTE tx('été');
 SELECT count(*) FROM tx_h WHERE doc->>'s' = 'été';
 DEALLOCATE tx;
 DROP TABLE tx_t;
--- A cursor reads the columns both ways.
+-- A cursor reads the columns both ways, and again once rewound (a rescan).
 BEGIN;
 DECLARE c SCROLL CURSOR FOR SELECT time, (doc->>'v')::int FROM fs_t WHERE dev = 'd0' AND time < '2024-01-01 00:10';
 FETCH 3 FROM c;
 FETCH BACKWARD 2 FROM c;
+DECLARE r SCROLL CURSOR FOR SELECT time, (doc->>'v')::float8 FROM fs_t WHERE (doc->>'v')::float8 > 98;
+MOVE FORWARD ALL IN r;
+MOVE BACKWARD ALL IN r;
+FETCH 2 FROM r;
+FETCH ABSOLUTE 26 FROM r;
 COMMIT;
+SELECT count(*) FROM fs_h WHERE (doc->>'v')::float8 > 98;
+-- The inner side of a nested loop is rescanned for every outer row.
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SELECT pg_temp.same($q$SELECT d, x.time, x.v FROM (VALUES ('d1'), ('d2')) v(d) CROSS JOIN LATERAL (SELECT time, (t.doc->>'v')::float8 AS v FROM fs_t t WHERE t.dev = v.d AND (t.doc->>'v')::float8 > 95) x$q$);
+SELECT pg_temp.same($q$SELECT d, x.time FROM (VALUES ('d1'), ('d2')) v(d) CROSS JOIN LATERAL (SELECT time FROM fs_t t WHERE t.dev = v.d AND (t.doc->>'v')::float8 > 95) x$q$);
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+-- Where a whole-row reference or an entry that may fail comes with the
+-- field, the scan keeps Postgres's projection (and heap's order of errors).
+SELECT pg_temp.same($q$SELECT t, (t.doc->>'v')::float8 FROM fs_t t WHERE dev = 'd2'$q$);
+SELECT pg_temp.same($q$SELECT to_jsonb(t) ->> 'dev', (doc->>'v')::int FROM fs_t t WHERE dev = 'd2'$q$);
+SELECT pg_temp.same($q$SELECT 1 / (length(dev) - length(dev)), (doc->>'w')::float8 FROM fs_t$q$);
+SELECT pg_temp.same($q$SELECT (doc->>'w')::float8, 1 / (length(dev) - length(dev)) FROM fs_t$q$);
+EXPLAIN (VERBOSE, COSTS OFF) SELECT 1 / (length(dev) - length(dev)), (doc->>'w')::float8 FROM fs_t;
 -- The last point per series builds the document of the row it returns alone
 -- (all of the bucket's when that row fails a condition).
 SELECT pg_temp.scan_lines($q$SELECT DISTINCT ON (dev) dev, time, doc FROM fs_t ORDER BY dev, time DESC$q$);
