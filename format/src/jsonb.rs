@@ -279,18 +279,20 @@ const SHORT_WEIGHT_MASK: u16 = 0x003F;
 const DSCALE_MASK: u16 = 0x3FFF;
 const NBASE: u128 = 10_000;
 
+/// Powers of ten a double holds exactly: with a mantissa below 2^53
+/// (`EXACT_MANTISSA`), one division is the correctly rounded quotient.
+pub(crate) const EXACT: [f64; 23] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
+pub(crate) const EXACT_MANTISSA: u64 = 1 << 53;
+
 /// mantissa x 10^-scale as float8in reads the numeric's text (`(doc->>'k')::float8`):
 /// the nearest double. None where float8in refuses it: a nonzero value that
 /// rounds to zero.
 #[inline]
 pub fn decimal_as_float8(mantissa: i64, scale: u16) -> Option<f64> {
-    // Powers of ten a double holds exactly: with a mantissa below 2^53, one
-    // division is the correctly rounded quotient.
-    const EXACT: [f64; 23] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
     if mantissa == 0 {
         return Some(0.0);
     }
-    if mantissa.unsigned_abs() <= 1 << 53 && (scale as usize) < EXACT.len() {
+    if mantissa.unsigned_abs() <= EXACT_MANTISSA && (scale as usize) < EXACT.len() {
         // Whole numbers (counters, TSBS's metrics) need no division.
         return Some(if scale == 0 { mantissa as f64 } else { mantissa as f64 / EXACT[scale as usize] });
     }

@@ -521,34 +521,15 @@ impl AggregatingScan {
         expr: *mut pg_sys::ExprState,
         selected: &[u32],
     ) -> tsbucket_format::Column {
-        use tsbucket_format::codec::document::CastValue;
         let n = bucket.rows;
         let fields = bucket.fields.get(field).and_then(|f| f.as_ref());
         let mut valid = vec![false; n];
         let mut floats = if cast == FieldCast::Float8 { vec![0.0; n] } else { Vec::new() };
         let mut ints = if cast == FieldCast::Float8 { Vec::new() } else { vec![0i64; n] };
-        // false: left to Postgres.
-        let mut set = |r: usize, f| -> bool {
-            match cast.of(f) {
-                CastValue::Null => return true,
-                CastValue::Float(v) => floats[r] = v,
-                CastValue::Int(v) => ints[r] = v,
-                CastValue::Evaluate => return false,
-            }
-            valid[r] = true;
-            true
+        let mut evaluate = match fields {
+            Some(fields) if fields.len() == n => fields.cast_into(cast, &mut floats, &mut ints, &mut valid),
+            _ => (0..n).collect(),
         };
-        let mut evaluate = Vec::new();
-        match fields {
-            Some(fields) => {
-                for (r, f) in fields.iter().enumerate() {
-                    if !set(r, f) {
-                        evaluate.push(r);
-                    }
-                }
-            }
-            None => evaluate.extend(0..n),
-        }
         if !evaluate.is_empty() {
             let mut chosen = vec![false; n];
             selected.iter().for_each(|&r| chosen[r as usize] = true);

@@ -10,7 +10,7 @@ use super::tuple::{find_bucket_tuple, read_bucket};
 use pgrx::pg_sys;
 use std::cell::RefCell;
 use std::rc::Rc;
-use tsbucket_format::codec::document::{CastValue, Fields, NumberCast};
+use tsbucket_format::codec::document::{Fields, NumberCast};
 use tsbucket_format::{BucketReader, Column};
 
 pub(super) fn corrupt(relid: pg_sys::Oid, bucket_id: i64, what: &dyn std::fmt::Display) -> ! {
@@ -75,7 +75,7 @@ pub fn load_deferring(
             let found = reader.column(*a as u16 + 1).map(|e| e.decode_field(key).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e)));
             // One per row (EncodedColumn::decode_field spreads them over NULL rows).
             let fields = found.flatten();
-            let to_postgres = fields.as_ref().is_none_or(|f| f.iter().any(|x| cast.of(x) == CastValue::Evaluate));
+            let to_postgres = fields.as_ref().is_none_or(|f| !f.all_cast(*cast));
             if let Some(n) = needed.as_mut().filter(|_| to_postgres) {
                 n[*a] = true;
             }
@@ -116,7 +116,7 @@ pub fn fields_all_cast(bucket: &LoadedBucket, doc_fields: &DocFields) -> bool {
     bucket.tail.is_none()
         && bucket.fields.len() == doc_fields.len()
         && bucket.fields.iter().zip(doc_fields).all(|(f, (_, _, cast))| {
-            f.as_ref().is_some_and(|f| f.len() == bucket.rows && f.iter().all(|x| cast.of(x) != CastValue::Evaluate))
+            f.as_ref().is_some_and(|f| f.len() == bucket.rows && f.all_cast(*cast))
         })
 }
 

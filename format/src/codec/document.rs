@@ -517,6 +517,60 @@ impl Fields {
         }
     }
 
+    /// Whether `cast` reads every row's field without Postgres (`of` never
+    /// gives `Evaluate`): one pass over the tags, the common decimals
+    /// checked without converting them.
+    pub fn all_cast(&self, cast: NumberCast) -> bool {
+        self.tags.iter().zip(&self.mantissas).enumerate().all(|(i, (&t, &m))| match (t, cast) {
+            (_, NumberCast::AsIs) | (F_MISSING | F_NULL | F_NO_OBJECT, _) => true,
+            (F_OTHER | F_STRING, _) => false,
+            // decimal_as_float8's exact division: a mantissa below 2^53 and a scale below 23.
+            (t, NumberCast::Float8) if t < F_DECIMAL + 23 && m.unsigned_abs() <= jsonb::EXACT_MANTISSA => true,
+            (F_DECIMAL, NumberCast::Int8) => true,
+            (F_DECIMAL, NumberCast::Int4) => i32::try_from(m).is_ok(),
+            _ => cast.of(self.get(i)) != CastValue::Evaluate,
+        })
+    }
+
+    /// Each row's field cast by `cast` (Float8: into `floats`; Int4 and Int8:
+    /// into `ints`), `valid` set where it gives a value; the rows whose field
+    /// Postgres must cast are returned (left unset). The slices hold one
+    /// entry per row.
+    pub fn cast_into(&self, cast: NumberCast, floats: &mut [f64], ints: &mut [i64], valid: &mut [bool]) -> Vec<usize> {
+        let mut evaluate = Vec::new();
+        for i in 0..self.tags.len() {
+            let (t, m) = (self.tags[i], self.mantissas[i]);
+            // The common cases inline (as decimal_as_float8 and `of` compute them).
+            match (t, cast) {
+                (F_MISSING | F_NULL | F_NO_OBJECT, _) => continue,
+                (t, NumberCast::Float8) if (F_DECIMAL..F_DECIMAL + 23).contains(&t) && m.unsigned_abs() <= jsonb::EXACT_MANTISSA => {
+                    floats[i] = if t == F_DECIMAL { m as f64 } else { m as f64 / jsonb::EXACT[(t - F_DECIMAL) as usize] };
+                    valid[i] = true;
+                    continue;
+                }
+                (F_DECIMAL, NumberCast::Int8) => {
+                    ints[i] = m;
+                    valid[i] = true;
+                    continue;
+                }
+                _ => {}
+            }
+            match cast.of(self.get(i)) {
+                CastValue::Null => {}
+                CastValue::Float(v) => {
+                    floats[i] = v;
+                    valid[i] = true;
+                }
+                CastValue::Int(v) => {
+                    ints[i] = v;
+                    valid[i] = true;
+                }
+                CastValue::Evaluate => evaluate.push(i),
+            }
+        }
+        evaluate
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = Field> + '_ {
         (0..self.len()).map(|i| self.get(i))
     }
@@ -943,6 +997,22 @@ mod tests {
         let spread = strings.spread(&[false, true, true, false, true, true]);
         assert_eq!((0..6).map(|i| spread.string(i)).collect::<Vec<_>>(), vec![None, Some(&b"ok"[..]), None, None, Some(&b""[..]), Some("\u{e9}t\u{e9}".as_bytes())]);
         assert_eq!(spread.get(0), Field::NoObject);
+        let mut more = all.clone();
+        more.extend([Field::Decimal(0, 3), Field::Decimal(-7, 22), Field::Decimal(1 << 53, 2), Field::Decimal((1 << 53) + 1, 2), Field::Decimal(5, 23), Field::Decimal(3_000_000_000, 0)]);
+        for cast in [NumberCast::Float8, NumberCast::Int4, NumberCast::Int8, NumberCast::AsIs] {
+            for f in &more {
+                let one: Fields = std::iter::once(*f).collect();
+                assert_eq!(one.all_cast(cast), cast.of(*f) != CastValue::Evaluate, "{f:?} {cast:?}");
+                let (mut fl, mut it, mut ok) = ([0.0], [0], [false]);
+                let ev = one.cast_into(cast, &mut fl, &mut it, &mut ok);
+                match cast.of(*f) {
+                    CastValue::Null => assert!(!ok[0] && ev.is_empty()),
+                    CastValue::Float(v) => assert!(ok[0] && fl[0].to_bits() == v.to_bits()),
+                    CastValue::Int(v) => assert!(ok[0] && it[0] == v),
+                    CastValue::Evaluate => assert_eq!(ev, vec![0]),
+                }
+            }
+        }
         assert_eq!(spread.get(2), Field::Decimal(3, 1));
     }
 
