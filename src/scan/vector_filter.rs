@@ -215,11 +215,8 @@ unsafe fn text_leaf(n: *mut pg_sys::Node, scanrelid: u32, meta: &[i16], ps: *mut
         TEXT_NE => true,
         _ => return None,
     };
-    // SAFETY: `op.args` is the operator's argument List; the collation lookup reads pg_collation.
-    let ([a, b], deterministic) = (unsafe { list_ptrs(op.args) }.try_into().ok()?, unsafe { pg_sys::get_collation_isdeterministic(op.inputcollid) });
-    if !deterministic {
-        return None;
-    }
+    // SAFETY: `op.args` is the operator's argument List.
+    let [a, b]: [*mut std::ffi::c_void; 2] = unsafe { list_ptrs(op.args) }.try_into().ok()?;
     let (a, b) = (a as *mut pg_sys::Node, b as *mut pg_sys::Node);
     // SAFETY: `a` and `b` are the operator's arguments, valid expressions that text_field and is_pseudo_constant only read.
     let ((attnum, key), other) = unsafe {
@@ -230,6 +227,11 @@ unsafe fn text_leaf(n: *mut pg_sys::Node, scanrelid: u32, meta: &[i16], ps: *mut
     };
     // SAFETY: exprType reads the constant side's type.
     if meta.contains(&attnum) || unsafe { pg_sys::exprType(other) } != pg_sys::TEXTOID {
+        return None;
+    }
+    // No collation (two that conflict): texteq raises its error when it runs, as on heap.
+    // SAFETY: the lookup reads pg_collation for a valid OID.
+    if op.inputcollid == pg_sys::InvalidOid || !unsafe { pg_sys::get_collation_isdeterministic(op.inputcollid) } {
         return None;
     }
     let field = crate::scan::doc_keys::field_index(fields, attnum as usize - 1, &key, NumberCast::AsIs);
