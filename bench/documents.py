@@ -12,7 +12,9 @@ As the issue states the data: a metric is absent from the document when it is
 the 15 TSBS query types written on the document (`(doc->>'usage_user')::float8`
 for each metric) plus ?, @> and #>> queries: per type the median over
 instances of the best of --runs runs, each answer compared with the jsonb
-heap's, and the typed table's time for the same instances.
+heap's, and the typed table's time for the same instances. Also: readings
+whose paths vary across rows, as jsonb beside the same values in typed
+nullable columns (bytes per row).
 
 Run (builds and installs the release extension, then starts its own cluster):
   . scripts/pg-env.sh && install_extension pg15 --release && \\
@@ -104,6 +106,39 @@ def decompressed(conn):
     print()
 
 
+VARYING_ROWS = 200_000
+
+
+def varying_paths(conn):
+    """Readings whose paths vary across rows (a sensor that sends `gps` in two
+    rows of seven, `hum` in nine of ten, `status` as text), as jsonb and as
+    the same values in typed nullable columns, both tsbucket tables."""
+    conn.execute("CREATE TABLE vp_typed (time timestamptz NOT NULL, dev text, temp float8, hum float8, status text, "
+                 "gps_lat float8, gps_lon float8) USING tsbucket")
+    conn.execute("SELECT tsbucket.create_timeseries('vp_typed', 'time', 'dev')")
+    conn.execute(f"""INSERT INTO vp_typed SELECT '2024-01-01'::timestamptz + (i / 20) * interval '10 s', 'd' || (i % 20),
+        round((20 + sin(i / 5000.0) * 5 + (i % 20))::numeric, 1), CASE WHEN i % 10 <> 3 THEN round((40 + cos(i / 3000.0) * 10)::numeric, 1) END,
+        CASE WHEN i % 97 = 0 THEN 'warn' ELSE 'ok' END,
+        CASE WHEN i % 7 < 2 THEN round((48 + (i % 20) * 0.01 + sin(i / 9000.0) * 0.001)::numeric, 5) END,
+        CASE WHEN i % 7 < 2 THEN 11.5 END
+        FROM generate_series(0, {VARYING_ROWS - 1}) i ORDER BY 1""")
+    conn.execute("CREATE TABLE vp_docs (time timestamptz NOT NULL, dev text, doc jsonb) USING tsbucket")
+    conn.execute("SELECT tsbucket.create_timeseries('vp_docs', 'time', 'dev')")
+    conn.execute("INSERT INTO vp_docs SELECT time, dev, jsonb_strip_nulls(jsonb_build_object('temp', temp, 'hum', hum, "
+                 "'status', status, 'gps', CASE WHEN gps_lat IS NOT NULL THEN jsonb_build_object('lat', gps_lat, 'lon', gps_lon) END)) "
+                 "FROM vp_typed ORDER BY time")
+    for t in ("vp_typed", "vp_docs"):
+        conn.execute(f"VACUUM ANALYZE {t}")
+    typed, docs = table_bytes(conn, "vp_typed"), table_bytes(conn, "vp_docs")
+    print(f"Readings whose paths vary ({VARYING_ROWS:,} rows, `gps` in 2 of 7, `hum` in 9 of 10), jsonb against the same values "
+          "in typed nullable columns (both tsbucket):\n")
+    print("| table | bytes/row | vs typed |")
+    print("|---|---:|---:|")
+    print(f"| typed nullable columns | {typed / VARYING_ROWS:.2f} | 1.00 |")
+    print(f"| jsonb | {docs / VARYING_ROWS:.2f} | {docs / typed:.3f} |")
+    print()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--days", type=int, default=3)
@@ -163,6 +198,7 @@ def run(cluster, a, path, shape):
         b = table_bytes(conn, t)
         print(f"| {label} | {b / rows:.2f} | {b / typed_bytes:.3f} |")
     print()
+    varying_paths(conn)
     decompressed(conn)
     if a.sizes_only:
         return

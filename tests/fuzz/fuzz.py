@@ -558,7 +558,7 @@ def cast_order_dependent(q, heap, sql_ts, ea, eb):
     (each cast of the query tried on every row), or a float sum's overflow."""
     if not (ea[0].startswith("22") and eb[0].startswith("22")):
         return False
-    casts = set(re.findall(r"\((\w+)->>'(\w+)'\)::(float8|int|bigint|int4|int8)", sql_ts))
+    casts = set(re.findall(r"\((\w+)->>'(\w+)'\)::(float8|int|bigint|int4|int8|timestamptz|numeric)", sql_ts))
     if not casts or heap.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         return False
     states = {"22003"} if any(o.cls.startswith("floatagg") for o in q.outs) else set()

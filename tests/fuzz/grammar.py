@@ -234,6 +234,7 @@ class QueryGen:
                 # Fields cast to numbers: pruned by the buckets' field statistics, filtered on the sub-columns.
                 f"({n}->>'t')::float8 > {rng.choice(['0.5', '1.5', '-3', '10', '1e300'])}", f"({n}->>'v')::float8 <= 2.5",
                 f"({n}->>'n')::int <= {rng.choice(['0', '3', '-1'])}", f"NOT ({n}->>'t')::float8 >= 1",
+                f"({n}->>'at')::timestamptz < '2024-06-01'", f"({n}->>'at')::timestamptz IS NOT NULL",
                 f"(({n}->>'t')::float8 > 1 OR ({n}->>'n')::bigint = 2)", f"1.5 < ({n}->>'t')::float8",
                 # Forms read on whole documents: jsonpath, a key from another column.
                 f"jsonb_path_exists({n}, '$.t ? (@ > 1)')", f"{n} ? coalesce(dev, 't')",
@@ -262,6 +263,11 @@ class QueryGen:
                 return Out(f"({col.name}->>'{self.rng.choice(['t', 't', 'n', 'v'])}')::float8", float_key=True)
             if r < 0.35:
                 return Out(f"({col.name}->>'n')::{self.rng.choice(['int', 'bigint'])}")
+            if r < 0.45:
+                # Other accessors and casts in the select list (keys decoded, Postgres's projection).
+                return Out(self.rng.choice([f"{col.name}->'s'", f"{col.name} #>> ARRAY['gps', 'lat']", f"({col.name}['on'])::text",
+                                            f"jsonb_extract_path_text({col.name}, 'gps', 'lon')", f"({col.name}->>'at')::timestamptz",
+                                            f"({col.name}->>'t')::numeric"]) + "::text")
             # As text: psycopg would read jsonb into Python values, where 1.50 equals 1.5.
             return Out(f"{col.name}::text")
         return Out(col.name, float_key=col.kind == "float")

@@ -254,6 +254,10 @@ def document(rng):
     fields = {"t": json_number(rng), "s": json.dumps(rng.choice(["ok", "warn", "fault"])), "on": rng.choice(["true", "false"])}
     if rng.random() < 0.3:
         fields["gps"] = f'{{"lat": {json_number(rng)}, "lon": 11.50}}'
+    if rng.random() < 0.3:
+        # A time as text (`::timestamptz` reads each form).
+        at = dt.datetime(2024, 1, 1) + dt.timedelta(seconds=rng.randrange(0, 400 * 86400))
+        fields["at"] = json.dumps(rng.choice([at.isoformat() + "Z", at.isoformat() + "+02:00", str(at.date())]))
     if rng.random() < 0.1:
         fields["t"] = json_value(rng, 1)
     if rng.random() < 0.2:
