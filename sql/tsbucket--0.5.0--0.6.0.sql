@@ -289,6 +289,9 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
         UPDATE tsbucket.job_state SET last_error = SQLERRM, last_error_at = now() WHERE relid = relation;
         RAISE WARNING 'tsbucket background job on %: %', relation, SQLERRM;
+        -- The work is still there (rows in the tail, buckets to merge): try
+        -- again at the next interval, as autovacuum does after a failure.
+        PERFORM tsbucket._worker_notice();
     END;
     -- Statistics (ANALYZE cannot sample a table whose rows live in the store)
     -- once a tenth of the table's buckets, and at least 10, were written since

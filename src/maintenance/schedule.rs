@@ -54,7 +54,11 @@ impl Databases {
         let i = match self.find(oid) {
             Some(i) => i,
             None if self.n < MAX_DATABASES => {
-                self.entries[self.n] = DbEntry { oid, ..Default::default() };
+                // Dirty until a worker has run there: what waits in a database
+                // seen for the first time (after a start, a crash) is unknown, and
+                // a first worker that fails before its visit must not leave it
+                // unvisited until the next write.
+                self.entries[self.n] = DbEntry { oid, dirty: true, ..Default::default() };
                 self.n += 1;
                 self.n - 1
             }

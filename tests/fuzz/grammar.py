@@ -420,11 +420,13 @@ class QueryGen:
         finite = f"{v} <> 'NaN' AND {v} <> 'Infinity' AND {v} <> '-Infinity'"
         aux = [f"sum(abs({v})) FILTER (WHERE {finite})", f"count(*) FILTER (WHERE {v} = 'NaN')",
                f"count(*) FILTER (WHERE {v} = 'Infinity')", f"count(*) FILTER (WHERE {v} = '-Infinity')", f"count({v})"]
-        # An integer cast of the counter (its values fit int4; a rare "x" fails either cast with 22P02).
+        # An integer cast of the counter (its values fit int4), and first/last of it.
         i = f"({col.name}->>'c')::{rng.choice(['int', 'bigint'])}"
+        f = rng.choice(["first", "last"])
+        first_last = Out(f"tsbucket.{f}({i}, time)", f, heap_sql=f"array_agg({i}) FILTER (WHERE time = {'_tmin' if f == 'first' else '_tmax'})")
         return rng.choice([Out(f"sum({v})", "floatagg", aux=aux), Out(f"avg({v})", "floatagg_avg", aux=aux),
                            Out(f"min({v})", "minmax_float"), Out(f"max({v})", "minmax_float"), Out(f"count({v})"),
-                           Out(f"sum({i})"), Out(f"min({i})"), Out(f"max({i})"), Out(f"count({i})")])
+                           Out(f"sum({i})"), Out(f"min({i})"), Out(f"max({i})"), Out(f"count({i})"), first_last])
 
     def aggregate(self):
         rng = self.rng

@@ -255,8 +255,8 @@ def document(rng):
     if rng.random() < 0.3:
         fields["gps"] = f'{{"lat": {json_number(rng)}, "lon": 11.50}}'
     if rng.random() < 0.8:
-        # A counter the integer casts read (now and then text that none does: 22P02, as the float casts' failures).
-        fields["c"] = str(rng.randrange(-10**6, 10**6)) if rng.random() < 0.995 else '"x"'
+        # A counter the integer casts read (regress `documents` has their failures).
+        fields["c"] = str(rng.randrange(-10**6, 10**6))
     if rng.random() < 0.3:
         # A time as text (`::timestamptz` reads each form).
         at = dt.datetime(2024, 1, 1) + dt.timedelta(seconds=rng.randrange(0, 400 * 86400))

@@ -91,12 +91,15 @@ class Cluster:
             as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-l", f"{self.dir}/server.log", "-w", "start"])
         except subprocess.CalledProcessError as e:
             # Say why: the server log's end is what a failed start leaves behind.
-            try:
-                with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
-                    tail = "".join(f.readlines()[-40:])
-            except OSError:
-                tail = "(no server log)"
-            raise RuntimeError(f"pg_ctl start failed: {e.stderr}\n--- server.log (end) ---\n{tail}") from e
+            raise RuntimeError(f"pg_ctl start failed: {e.stderr}\n--- server.log (end) ---\n{self.log_tail()}") from e
+
+    def log_tail(self, lines=40):
+        """The server log's last lines, for a failure's message."""
+        try:
+            with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return "(no server log)"
 
     def stop(self, mode="fast"):
         as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", mode, "-w", "stop"])

@@ -152,7 +152,9 @@ def test_kill_during_ingest_loses_and_duplicates_nothing():
             assert len(got) == len(set(got)), "a row came back twice"
             assert set(committed) <= set(got), "a committed row is missing"
             # The worker drains what recovery brought back.
-            assert wait_for(lambda: tail_rows(c) == 0, timeout=30)
+            assert wait_for(lambda: tail_rows(c) == 0, timeout=30), (
+                f"{tail_rows(c)} rows still wait; jobs: {c.execute('SELECT * FROM tsbucket.job_state').fetchall()}; "
+                f"launcher: {c.execute('SELECT * FROM tsbucket.worker_status()').fetchall()}\n{cluster.log_tail(60)}")
             assert sorted(r[0] for r in c.execute("SELECT hum FROM tr").fetchall()) == sorted(got)
     finally:
         cluster.destroy()
