@@ -103,6 +103,17 @@ fn expected_columns(version: u8) -> (usize, Vec<Column>) {
             docs.push_bytes(&bytes);
         }
         columns.push(docs);
+        // Numbers as Postgres writes a float8 into jsonb, at their shortest
+        // scale (21.1, 21, -0.25): no scale stored per number (SCALES_TRIMMED).
+        let mut floats = Column::new(18, ColumnKind::Document);
+        for i in 0..rows as i64 {
+            let (m, s) = [(211 + i % 7, 1), (21 + i % 3, 0), (-(25 + i % 4 * 10), 2)][(i % 3) as usize];
+            let doc = Value::Object(vec![(b"t".to_vec(), num(m, s))]);
+            let mut bytes = Vec::new();
+            jsonb::write(&doc, &mut bytes).unwrap();
+            floats.push_bytes(&bytes);
+        }
+        columns.push(floats);
     }
     (rows as usize, columns)
 }

@@ -64,6 +64,12 @@ const TAGS_ALL: u8 = 9;
 const SCALES_ONE: u8 = 0;
 const SCALES_OWN: u8 = 1;
 const SCALES_COMMON: u8 = 2;
+/// Every number a decimal whose scale is its shortest (no trailing zero after
+/// the point, as Postgres writes a float8 or a JSON number typed without
+/// them: 25 and 25.3, not 25.0): `varint common | chunk(mantissas)` at the
+/// largest scale, each number's own scale read back from its trailing zeros,
+/// so no scale is stored per number.
+const SCALES_TRIMMED: u8 = 3;
 const MAX_SCALE: i64 = 0x3FFF;
 
 pub fn encode(values: &ByteValues, out: &mut Vec<u8>) {
@@ -239,15 +245,26 @@ fn encode_numbers(numbers: &[&[u8]], out: &mut Vec<u8>) {
             .zip(&mantissas)
             .map(|(&s, &m)| 10i64.checked_pow((common - s) as u32).and_then(|f| m.checked_mul(f)))
             .collect();
-        if let Some(scaled) = scaled {
-            mantissas = scaled;
-            out.push(SCALES_COMMON);
-            put_varint(out, common as u64);
-        } else {
-            out.push(SCALES_OWN);
+        let trimmed = raw.is_empty() && scales.iter().zip(&mantissas).all(|(&s, &m)| s == 0 || m % 10 != 0);
+        match scaled {
+            Some(scaled) if trimmed => {
+                mantissas = scaled;
+                out.push(SCALES_TRIMMED);
+                put_varint(out, common as u64);
+            }
+            Some(scaled) => {
+                mantissas = scaled;
+                out.push(SCALES_COMMON);
+                put_varint(out, common as u64);
+                int::encode(&scales, &mut chunk);
+                put_chunk(out, &chunk);
+            }
+            None => {
+                out.push(SCALES_OWN);
+                int::encode(&scales, &mut chunk);
+                put_chunk(out, &chunk);
+            }
         }
-        int::encode(&scales, &mut chunk);
-        put_chunk(out, &chunk);
     } else {
         out.push(SCALES_ONE);
         put_varint(out, scales[0] as u64);
@@ -828,6 +845,7 @@ fn decode_numbers(bytes: &[u8], n: usize) -> Result<(Vec<Number>, ByteValues)> {
             let common = if form == SCALES_COMMON { Some(c.len("common scale", MAX_SCALE as usize)? as i64) } else { None };
             (int::decode(&mut Cursor::new(c.chunk("number scales")?), n)?, common)
         }
+        SCALES_TRIMMED => return decode_trimmed(&mut c, n),
         tag => return Err(DecodeError::UnknownTag { what: "number form", tag }),
     };
     if scales.len() != n || scales.iter().any(|&s| !(RAW_SCALE..=MAX_SCALE).contains(&s)) {
@@ -867,6 +885,28 @@ fn decode_numbers(bytes: &[u8], n: usize) -> Result<(Vec<Number>, ByteValues)> {
         out.push(Number::Decimal(mantissa, s as u16));
     }
     Ok((out, raw))
+}
+
+/// SCALES_TRIMMED's numbers: each mantissa at the common scale loses its
+/// trailing zeros down to its own scale (0 is 0, scale 0).
+fn decode_trimmed(c: &mut Cursor, n: usize) -> Result<(Vec<Number>, ByteValues)> {
+    let common = c.len("common scale", MAX_SCALE as usize)? as u16;
+    let mantissas = int::decode(&mut Cursor::new(c.chunk("number mantissas")?), n)?;
+    if mantissas.len() != n || !c.is_empty() {
+        return Err(DecodeError::Invalid("number counts"));
+    }
+    let numbers = mantissas
+        .into_iter()
+        .map(|mut m| {
+            let mut scale = common;
+            while scale > 0 && m % 10 == 0 {
+                m /= 10;
+                scale -= 1;
+            }
+            Number::Decimal(m, scale)
+        })
+        .collect();
+    Ok((numbers, ByteValues::default()))
 }
 
 #[cfg(test)]
@@ -1036,7 +1076,39 @@ mod tests {
         round_trip(&values);
     }
 
+    /// Floats as Postgres writes them into jsonb (25 and 25.3, never 25.0)
+    /// keep no scale per number; one 25.0 among them brings the scales back.
+    #[test]
+    fn shortest_decimals_store_no_scales() {
+        let shortest = [numeric(25, 0), numeric(253, 1), numeric(-5, 1), numeric(0, 0), numeric(100, 0), numeric(12345, 3)];
+        let numbers = |docs: &[Value]| {
+            let raw: Vec<Vec<u8>> = docs.iter().map(|d| if let Value::Number(n) = d { n.clone() } else { unreachable!() }).collect();
+            let mut out = Vec::new();
+            encode_numbers(&raw.iter().map(Vec::as_slice).collect::<Vec<_>>(), &mut out);
+            out
+        };
+        let body = numbers(&shortest);
+        assert_eq!(body[0], SCALES_TRIMMED);
+        let mut padded = shortest.to_vec();
+        padded.push(numeric(250, 1));
+        assert_eq!(numbers(&padded)[0], SCALES_COMMON);
+        for docs in [&shortest[..], &padded[..]] {
+            let wrapped: Vec<Value> = docs.iter().map(|n| object(vec![(b"v".to_vec(), n.clone())])).collect();
+            round_trip(&datums(&wrapped));
+        }
+    }
+
     proptest! {
+        #[test]
+        fn shortest_decimals_round_trip(numbers in proptest::collection::vec((any::<i64>(), 0u16..20), 1..60)) {
+            // Mantissas without a trailing zero unless the scale is 0: what SCALES_TRIMMED takes, overflow and all.
+            let docs: Vec<Value> = numbers
+                .iter()
+                .map(|&(m, s)| object(vec![(b"v".to_vec(), if s == 0 || m % 10 != 0 { numeric(m, s) } else { numeric(m / 10 * 10 + 1, s) })]))
+                .collect();
+            round_trip(&datums(&docs));
+        }
+
         #[test]
         fn documents_decode_with_only_the_keys_asked(docs in proptest::collection::vec(value(), 0..30), ask in proptest::collection::vec(prop_oneof![Just(b"t".to_vec()), Just(b"gps".to_vec()), Just(b"zz".to_vec())], 0..3)) {
             let values = datums(&docs);
