@@ -100,7 +100,7 @@ pub unsafe fn classify_aggref(
     if let Some(kind) = unsafe { first_or_last(a.aggfnoid, transfn) } {
         // SAFETY: `args` are this Aggref's argument expressions and `rel` the open table of `config`, as this function's
         // contract gives them.
-        return unsafe { classify_first_last(kind, args, config, rel, scanrelid) };
+        return unsafe { classify_first_last(kind, args, config, rel, scanrelid, fields) };
     }
     let arg = match args {
         [] => None,
@@ -124,21 +124,10 @@ pub unsafe fn classify_aggref(
         return (kind == AggKind::CountRows && a.aggstar).then_some(AggPlan { kind, arg: ArgSource::Rows, arg_type: pg_sys::InvalidOid, avg: false });
     };
     let e = arg;
-    use tsbucket_format::ColumnKind as K;
-    // SAFETY: `e` is the Aggref's single argument expression, valid as this function's contract requires of `args`.
-    if let Some((attnum, key, cast)) = unsafe { numeric_field(e, scanrelid) } {
-        // SAFETY: `rel` is the open table of `config` and `attnum` a positive column of it, so within its descriptor.
-        let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1) };
-        if att.attisdropped || config.meta_attnums.contains(&attnum) {
-            return None;
-        }
-        let (stored, typid) = match cast {
-            FieldCast::Float8 => (K::Float64, pg_sys::FLOAT8OID),
-            FieldCast::Int4 => (K::Int, pg_sys::INT4OID),
-            FieldCast::Int8 => (K::Int, pg_sys::INT8OID),
-            // numeric_field finds casts only.
-            FieldCast::AsIs => return None,
-        };
+    // SAFETY: `e` is the Aggref's single argument expression and `rel` the open table of `config`, as this function's
+    // contract requires.
+    if let Some(found) = unsafe { field_arg(e, config, rel, scanrelid) } {
+        let (attnum, key, cast, stored, typid) = found?;
         if !kernel_reads(kind, stored, typid) {
             return None;
         }
@@ -177,6 +166,38 @@ pub unsafe fn classify_aggref(
     }
     let avg = matches!(u32::from(a.aggfnoid), pg_sys::F_AVG_FLOAT4 | pg_sys::F_AVG_FLOAT8);
     Some(AggPlan { kind, arg: ArgSource::Column(attnum as usize - 1), arg_type: att.atttypid, avg })
+}
+
+/// A document field's number cast (`(doc->>'k')::float8 | int | bigint`)
+/// as an aggregate's argument: None when `e` is no such cast; Some(None)
+/// when it is one the scan cannot read (of a dropped or meta column); else
+/// its column's attnum, key and cast, and the kind and type of its values.
+///
+/// # Safety
+/// `e` must be a valid expression; `rel` the open table of `config`.
+#[allow(clippy::type_complexity, clippy::option_option)]
+unsafe fn field_arg(
+    e: *mut pg_sys::Node,
+    config: &Config,
+    rel: pg_sys::Relation,
+    scanrelid: u32,
+) -> Option<Option<(i16, Vec<u8>, FieldCast, tsbucket_format::ColumnKind, pg_sys::Oid)>> {
+    use tsbucket_format::ColumnKind as K;
+    // SAFETY: `e` is a valid expression (the contract); numeric_field only reads it.
+    let (attnum, key, cast) = unsafe { numeric_field(e, scanrelid) }?;
+    // SAFETY: `rel` is the open table of `config` and `attnum` a positive column of it, so within its descriptor.
+    let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1) };
+    let (stored, typid) = match cast {
+        FieldCast::Float8 => (K::Float64, pg_sys::FLOAT8OID),
+        FieldCast::Int4 => (K::Int, pg_sys::INT4OID),
+        FieldCast::Int8 => (K::Int, pg_sys::INT8OID),
+        // numeric_field finds casts only.
+        FieldCast::AsIs => return Some(None),
+    };
+    if att.attisdropped || config.meta_attnums.contains(&attnum) {
+        return Some(None);
+    }
+    Some(Some((attnum, key, cast, stored, typid)))
 }
 
 /// Whether the kernels compute aggregate `kind` over values of type `typid` stored as `stored`.
@@ -223,11 +244,20 @@ unsafe fn first_or_last(aggfnoid: pg_sys::Oid, transfn: pg_sys::Oid) -> Option<A
 }
 
 /// first(value, time) / last(value, time) over the table's time column, the
-/// value any column of the table (its datum is what the row would hold).
+/// value any column of the table (its datum is what the row would hold) or a
+/// document field's number cast (`(doc->>'k')::float8 | int | bigint`, read
+/// from its sub-column as the other aggregates read it).
 ///
 /// # Safety
 /// `args` must be valid expressions; `rel` the open table of `config`.
-unsafe fn classify_first_last(kind: AggKind, args: &[*mut pg_sys::Node], config: &Config, rel: pg_sys::Relation, scanrelid: u32) -> Option<AggPlan> {
+unsafe fn classify_first_last(
+    kind: AggKind,
+    args: &[*mut pg_sys::Node],
+    config: &Config,
+    rel: pg_sys::Relation,
+    scanrelid: u32,
+    fields: &mut Vec<(usize, Vec<u8>, FieldCast)>,
+) -> Option<AggPlan> {
     let [value, time] = args else { return None };
     let column = |e: *mut pg_sys::Node| -> Option<i16> {
         // SAFETY: `e` is one of first/last's argument expressions, valid as this function's contract requires.
@@ -240,6 +270,13 @@ unsafe fn classify_first_last(kind: AggKind, args: &[*mut pg_sys::Node], config:
     };
     if column(*time)? != config.time_attnum {
         return None;
+    }
+    // SAFETY: `value` is first/last's first argument expression and `rel` the open table of `config` (the contract).
+    if let Some(found) = unsafe { field_arg(*value, config, rel, scanrelid) } {
+        let (attnum, key, cast, _, typid) = found?;
+        let column = attnum as usize - 1;
+        let field = crate::scan::doc_keys::field_index(fields, column, &key, cast);
+        return Some(AggPlan { kind, arg: ArgSource::Field { field, column, cast }, arg_type: typid, avg: false });
     }
     let attnum = column(*value)?;
     // SAFETY: `rel` is the open table of `config` (the contract); `attnum` is the positive attribute of the value Var,

@@ -476,7 +476,22 @@ impl AggregatingScan {
                 };
                 (value, attr)
             }
-            ArgSource::Rows | ArgSource::Field { .. } => unreachable!("first and last have a column argument"),
+            ArgSource::Field { cast, .. } => {
+                // The field's values as the cast gives them (field_column): by-value datums of the cast's type.
+                let col = column.expect("read above");
+                let layout = match cast {
+                    FieldCast::Int4 => crate::pg::datum::Layout { typlen: 4, typbyval: true, kind: tsbucket_format::ColumnKind::Int },
+                    FieldCast::Int8 => crate::pg::datum::Layout { typlen: 8, typbyval: true, kind: tsbucket_format::ColumnKind::Int },
+                    _ => crate::pg::datum::Layout { typlen: 8, typbyval: true, kind: tsbucket_format::ColumnKind::Float64 },
+                };
+                // SAFETY: `row` is a row of the bucket whose field column `col` is (the contract), of `layout`'s kind; a
+                // by-value datum needs no memory context.
+                let value = (!col.is_null(row)).then(|| unsafe { crate::pg::datum::column_datum(col, row, layout) });
+                // SAFETY: `value` is a by-value datum of the cast's type, `layout` its layout.
+                let bytes = value.as_ref().map(|v| unsafe { crate::pg::datum::datum_bytes(v, layout) });
+                return first_last::encode(&first_last::Chosen { time, value: bytes, typlen: layout.typlen, typbyval: true });
+            }
+            ArgSource::Rows => unreachable!("first and last have a column argument"),
         };
         // SAFETY: `value` is row `row`'s datum of `attr`'s type (from `prepared` or `column`, of the same bucket); its bytes
         // are read before the per-tuple context is reset.

@@ -91,7 +91,7 @@ def close_ok(q, vals, aux, hvals, haux):
             if b is None:
                 if a is not None:
                     return False
-            elif a not in b:
+            elif not any(a == x or (isinstance(a, float) and isinstance(x, float) and math.isnan(a) and math.isnan(x)) for x in b):
                 return False
     return True
 

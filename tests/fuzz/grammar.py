@@ -420,7 +420,8 @@ class QueryGen:
         finite = f"{v} <> 'NaN' AND {v} <> 'Infinity' AND {v} <> '-Infinity'"
         aux = [f"sum(abs({v})) FILTER (WHERE {finite})", f"count(*) FILTER (WHERE {v} = 'NaN')",
                f"count(*) FILTER (WHERE {v} = 'Infinity')", f"count(*) FILTER (WHERE {v} = '-Infinity')", f"count({v})"]
-        # An integer cast of the counter (its values fit int4), and first/last of it.
+        # An integer cast of the counter (its values fit int4), and first/last of it (not of the float
+        # casts: those fail on some rows, which the heap side's FILTER would never cast).
         i = f"({col.name}->>'c')::{rng.choice(['int', 'bigint'])}"
         f = rng.choice(["first", "last"])
         first_last = Out(f"tsbucket.{f}({i}, time)", f, heap_sql=f"array_agg({i}) FILTER (WHERE time = {'_tmin' if f == 'first' else '_tmax'})")

@@ -123,6 +123,17 @@ SELECT count(*) FROM ((SELECT dev, date_trunc('hour', time), count((doc->>'count
                          FROM docs_h WHERE doc->>'temp' <> 'n/a' GROUP BY 1, 2)) d;
 SELECT sum((doc->>'temp')::float8) FROM docs_t;
 SELECT sum((doc->>'temp')::float8) FROM docs_h;
+-- first and last of a field cast too: the time column picks the row, the
+-- sub-column gives its value.
+EXPLAIN (COSTS OFF) SELECT dev, tsbucket.first((doc->>'count')::int, time), tsbucket.last((doc->>'temp')::float8, time)
+  FROM docs_t WHERE doc->>'temp' <> 'n/a' GROUP BY dev;
+SELECT count(*) FROM ((SELECT dev, date_trunc('hour', time), tsbucket.first((doc->>'count')::int, time), tsbucket.last((doc->>'count')::bigint, time),
+                              tsbucket.first((doc->>'temp')::float8, time), tsbucket.last((doc->>'temp')::float8, time)
+                         FROM docs_t WHERE doc->>'temp' <> 'n/a' GROUP BY 1, 2
+                       EXCEPT ALL
+                       SELECT dev, date_trunc('hour', time), tsbucket.first((doc->>'count')::int, time), tsbucket.last((doc->>'count')::bigint, time),
+                              tsbucket.first((doc->>'temp')::float8, time), tsbucket.last((doc->>'temp')::float8, time)
+                         FROM docs_h WHERE doc->>'temp' <> 'n/a' GROUP BY 1, 2)) d;
 CREATE TABLE fc_t (time timestamptz NOT NULL, dev text, doc jsonb) USING tsbucket;
 SELECT tsbucket.create_timeseries('fc_t', 'time', 'dev');
 INSERT INTO fc_t SELECT '2024-01-01'::timestamptz + i * interval '1 s', 'd' || (i % 2),
@@ -143,6 +154,14 @@ SELECT max((doc->>'v')::int) FROM fc_t WHERE time > '2024-01-01 00:00:11';
 SELECT max((doc->>'v')::int) FROM fc_h WHERE time > '2024-01-01 00:00:11';
 SELECT dev, max((doc->>'v')::bigint), sum((doc->>'v')::int) FROM fc_t WHERE time > '2024-01-01 00:00:12' GROUP BY dev ORDER BY dev;
 SELECT dev, max((doc->>'v')::bigint), sum((doc->>'v')::int) FROM fc_h WHERE time > '2024-01-01 00:00:12' GROUP BY dev ORDER BY dev;
+-- first/last cast every row they read, as the heap does: a string the cast
+-- reads, JSON null, and the heap's error for 2.50 read as an integer.
+SELECT dev, tsbucket.first((doc->>'v')::float8, time), tsbucket.last((doc->>'v')::float8, time) FROM fc_t WHERE time BETWEEN '2024-01-01 00:00:07' AND '2024-01-01 00:00:08' GROUP BY dev ORDER BY dev;
+SELECT dev, tsbucket.first((doc->>'v')::float8, time), tsbucket.last((doc->>'v')::float8, time) FROM fc_h WHERE time BETWEEN '2024-01-01 00:00:07' AND '2024-01-01 00:00:08' GROUP BY dev ORDER BY dev;
+SELECT tsbucket.first((doc->>'v')::int, time), tsbucket.last((doc->>'v')::bigint, time) FROM fc_t WHERE time > '2024-01-01 00:00:12';
+SELECT tsbucket.first((doc->>'v')::int, time), tsbucket.last((doc->>'v')::bigint, time) FROM fc_h WHERE time > '2024-01-01 00:00:12';
+SELECT tsbucket.last((doc->>'v')::int, time) FROM fc_t WHERE time >= '2024-01-01 00:00:11' AND dev = 'd1';
+SELECT tsbucket.last((doc->>'v')::int, time) FROM fc_h WHERE time >= '2024-01-01 00:00:11' AND dev = 'd1';
 -- Rows still in the tail, and a jsonb column added after the buckets were
 -- written (its default in every older bucket), are cast on the row.
 INSERT INTO fc_t VALUES ('2024-01-01 00:02:00', 'd0', '{"v": "7.5"}'), ('2024-01-01 00:02:01', 'd1', '{"v": 1.25}');
