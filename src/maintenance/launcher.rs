@@ -44,7 +44,9 @@ fn list_databases() -> Vec<u32> {
         // SAFETY: `tuple` is the non-NULL pg_database row heap_getnext just returned, valid until its next call; its
         // data from t_hoff on starts with the fixed-length FormData_pg_database, read here before that call.
         let db = unsafe { &*((*tuple).t_data as *const u8).add((*(*tuple).t_data).t_hoff as usize).cast::<pg_sys::FormData_pg_database>() };
-        if db.datallowconn && !db.datistemplate {
+        // datconnlimit -2: a database an interrupted DROP DATABASE left invalid, which refuses connections (as
+        // autovacuum's get_database_list skips it); a worker there would fail at every interval.
+        if db.datallowconn && !db.datistemplate && db.datconnlimit != -2 {
             out.push(db.oid.to_u32());
         }
     }
@@ -96,7 +98,7 @@ pub extern "C-unwind" fn tsbucket_launcher_main(_arg: pg_sys::Datum) {
                     }
                     if e.last_visit_ms == 0 || e.drain_now {
                         due.push((0, oid));
-                    } else if e.dirty || e.has_expiry {
+                    } else if e.dirty || e.has_expiry || e.unfinished {
                         let due_at = e.last_visit_ms + interval_ms;
                         if due_at <= now {
                             due.push((e.last_visit_ms, oid));

@@ -29,6 +29,9 @@ pub(super) struct DbEntry {
     pub(super) tail_rows: u64,
     /// Enough of them to drain now (`tsbucket.tail_drain_rows`).
     pub(super) drain_now: bool,
+    /// A visit began and did not reach its end (its worker failed or was
+    /// stopped midway): due again at the next interval.
+    pub(super) unfinished: bool,
 }
 
 #[derive(Copy, Clone)]

@@ -61,6 +61,7 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
             e.dirty = false;
             e.tail_rows = 0;
             e.drain_now = false;
+            e.unfinished = true;
             g = e.generation;
         });
         g
@@ -83,6 +84,7 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
                 if e.generation == generation {
                     e.absent = true;
                 }
+                e.unfinished = false;
             });
             return None;
         }
@@ -114,6 +116,7 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
     if segments_waiting == Some(true) {
         update_my_database(|e| e.dirty = true);
     }
+    update_my_database(|e| e.unfinished = false);
 }
 
 /// DROP DATABASE: end our worker in that database so the drop need not wait.

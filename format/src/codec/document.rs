@@ -686,6 +686,7 @@ pub fn top_keys(c: &mut Cursor, limit: usize) -> Result<Option<Vec<Vec<u8>>>> {
 }
 
 /// A number as decoded: a decimal (mantissa, display scale), or the index of its numeric's bytes.
+#[derive(Debug, PartialEq)]
 enum Number {
     Decimal(i64, u16),
     Raw(u32),
@@ -895,17 +896,21 @@ fn decode_trimmed(c: &mut Cursor, n: usize) -> Result<(Vec<Number>, ByteValues)>
     if mantissas.len() != n || !c.is_empty() {
         return Err(DecodeError::Invalid("number counts"));
     }
-    let numbers = mantissas
-        .into_iter()
-        .map(|mut m| {
-            let mut scale = common;
-            while scale > 0 && m % 10 == 0 {
-                m /= 10;
-                scale -= 1;
-            }
-            Number::Decimal(m, scale)
-        })
-        .collect();
+    let mut numbers = Vec::with_capacity(n);
+    for mut m in mantissas {
+        if m == 0 {
+            numbers.push(Number::Decimal(0, 0));
+            continue;
+        }
+        // At most 18 rounds: a non-zero i64 has no more trailing zeros (0, whose
+        // loop a corrupt common scale could make long, is taken above).
+        let mut scale = common;
+        while scale > 0 && m % 10 == 0 {
+            m /= 10;
+            scale -= 1;
+        }
+        numbers.push(Number::Decimal(m, scale));
+    }
     Ok((numbers, ByteValues::default()))
 }
 
@@ -1096,6 +1101,21 @@ mod tests {
             let wrapped: Vec<Value> = docs.iter().map(|n| object(vec![(b"v".to_vec(), n.clone())])).collect();
             round_trip(&datums(&wrapped));
         }
+    }
+
+    /// A corrupt common scale costs no more than a valid one: zeros read as 0.
+    #[test]
+    fn trimmed_zeros_at_any_scale_read_as_zero() {
+        let mut body = vec![SCALES_TRIMMED];
+        put_varint(&mut body, MAX_SCALE as u64);
+        let mut chunk = Vec::new();
+        int::encode(&[0, 0, 10, -7], &mut chunk);
+        put_chunk(&mut body, &chunk);
+        let (numbers, raw) = decode_numbers(&body, 4).unwrap();
+        assert!(raw.is_empty());
+        assert_eq!(numbers[0], Number::Decimal(0, 0));
+        assert_eq!(numbers[2], Number::Decimal(1, MAX_SCALE as u16 - 1));
+        assert_eq!(numbers[3], Number::Decimal(-7, MAX_SCALE as u16));
     }
 
     proptest! {
