@@ -458,6 +458,7 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
     sql_ts, params = q.render("{t}")
     sql_heap, _ = q.render("{t}", heap=True)
     apply_settings((ts, heap), sets)
+    savepoint = False
     try:
         # Inside a transaction an error of the EXPLAIN would end it on one side only.
         if coverage and ts.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
@@ -467,7 +468,14 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
                 for p in paths_of(json.loads(doc) if isinstance(doc, str) else doc):
                     fz.paths[p] += 1
         a, ea = ts.run(sql_ts, params, prepare=True if generic else None)
+        # Inside a transaction the heap's query runs under a savepoint, so that
+        # differing errors can be looked into (cast_order_dependent).
+        savepoint = heap.conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        if savepoint:
+            heap.conn.execute("SAVEPOINT fuzz_statement")
         b, eb = heap.run(sql_heap, params)
+        if savepoint and eb is None:
+            heap.conn.execute("RELEASE SAVEPOINT fuzz_statement")
     finally:
         reset_settings((ts, heap), sets)
     if ea or eb:
@@ -502,6 +510,8 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
             fz.qual_order += 1
             fz.just_tolerated = True
             return
+        if ea and eb and ea[0] != eb[0] and savepoint:
+            heap.conn.execute("ROLLBACK TO SAVEPOINT fuzz_statement")
         if ea and eb and ea[0] != eb[0] and cast_order_dependent(q, heap, sql_ts, ea, eb):
             # Rows fail a document cast ('[""]' as float8) and a float sum
             # overflows, or two rows fail a cast differently: which error a
