@@ -128,6 +128,7 @@ pub extern "C-unwind" fn tsbucket_launcher_main(_arg: pg_sys::Datum) {
                     if let Some(e) = DATABASES.exclusive().entry(oid) {
                         e.last_visit_ms = now;
                         e.visits += 1;
+                        e.unfinished = true;
                     }
                     running.push((oid, worker));
                 }

@@ -29,8 +29,9 @@ pub(super) struct DbEntry {
     pub(super) tail_rows: u64,
     /// Enough of them to drain now (`tsbucket.tail_drain_rows`).
     pub(super) drain_now: bool,
-    /// A visit began and did not reach its end (its worker failed or was
-    /// stopped midway): due again at the next interval.
+    /// A worker was started here and has not reached its visit's end (it
+    /// failed to start, failed or was stopped midway): due again at the next
+    /// interval.
     pub(super) unfinished: bool,
 }
 
@@ -57,11 +58,7 @@ impl Databases {
         let i = match self.find(oid) {
             Some(i) => i,
             None if self.n < MAX_DATABASES => {
-                // Dirty until a worker has run there: what waits in a database
-                // seen for the first time (after a start, a crash) is unknown, and
-                // a first worker that fails before its visit must not leave it
-                // unvisited until the next write.
-                self.entries[self.n] = DbEntry { oid, dirty: true, ..Default::default() };
+                self.entries[self.n] = DbEntry { oid, ..Default::default() };
                 self.n += 1;
                 self.n - 1
             }

@@ -61,7 +61,6 @@ pub extern "C-unwind" fn tsbucket_db_worker_main(arg: pg_sys::Datum) {
             e.dirty = false;
             e.tail_rows = 0;
             e.drain_now = false;
-            e.unfinished = true;
             g = e.generation;
         });
         g

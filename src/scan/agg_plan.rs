@@ -182,22 +182,16 @@ unsafe fn field_arg(
     rel: pg_sys::Relation,
     scanrelid: u32,
 ) -> Option<Option<(i16, Vec<u8>, FieldCast, tsbucket_format::ColumnKind, pg_sys::Oid)>> {
-    use tsbucket_format::ColumnKind as K;
     // SAFETY: `e` is a valid expression (the contract); numeric_field only reads it.
     let (attnum, key, cast) = unsafe { numeric_field(e, scanrelid) }?;
     // SAFETY: `rel` is the open table of `config` and `attnum` a positive column of it, so within its descriptor.
     let att = unsafe { &*crate::pg::relation::tuple_desc_attr((*rel).rd_att, attnum as usize - 1) };
-    let (stored, typid) = match cast {
-        FieldCast::Float8 => (K::Float64, pg_sys::FLOAT8OID),
-        FieldCast::Int4 => (K::Int, pg_sys::INT4OID),
-        FieldCast::Int8 => (K::Int, pg_sys::INT8OID),
-        // numeric_field finds casts only.
-        FieldCast::AsIs => return Some(None),
-    };
+    // (numeric_field finds casts only.)
+    let Some((typid, layout)) = crate::scan::doc_keys::cast_type(cast) else { return Some(None) };
     if att.attisdropped || config.meta_attnums.contains(&attnum) {
         return Some(None);
     }
-    Some(Some((attnum, key, cast, stored, typid)))
+    Some(Some((attnum, key, cast, layout.kind, typid)))
 }
 
 /// Whether the kernels compute aggregate `kind` over values of type `typid` stored as `stored`.

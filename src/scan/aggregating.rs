@@ -479,11 +479,7 @@ impl AggregatingScan {
             ArgSource::Field { cast, .. } => {
                 // The field's values as the cast gives them (field_column): by-value datums of the cast's type.
                 let col = column.expect("read above");
-                let layout = match cast {
-                    FieldCast::Int4 => crate::pg::datum::Layout { typlen: 4, typbyval: true, kind: tsbucket_format::ColumnKind::Int },
-                    FieldCast::Int8 => crate::pg::datum::Layout { typlen: 8, typbyval: true, kind: tsbucket_format::ColumnKind::Int },
-                    _ => crate::pg::datum::Layout { typlen: 8, typbyval: true, kind: tsbucket_format::ColumnKind::Float64 },
-                };
+                let (_, layout) = crate::scan::doc_keys::cast_type(cast).expect("a field argument has a number cast");
                 // SAFETY: `row` is a row of the bucket whose field column `col` is (the contract), of `layout`'s kind; a
                 // by-value datum needs no memory context.
                 let value = (!col.is_null(row)).then(|| unsafe { crate::pg::datum::column_datum(col, row, layout) });

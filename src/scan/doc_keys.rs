@@ -212,6 +212,17 @@ unsafe fn accessor(walk: &Walk, node: *mut pg_sys::Node) -> Option<(i16, Vec<Vec
 
 pub use tsbucket_format::codec::document::NumberCast as FieldCast;
 
+/// The SQL type a number cast of a field gives (`::float8`, `::int`,
+/// `::bigint`) and the layout of its by-value datums; None for `AsIs` (no cast).
+pub fn cast_type(cast: FieldCast) -> Option<(pg_sys::Oid, Layout)> {
+    Some(match cast {
+        FieldCast::Float8 => (pg_sys::FLOAT8OID, Layout { typlen: 8, typbyval: true, kind: ColumnKind::Float64 }),
+        FieldCast::Int4 => (pg_sys::INT4OID, Layout { typlen: 4, typbyval: true, kind: ColumnKind::Int }),
+        FieldCast::Int8 => (pg_sys::INT8OID, Layout { typlen: 8, typbyval: true, kind: ColumnKind::Int }),
+        FieldCast::AsIs => return None,
+    })
+}
+
 /// The index in `fields` (`rows::DocFields`) of field `key` of document
 /// column `column` read with `cast`, added unless there. Each field's
 /// sub-column is decoded once per cast: a field read as it is (`AsIs`) shares

@@ -264,12 +264,7 @@ unsafe fn field_leaf(
     if attnum <= 0 || meta.contains(&attnum) {
         return None;
     }
-    let cast_type = match cast {
-        NumberCast::Float8 => pg_sys::FLOAT8OID,
-        NumberCast::Int4 => pg_sys::INT4OID,
-        NumberCast::Int8 => pg_sys::INT8OID,
-        NumberCast::AsIs => return None,
-    };
+    let (cast_type, _) = crate::scan::doc_keys::cast_type(cast)?;
     // SAFETY: exprType reads the constant side's type; comparison_of_type reads the operator's catalog entries.
     let (strategy, kind, typlen) = unsafe { comparison_of_type(cast_type, opno, pg_sys::exprType(other), field_first) }?;
     let field = crate::scan::doc_keys::field_index(fields, attnum as usize - 1, &key, cast);

@@ -87,6 +87,26 @@ class Side:
     def __init__(self, conn, table):
         self.conn = conn
         self.table = table
+        self.savepoint = False
+
+    def checkable(self, run):
+        """run() ((rows, error)), inside a transaction under a savepoint that
+        is kept when it fails, so that back_before() can look into the
+        failure with the rows the statement saw."""
+        self.savepoint = self.conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        if self.savepoint:
+            self.conn.execute("SAVEPOINT fuzz_statement")
+        result = run()
+        if self.savepoint and result[1] is None:
+            self.conn.execute("RELEASE SAVEPOINT fuzz_statement")
+            self.savepoint = False
+        return result
+
+    def back_before(self):
+        """After a statement checkable() ran failed: back to before it, in a transaction."""
+        if self.savepoint:
+            self.conn.execute("ROLLBACK TO SAVEPOINT fuzz_statement")
+            self.savepoint = False
 
     def run(self, sql, params=None, prepare=None, fetch=True):
         """(rows or rowcount, None) or (None, sqlstate)."""
@@ -158,18 +178,10 @@ class Round:
     def both(self, ts, heap, entry, compare_results=True):
         """Applies one trace entry to both tables; results and errors must agree."""
         self.trace.append(entry)
-        # Inside a transaction the heap's statement runs under a savepoint, so
-        # that a failure can be looked into with the rows it saw.
-        savepoint = entry[0] == "exec" and heap.conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
-        if savepoint:
-            heap.conn.execute("SAVEPOINT fuzz_statement")
         a = apply(ts, entry)
-        b = apply(heap, entry)
-        if savepoint and b[1] is None:
-            heap.conn.execute("RELEASE SAVEPOINT fuzz_statement")
+        b = heap.checkable(lambda: apply(heap, entry)) if entry[0] == "exec" else apply(heap, entry)
         if entry[0] == "exec" and a[1] and b[1] and a[1][0] != b[1][0]:
-            if savepoint:
-                heap.conn.execute("ROLLBACK TO SAVEPOINT fuzz_statement")
+            heap.back_before()
             if cast_order_dependent(None, heap, entry[1], a[1], b[1]):
                 # An UPDATE or DELETE whose condition casts document fields that
                 # fail on several rows differently: each side raises the first it
@@ -458,7 +470,6 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
     sql_ts, params = q.render("{t}")
     sql_heap, _ = q.render("{t}", heap=True)
     apply_settings((ts, heap), sets)
-    savepoint = False
     try:
         # Inside a transaction an error of the EXPLAIN would end it on one side only.
         if coverage and ts.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
@@ -468,14 +479,7 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
                 for p in paths_of(json.loads(doc) if isinstance(doc, str) else doc):
                     fz.paths[p] += 1
         a, ea = ts.run(sql_ts, params, prepare=True if generic else None)
-        # Inside a transaction the heap's query runs under a savepoint, so that
-        # differing errors can be looked into (cast_order_dependent).
-        savepoint = heap.conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
-        if savepoint:
-            heap.conn.execute("SAVEPOINT fuzz_statement")
-        b, eb = heap.run(sql_heap, params)
-        if savepoint and eb is None:
-            heap.conn.execute("RELEASE SAVEPOINT fuzz_statement")
+        b, eb = heap.checkable(lambda: heap.run(sql_heap, params))
     finally:
         reset_settings((ts, heap), sets)
     if ea or eb:
@@ -510,8 +514,8 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
             fz.qual_order += 1
             fz.just_tolerated = True
             return
-        if ea and eb and ea[0] != eb[0] and savepoint:
-            heap.conn.execute("ROLLBACK TO SAVEPOINT fuzz_statement")
+        if ea and eb and ea[0] != eb[0]:
+            heap.back_before()
         if ea and eb and ea[0] != eb[0] and cast_order_dependent(q, heap, sql_ts, ea, eb):
             # Rows fail a document cast ('[""]' as float8) and a float sum
             # overflows, or two rows fail a cast differently: which error a
