@@ -61,7 +61,8 @@ impl Key {
 impl Ord for Key {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         use std::cmp::Ordering::{Equal, Greater, Less};
-        let tie = match (&self.tie, &other.tie) {
+        // The tie-break only for equal times: the merge compares keys at every step.
+        self.series.cmp(&other.series).then(self.time.cmp(&other.time)).then_with(|| match (&self.tie, &other.tie) {
             (Tie::Max, Tie::Max) | (Tie::None, Tie::None) => Equal,
             (Tie::Max, _) => Greater,
             (_, Tie::Max) => Less,
@@ -69,8 +70,7 @@ impl Ord for Key {
             (Tie::Rank(a, false), Tie::Rank(b, _)) => b.get().cmp(&a.get()),
             (Tie::Rank(a, true), Tie::Rank(b, _)) => a.get().cmp(&b.get()),
             (Tie::None, _) | (_, Tie::None) => Equal,
-        };
-        self.series.cmp(&other.series).then(self.time.cmp(&other.time)).then(tie)
+        })
     }
 }
 
@@ -153,6 +153,10 @@ pub(super) struct OrderedScan {
     /// deferred buckets, unread headers), so they come out without the heaps;
     /// its key in `heads` is brought up to date when the run ends.
     run: Option<(usize, usize)>,
+    /// The best key an unloaded or unread bucket may hold (None: none), as
+    /// last computed; None when `deferred` or a walk has changed since. Rows
+    /// of loaded buckets that beat it come out without looking further.
+    outside: Option<Option<Key>>,
     scan_cxt: pg_sys::MemoryContext,
     pub counters: ScanCounters,
 }
@@ -307,6 +311,7 @@ impl OrderedScan {
             heads: BinaryHeap::new(),
             retiring: None,
             run: None,
+            outside: None,
             series,
             ranks,
             scan_cxt,
@@ -438,6 +443,7 @@ impl OrderedScan {
         let i = free_slot(&mut self.unloaded);
         self.unloaded[i] = Some((stored, cxt, rank, tie));
         self.deferred.push((key, i));
+        self.outside = None;
     }
 
     /// # Safety
@@ -493,6 +499,7 @@ impl OrderedScan {
 
     /// Reads walk `w`'s next header that passes the bucket checks into `deferred`.
     unsafe fn read_header(&mut self, w: usize) {
+        self.outside = None;
         let forward = !self.descending;
         loop {
             let Some(tuple) = self.walks[w].scan.next(forward) else {
@@ -548,6 +555,7 @@ impl OrderedScan {
 
     /// Decodes unloaded bucket `i` and adds its rows to the merge.
     unsafe fn load(&mut self, i: usize) {
+        self.outside = None;
         let (mut stored, cxt, rank, tie) = self.unloaded[i].take().expect("an unloaded bucket");
         // SAFETY: `cxt` is the bucket's own context (a child of scan_cxt made by read_header); its payload and decoded
         // columns go there and live until the bucket is retired.
@@ -564,13 +572,13 @@ impl OrderedScan {
             self.counters.buckets_read += 1;
         }
         let time = rows::time_values(&self.config, &bucket);
-        let mut order: Vec<usize> = (0..bucket.rows).filter(|&r| crate::scan::prune::row_passes(&bucket, &self.row_filters, r)).collect();
+        let time_attr = self.config.time_attnum as usize - 1;
+        let time_ranges: Vec<crate::scan::prune::BoundRange> = self.row_filters.iter().filter(|f| f.attr == time_attr).map(|f| f.range).collect();
+        let others: Vec<crate::scan::prune::RowFilter> = self.row_filters.iter().filter(|f| f.attr != time_attr).copied().collect();
+        let order = crate::scan::prune::rows_in_time_order(time, &time_ranges, self.descending, |r| {
+            others.is_empty() || crate::scan::prune::row_passes(&bucket, &others, r)
+        });
         self.counters.rows_filtered += (bucket.rows - order.len()) as u64;
-        if self.descending {
-            order.sort_by(|&a, &b| time[b].cmp(&time[a]));
-        } else {
-            order.sort_by(|&a, &b| time[a].cmp(&time[b]));
-        }
         if order.is_empty() {
             // SAFETY: `cxt` holds only this bucket, none of whose rows passed; neither `bucket` nor `stored` is read after this.
             unsafe { pg_sys::MemoryContextDelete(cxt) };
@@ -619,6 +627,14 @@ impl OrderedScan {
             return true;
         }
         loop {
+            // The best loaded row comes out when nothing outside can beat it.
+            let outside = self.outside();
+            let ready = self.heads.peek().filter(|(top, _)| outside.as_ref().is_none_or(|o| top >= o)).map(|h| h.1);
+            if let Some(i) = ready {
+                // SAFETY: `i` is the top of `heads`, a loaded bucket; `slot` is a virtual slot of the table (next's contract).
+                unsafe { self.emit_top(i, [outside, None], slot) };
+                return true;
+            }
             let head = self.heads.peek().map(|h| h.0.clone());
             let deferred = self.deferred.peek().map(|d| d.0.clone());
             let known = head.clone().max(deferred.clone());
@@ -643,16 +659,37 @@ impl OrderedScan {
                 unsafe { pg_sys::ExecClearTuple(slot) };
                 return false;
             };
-            let row = self.take_row(i);
-            self.settle_top(i);
-            if self.retiring.is_none() {
-                self.run = self.run_of(i, [deferred, frontier.map(|f| f.1)]);
-            }
-            // SAFETY: bucket `i` is loaded, its context freed only on the call after its last row; `slot` is a virtual
-            // slot of the table (next's contract).
-            unsafe { self.emit(i, row, slot) };
+            // SAFETY: as above.
+            unsafe { self.emit_top(i, [deferred, frontier.map(|f| f.1)], slot) };
             return true;
         }
+    }
+
+    /// The best key of `deferred` and the walks' frontiers (`outside`, computed when it changed).
+    fn outside(&mut self) -> Option<Key> {
+        if let Some(o) = &self.outside {
+            return o.clone();
+        }
+        let deferred = self.deferred.peek().map(|d| d.0.clone());
+        let o = deferred.max(self.best_walk().map(|f| f.1));
+        self.outside = Some(o.clone());
+        o
+    }
+
+    /// Takes the next row of loaded bucket `i`, the top of `heads`, into
+    /// `slot`; `others` bound every row not loaded (for `run_of`).
+    ///
+    /// # Safety
+    /// `i` is the top of `heads`; `slot` is a virtual slot of the table.
+    unsafe fn emit_top(&mut self, i: usize, others: [Option<Key>; 2], slot: *mut pg_sys::TupleTableSlot) {
+        let row = self.take_row(i);
+        self.settle_top(i);
+        if self.retiring.is_none() {
+            self.run = self.run_of(i, others);
+        }
+        // SAFETY: bucket `i` is loaded, its context freed only on the call after its last row; `slot` is a virtual
+        // slot of the table (the contract).
+        unsafe { self.emit(i, row, slot) };
     }
 
     /// The next row of loaded bucket `i`, the top of `heads` (whose key it leaves as it was).

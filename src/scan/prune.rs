@@ -215,6 +215,47 @@ pub(super) fn row_passes(bucket: &LoadedBucket, filters: &[RowFilter], row: usiz
     })
 }
 
+/// The rows of a bucket whose times lie in every range of `time_ranges` and
+/// that pass `other`, in time order (`descending`: latest first), rows of
+/// equal time in their stored order (as a stable sort by time leaves them).
+/// Buckets keep their rows in time order: then each range is one stretch of
+/// rows, found by binary search, and only its rows are checked by `other`.
+pub(super) fn rows_in_time_order(times: &[i64], time_ranges: &[BoundRange], descending: bool, mut other: impl FnMut(usize) -> bool) -> Vec<usize> {
+    let admits = |r: &BoundRange, t: i64| r.admits(Bound::Int(t), Bound::Int(t), false);
+    if !times.is_sorted() {
+        let mut order: Vec<usize> = (0..times.len()).filter(|&r| time_ranges.iter().all(|range| admits(range, times[r])) && other(r)).collect();
+        if descending {
+            order.sort_by(|&a, &b| times[b].cmp(&times[a]));
+        } else {
+            order.sort_by_key(|&r| times[r]);
+        }
+        return order;
+    }
+    // Over sorted times a low bound fails a prefix of the rows and a high bound a suffix.
+    let start = time_ranges.iter().map(|r| times.partition_point(|&t| !admits(&BoundRange { hi: None, ..*r }, t))).max().unwrap_or(0);
+    let end = time_ranges.iter().map(|r| times.partition_point(|&t| admits(&BoundRange { lo: None, ..*r }, t))).min().unwrap_or(times.len());
+    if start >= end {
+        return Vec::new();
+    }
+    let mut order = Vec::with_capacity(end - start);
+    if !descending {
+        order.extend((start..end).filter(|&r| other(r)));
+        return order;
+    }
+    // Latest first, each run of one time in stored order.
+    let mut run_end = end;
+    while run_end > start {
+        let t = times[run_end - 1];
+        let mut run_start = run_end - 1;
+        while run_start > start && times[run_start - 1] == t {
+            run_start -= 1;
+        }
+        order.extend((run_start..run_end).filter(|&r| other(r)));
+        run_end = run_start;
+    }
+    order
+}
+
 /// Whether any row of the bucket could satisfy every pruning condition.
 pub(super) unsafe fn bucket_may_match(prune: &[Prune], meta_fns: &mut [Option<pg_sys::FmgrInfo>], b: &bucket::StoredBucket) -> bool {
     for (i, p) in prune.iter().enumerate() {
@@ -352,6 +393,46 @@ mod tests {
         let mut r = BoundRange::default();
         conditions.iter().for_each(|(s, v)| r.narrow(*s, *v));
         r
+    }
+
+    /// rows_in_time_order against filtering every row and a stable sort, on sorted and unsorted times with ties.
+    #[test]
+    fn rows_in_time_order_matches_a_filter_and_stable_sort() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for case in 0..3000 {
+            let n = rand(40) as usize;
+            let mut times: Vec<i64> = (0..n).map(|_| rand(12) as i64 - 3).collect();
+            if case % 3 != 0 {
+                times.sort();
+            }
+            let mut ranges = Vec::new();
+            for _ in 0..rand(3) {
+                let mut r = BoundRange::default();
+                for _ in 0..1 + rand(2) {
+                    r.narrow(1 + rand(5) as i32, Bound::Int(rand(14) as i64 - 4));
+                }
+                ranges.push(r);
+            }
+            let skip = rand(4) as usize;
+            let other = |r: usize| skip == 0 || r % (skip + 1) != 0;
+            for descending in [false, true] {
+                let mut expected: Vec<usize> = (0..n)
+                    .filter(|&r| ranges.iter().all(|g| g.admits(Bound::Int(times[r]), Bound::Int(times[r]), false)) && other(r))
+                    .collect();
+                if descending {
+                    expected.sort_by(|&a, &b| times[b].cmp(&times[a]));
+                } else {
+                    expected.sort_by_key(|&r| times[r]);
+                }
+                assert_eq!(rows_in_time_order(&times, &ranges, descending, other), expected, "times {times:?} ranges {ranges:?} desc {descending}");
+            }
+        }
     }
 
     #[test]

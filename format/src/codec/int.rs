@@ -216,8 +216,15 @@ fn pack_blocks(residuals: &[u64], out: &mut Vec<u8>) {
 
 fn unpack_blocks(c: &mut Cursor, n: usize) -> Result<Vec<u64>> {
     let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        let count = (n - out.len()).min(BLOCK);
+    unpack_blocks_into(c, n, &mut out)?;
+    Ok(out)
+}
+
+/// Appends `n` values unpacked from blocks to `out`.
+fn unpack_blocks_into(c: &mut Cursor, n: usize, out: &mut Vec<u64>) -> Result<()> {
+    let end = out.len() + n;
+    while out.len() < end {
+        let count = (end - out.len()).min(BLOCK);
         let header = c.u8("block width")?;
         if header == RADIX {
             let base = c.varint("radix base")?;
@@ -227,7 +234,7 @@ fn unpack_blocks(c: &mut Cursor, n: usize) -> Result<Vec<u64>> {
             let (group, width) = radix_group(base);
             let groups = count.div_ceil(group as usize);
             let bytes = c.take((groups * width as usize).div_ceil(8), "radix block")?;
-            unpack_radix(bytes, count, base, group, width, &mut out)?;
+            unpack_radix(bytes, count, base, group, width, out)?;
             continue;
         }
         let width = u32::from(header);
@@ -235,9 +242,9 @@ fn unpack_blocks(c: &mut Cursor, n: usize) -> Result<Vec<u64>> {
             return Err(DecodeError::Invalid("block bit width over 64"));
         }
         let bytes = c.take((count * width as usize).div_ceil(8), "packed block")?;
-        unpack_block(bytes, count, width, &mut out)?;
+        unpack_block(bytes, count, width, out)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Appends `count` digits in base `base`, `group` to each `width`-bit number.
@@ -313,31 +320,35 @@ pub fn decode(c: &mut Cursor, limit: usize) -> Result<Vec<i64>> {
             let min = unzigzag(c.varint("frame of reference")?);
             unpack_blocks(c, n)?.into_iter().map(|r| min.wrapping_add(r as i64)).collect()
         }
+        // The deltas are unpacked into the output and summed in place: one
+        // allocation and one pass less per column than a separate buffer.
         2 => {
             let mut v = unzigzag(c.varint("first value")?);
             let mut out = Vec::with_capacity(n);
-            out.push(v);
-            for r in unpack_blocks(c, n - 1)? {
-                v = v.wrapping_add(unzigzag(r));
-                out.push(v);
+            out.push(v as u64);
+            unpack_blocks_into(c, n - 1, &mut out)?;
+            for x in &mut out[1..] {
+                v = v.wrapping_add(unzigzag(*x));
+                *x = v as u64;
             }
-            out
+            out.into_iter().map(|x| x as i64).collect()
         }
         3 => {
             let mut v = unzigzag(c.varint("first value")?);
             let mut out = Vec::with_capacity(n);
-            out.push(v);
+            out.push(v as u64);
             if n >= 2 {
                 let mut d = unzigzag(c.varint("first delta")?);
                 v = v.wrapping_add(d);
-                out.push(v);
-                for r in unpack_blocks(c, n - 2)? {
-                    d = d.wrapping_add(unzigzag(r));
+                out.push(v as u64);
+                unpack_blocks_into(c, n - 2, &mut out)?;
+                for x in &mut out[2..] {
+                    d = d.wrapping_add(unzigzag(*x));
                     v = v.wrapping_add(d);
-                    out.push(v);
+                    *x = v as u64;
                 }
             }
-            out
+            out.into_iter().map(|x| x as i64).collect()
         }
         tag => return Err(DecodeError::UnknownTag { what: "integer transform", tag }),
     })
