@@ -477,7 +477,42 @@ def run_shape(conn, shape, a, available, columnar_conn):
             for name in results[short][mode]:
                 print(f"| {name} | " + " | ".join(fmt_ratio(results[long][mode][name][k] / results[short][mode][name][k])
                                                    for k in kinds_here) + " |")
+        side_by_side(conn, shape, a, kinds, conns)
     return different
+
+
+def side_by_side(conn, shape, a, kinds, conns):
+    """The two sizes' tables timed in turn, the same instances (windows within the
+    shorter range, which both tables hold): the tables above were timed minutes
+    apart, and this machine's speed drifts by more than a size changes a query."""
+    short, long = a.days
+    fast = [k for k in ("tsbucket", "timescaledb") if k in kinds]
+    print(f"\n### {shape.name}: {long} days against {short} days, side by side (defaults; each instance "
+          f"on the {short}-day table, then the {long}-day one, twice; median over instances of the best)\n")
+    print("| query | " + " | ".join(f"{k} {short} d ms | {k} {long} d ms | {k} {long} / {short}" for k in fast) + " |")
+    print("|---|" + "---:|" * (3 * len(fast)))
+    for name, q in shape.queries.items():
+        if a.queries and name not in a.queries:
+            continue
+        n = 1 if name in ("lastpoint", "last-value") else a.instances
+        cells = []
+        for kind in fast:
+            rng = random.Random(f"{a.seed}:{shape.name}:{name}")
+            sqls = [q.build(rng, HOSTS, short, kind == "timescaledb").replace("{threshold}", shape.threshold) for _ in range(n)]
+            c = conns.get(kind, conn)
+            if "timescaledb" in kinds:
+                conn.execute(f"SET timescaledb.enable_skipscan = {'on' if kind == 'timescaledb' else 'off'}")
+            best = {short: [], long: []}
+            for sql in sqls:
+                times = {short: [], long: []}
+                for _ in range(2):
+                    for days in (short, long):
+                        times[days].append(best_of(c, sql.replace("{t}", f"{shape.name}_{days}d_{kind}"), a.runs))
+                for days in times:
+                    best[days].append(min(times[days]))
+            s, l_ = (statistics.median(best[d]) * 1000 for d in (short, long))
+            cells.append(f"{fmt_ms(s)} | {fmt_ms(l_)} | {fmt_ratio(l_ / s)}")
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 
 def cluster_conf(a):

@@ -468,8 +468,16 @@ pub unsafe fn read_latest_groups(config: &Config, shape: &TableShape, snapshot: 
                     return;
                 }
                 let time = values[0].value() as i64;
+                // The probe's buffers are reused: most rows are not a series' first, and need no key of their own.
                 for (i, (attr, m)) in meta_attrs.iter().zip(probe.iter_mut()).enumerate() {
-                    *m = (!nulls[1 + i]).then(|| datum::datum_bytes(&values[1 + i], attr.layout()).to_vec());
+                    if nulls[1 + i] {
+                        *m = None;
+                    } else {
+                        let bytes = datum::datum_bytes(&values[1 + i], attr.layout());
+                        let buf = m.get_or_insert_with(Vec::new);
+                        buf.clear();
+                        buf.extend_from_slice(bytes);
+                    }
                 }
                 match latest.get_mut(&probe) {
                     Some((t, tids)) if *t == time => tids.push(tid),
