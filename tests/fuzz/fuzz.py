@@ -496,7 +496,8 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
             fz.citus_refused += 1
             fz.just_tolerated = True
             return
-        if (ea is None) != (eb is None) and (ea or eb)[0].startswith("22") and (q.limit is not None or q.kind == "lastpoint") and limit_spared(q, ts, heap, ea, eb, params):
+        spared = []
+        if (ea is None) != (eb is None) and (ea or eb)[0].startswith("22") and (q.limit is not None or q.kind == "lastpoint") and limit_spared(q, ts, heap, ea, eb, params, spared):
             # A plan that stops at the LIMIT evaluates only the rows it returns
             # (a time-ordered scan under a GroupAggregate); one that aggregates
             # every row first (a HashAggregate) meets the row whose cast fails.
@@ -525,25 +526,28 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
             fz.just_tolerated = True
             return
         if ea is None or eb is None or ea[0] != eb[0]:
-            raise Mismatch(f"query {sql_ts}\n  params {params}\n  settings {sets}\n  tsbucket {ea or 'ok'}, heap {eb or 'ok'}",
-                           q, sets, generic)
+            raise Mismatch(f"query {sql_ts}\n  params {params}\n  settings {sets}\n  tsbucket {ea or 'ok'}, heap {eb or 'ok'}"
+                           + "".join(f"\n  {note}" for note in spared), q, sets, generic)
         return
     problem = check.compare(q, a, b)
     if problem:
         raise Mismatch(f"query {sql_ts}\n  params {params}\n  settings {sets}\n  {problem}", q, sets, generic)
 
 
-def limit_spared(q, ts, heap, ea, eb, params):
+def limit_spared(q, ts, heap, ea, eb, params, notes):
     """One side failed with a data error (a cast) and the other did not, in a
     query with a LIMIT or a last point per series: tolerated if the other
     side, run without the LIMIT and DISTINCT ON (so that it reads every row
-    that passes the WHERE), fails with the same SQLSTATE."""
+    that passes the WHERE), fails with the same SQLSTATE. What that run gave
+    goes to `notes` (for the mismatch's report)."""
     whole = dataclasses.replace(q, limit=None)
     if q.kind == "lastpoint":
         whole = dataclasses.replace(whole, kind="plain", distinct_on=0)
     side, want = (ts, eb) if ea is None else (heap, ea)
     sql, _ = whole.render("{t}", heap=side is heap)
-    _, e = side.run(sql, params)
+    rows, e = side.run(sql, params)
+    notes.append(f"{'tsbucket' if side is ts else 'heap'} without the LIMIT and DISTINCT ON: "
+                 f"{e or f'ok ({rows if isinstance(rows, int) else len(rows)} rows)'}")
     return e is not None and e[0] == want[0]
 
 
