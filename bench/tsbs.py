@@ -376,6 +376,14 @@ def geomean(values):
     return math.exp(statistics.fmean(map(math.log, values)))
 
 
+def instances(shape, a, name, q, days, kind):
+    """The query type's random instances for `kind` (the same windows for every
+    contender: one seeded generator per type; lastpoint and last-value one)."""
+    rng = random.Random(f"{a.seed}:{shape.name}:{name}")
+    n = 1 if name in ("lastpoint", "last-value") else a.instances
+    return [q.build(rng, HOSTS, days, kind == "timescaledb").replace("{threshold}", shape.threshold) for _ in range(n)]
+
+
 MODES = {"defaults": [], "engine": ["SET max_parallel_workers_per_gather = 0", "SET jit = off"]}
 
 
@@ -435,13 +443,7 @@ def run_shape(conn, shape, a, available, columnar_conn):
             for name, q in shape.queries.items():
                 if a.queries and name not in a.queries:
                     continue
-                rng_seed = f"{a.seed}:{shape.name}:{name}"
-                n = 1 if name in ("lastpoint", "last-value") else a.instances
-                sqls = {}
-                for kind in tables:
-                    rng = random.Random(rng_seed)  # the same instances for every contender
-                    sqls[kind] = [q.build(rng, HOSTS, days, kind == "timescaledb").replace("{threshold}", shape.threshold)
-                                  for _ in range(n)]
+                sqls = {kind: instances(shape, a, name, q, days, kind) for kind in tables}
                 ms, worst, srv = measure(conn, tables, sqls, a.runs, q.ordered, with_server=name in MANY_ROWS, conns=conns)
                 different |= max(worst.values()) == DIFFERENT
                 results[days][mode][name] = ms
@@ -494,11 +496,9 @@ def side_by_side(conn, shape, a, kinds, conns):
     for name, q in shape.queries.items():
         if a.queries and name not in a.queries:
             continue
-        n = 1 if name in ("lastpoint", "last-value") else a.instances
         cells = []
         for kind in fast:
-            rng = random.Random(f"{a.seed}:{shape.name}:{name}")
-            sqls = [q.build(rng, HOSTS, short, kind == "timescaledb").replace("{threshold}", shape.threshold) for _ in range(n)]
+            sqls = instances(shape, a, name, q, short, kind)
             c = conns.get(kind, conn)
             if "timescaledb" in kinds:
                 conn.execute(f"SET timescaledb.enable_skipscan = {'on' if kind == 'timescaledb' else 'off'}")

@@ -131,7 +131,10 @@ pub(super) struct OrderedScan {
     pub(super) doc_keys: Rc<rows::DocKeys>,
     prune: Vec<Prune>,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
+    /// The row filters on other columns than time (decided per row).
     row_filters: Vec<crate::scan::prune::RowFilter>,
+    /// The time filters' ranges (decided by binary search on a bucket's sorted times).
+    time_ranges: Vec<crate::scan::prune::BoundRange>,
     /// Buckets whose headers were read but not their payloads, each in its own
     /// context, and their best possible keys (from max_time, or min_time
     /// ascending): one is loaded when it may hold the next row.
@@ -290,6 +293,9 @@ impl OrderedScan {
         let row_filters = unsafe { crate::scan::prune::row_filters(&config, &prune, (*rel).rd_att) };
         let mut needed = needed;
         crate::scan::prune::decode_filtered_columns(&mut needed, &row_filters);
+        let time_attr = config.time_attnum as usize - 1;
+        let (time_filters, row_filters): (Vec<_>, Vec<_>) = row_filters.into_iter().partition(|f| f.attr == time_attr);
+        let time_ranges = time_filters.iter().map(|f| f.range).collect();
         // SAFETY: `scan_cxt` is a child of CurrentMemoryContext, the context the ordered scan begins in; `end` deletes it.
         let scan_cxt =
             unsafe { pg_sys::AllocSetContextCreateInternal(pg_sys::CurrentMemoryContext, c"tsbucket ordered scan".as_ptr(), 0, 1024, 8 * 1024) };
@@ -305,6 +311,7 @@ impl OrderedScan {
             prune,
             meta_fns,
             row_filters,
+            time_ranges,
             unloaded: Vec::new(),
             deferred: BinaryHeap::new(),
             loaded: Vec::new(),
@@ -572,11 +579,8 @@ impl OrderedScan {
             self.counters.buckets_read += 1;
         }
         let time = rows::time_values(&self.config, &bucket);
-        let time_attr = self.config.time_attnum as usize - 1;
-        let time_ranges: Vec<crate::scan::prune::BoundRange> = self.row_filters.iter().filter(|f| f.attr == time_attr).map(|f| f.range).collect();
-        let others: Vec<crate::scan::prune::RowFilter> = self.row_filters.iter().filter(|f| f.attr != time_attr).copied().collect();
-        let order = crate::scan::prune::rows_in_time_order(time, &time_ranges, self.descending, |r| {
-            others.is_empty() || crate::scan::prune::row_passes(&bucket, &others, r)
+        let order = crate::scan::prune::rows_in_time_order(time, &self.time_ranges, self.descending, |r| {
+            crate::scan::prune::row_passes(&bucket, &self.row_filters, r)
         });
         self.counters.rows_filtered += (bucket.rows - order.len()) as u64;
         if order.is_empty() {
