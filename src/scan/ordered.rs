@@ -663,7 +663,7 @@ impl OrderedScan {
                 unsafe { pg_sys::ExecClearTuple(slot) };
                 return false;
             };
-            // SAFETY: as above.
+            // SAFETY: `slot` is a virtual slot of the table (next's contract); `i` is the top of `heads`, just peeked.
             unsafe { self.emit_top(i, [deferred, frontier.map(|f| f.1)], slot) };
             return true;
         }

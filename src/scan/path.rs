@@ -686,7 +686,7 @@ struct PathMethods {
 }
 // SAFETY: backends are single-threaded; the tables are immutable once built.
 unsafe impl Sync for PathMethods {}
-// SAFETY: as above.
+// SAFETY: backends are single-threaded; the path methods are only read once built.
 unsafe impl Send for PathMethods {}
 static PATH_METHODS: std::sync::OnceLock<PathMethods> = std::sync::OnceLock::new();
 

@@ -42,7 +42,7 @@ struct BucketSlot {
 struct Ops(pg_sys::TupleTableSlotOps);
 // SAFETY: backends are single-threaded and the table is immutable once built.
 unsafe impl Sync for Ops {}
-// SAFETY: as above.
+// SAFETY: backends are single-threaded; the ops table is only read once built.
 unsafe impl Send for Ops {}
 
 static OPS: OnceLock<Ops> = OnceLock::new();

@@ -55,7 +55,7 @@ from psycopg.types.string import TextLoader  # noqa: E402
 
 import check  # noqa: E402
 import model  # noqa: E402
-from grammar import QueryGen  # noqa: E402
+from grammar import Out, QueryGen  # noqa: E402
 
 OWNER = "fuzz_owner"
 TEXT_TYPES = ["bool", "int2", "int4", "int8", "float4", "float8", "numeric", "text", "varchar", "bpchar", "name",
@@ -497,13 +497,15 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
             fz.just_tolerated = True
             return
         spared = []
-        if (ea is None) != (eb is None) and (ea or eb)[0].startswith("22") and (q.limit is not None or q.kind == "lastpoint") and limit_spared(q, ts, heap, ea, eb, params, spared):
+        if (ea is None) != (eb is None) and (ea or eb)[0].startswith("22") and (q.limit is not None or q.kind == "lastpoint" or minmax_columns(q)) and limit_spared(q, ts, heap, ea, eb, params, spared):
             # A plan that stops at the LIMIT evaluates only the rows it returns
             # (a time-ordered scan under a GroupAggregate); one that aggregates
             # every row first (a HashAggregate) meets the row whose cast fails.
             # So does the last point per series: it reads each series from its
             # newest row back and stops at the first that passes, where the
-            # heap's sort under DISTINCT ON casts every row.
+            # heap's sort under DISTINCT ON casts every row. And so does
+            # min(time) or max(time) alone: the planner makes it an ORDER BY
+            # time LIMIT 1 over an ordered path (planagg.c).
             fz.limit_spared += 1
             fz.just_tolerated = True
             return
@@ -543,12 +545,29 @@ def limit_spared(q, ts, heap, ea, eb, params, notes):
     whole = dataclasses.replace(q, limit=None)
     if q.kind == "lastpoint":
         whole = dataclasses.replace(whole, kind="plain", distinct_on=0)
+    if minmax_columns(q):
+        whole = dataclasses.replace(whole, kind="plain", outs=[Out(c) for c in minmax_columns(q)], order=[])
     side, want = (ts, eb) if ea is None else (heap, ea)
     sql, _ = whole.render("{t}", heap=side is heap)
     rows, e = side.run(sql, params)
     notes.append(f"{'tsbucket' if side is ts else 'heap'} without the LIMIT and DISTINCT ON: "
                  f"{e or f'ok ({rows if isinstance(rows, int) else len(rows)} rows)'}")
     return e is not None and e[0] == want[0]
+
+
+MINMAX = re.compile(r"(?:min|max)\((\w+)\)")
+
+
+def minmax_columns(q):
+    """The columns of an aggregate made only of min() and max() of plain
+    columns, with no GROUP BY or HAVING (which the planner may answer each
+    with an ordered path under LIMIT 1), else None."""
+    if q.kind != "agg" or q.group or q.having or not q.outs:
+        return None
+    found = [MINMAX.fullmatch(o.sql) for o in q.outs]
+    if not all(found) or any(o.heap_sql or o.aux for o in q.outs):
+        return None
+    return [m.group(1) for m in found]
 
 
 CAST = re.compile(r"->>'\w+'\)::")
