@@ -1,7 +1,10 @@
 //! A bucket payload: every measurement column of one bucket, each compressed
 //! with the codec for its kind.
 //!
-//! Layout (version 2, written by 0.6.0; version 3 adds the Document kind):
+//! Layout (version 2; version 3 adds the Document kind; version 4, written by
+//! 0.6.0, drops the count an integer or float body started with, since the
+//! column's row count and validity give it, adds the integer codec's linear
+//! transform, and stores ordered floats' keys from that of 1.0):
 //! ```text
 //! u8 version | varint rows | varint columns |
 //! per column: varint attnum | u8 kind + 16 * flags | [chunk validity] | chunk body
@@ -25,7 +28,7 @@ use crate::codec::{bytes, document, float, int};
 use crate::column::{ByteValues, Column, ColumnKind, Values};
 use crate::error::{DecodeError, Result};
 
-pub const FORMAT_VERSION: u8 = 3;
+pub const FORMAT_VERSION: u8 = 4;
 /// No bucket may hold more rows than this, whatever the settings say; bounds
 /// what a corrupt payload can make the decoder allocate.
 pub const MAX_BUCKET_ROWS: usize = 1 << 16;
@@ -59,7 +62,7 @@ pub fn encode_bucket(rows: usize, columns: &[Column]) -> Vec<u8> {
         match (&col.values, col.kind) {
             (Values::Int(v), _) => {
                 let vals: Vec<i64> = v.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, x)| *x).collect();
-                int::encode(&vals, &mut body);
+                int::encode_body(&vals, &mut body);
             }
             (Values::Float(v), kind) => {
                 let vals: Vec<f64> = v.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, x)| *x).collect();
@@ -281,12 +284,15 @@ impl EncodedColumn<'_> {
         });
         let mut c = Cursor::new(self.body);
         let values = match self.kind {
+            ColumnKind::Timestamp | ColumnKind::Int if self.version >= 4 => Values::Int(int::decode_body(&mut c, present)?),
             ColumnKind::Timestamp | ColumnKind::Int => Values::Int(int::decode(&mut c, present)?),
-            ColumnKind::Float64 => Values::Float(float::decode(&mut c, present)?),
             // A float4 is stored widened; the decimal codec may return a nearby
             // f64 that narrows to the same f32. Canonicalise, so that decoded
             // values compare equal to freshly widened ones.
-            ColumnKind::Float32 => Values::Float(float::decode(&mut c, present)?.into_iter().map(|v| v as f32 as f64).collect()),
+            ColumnKind::Float64 | ColumnKind::Float32 => {
+                let values = if self.version >= 4 { float::decode(&mut c, present)? } else { float::decode_counted(&mut c, present)? };
+                Values::Float(if self.kind == ColumnKind::Float32 { values.into_iter().map(|v| v as f32 as f64).collect() } else { values })
+            }
             ColumnKind::Bool => Values::Bool(decode_bools(&mut c, present, self.version)?),
             ColumnKind::Bytes => Values::Bytes(bytes::decode(&mut c, present)?),
             ColumnKind::Document => Values::Bytes(document::decode_selected(&mut c, present, keys, wanted.as_deref())?),
@@ -394,12 +400,33 @@ mod tests {
     }
 
     #[test]
+    fn version_4_bodies_leave_out_their_counts() {
+        let mut time = Column::new(1, ColumnKind::Timestamp);
+        let mut walk = Column::new(3, ColumnKind::Float64);
+        let mut x = 100.0f64;
+        for i in 0..360i64 {
+            time.push_int(1_700_000_000_000_000 + i * 10_000_000);
+            x += ((i * 7919 % 1000) as f64 - 499.5) * 1e-3 / 3.0;
+            walk.push_float(x);
+        }
+        let bytes = encode_bucket(360, &[time.clone(), walk.clone()]);
+        let reader = BucketReader::parse(&bytes).unwrap();
+        assert_eq!(reader.decode_all().unwrap(), vec![time, walk]);
+        // The time: the linear transform (4), an 8-byte first value and the step; no count, no blocks.
+        assert_eq!(reader.columns()[0].body.len(), 1 + 8 + 4);
+        assert_eq!(reader.columns()[0].body[0], 4);
+        // The walk: ordered keys (3), then the integer body's transform at once.
+        assert_eq!(reader.columns()[1].body[0], 3);
+        assert!(reader.columns()[1].body[1] <= 3, "{}", reader.columns()[1].body[1]);
+    }
+
+    #[test]
     fn version_1_flags_and_forms_are_rejected_where_unknown() {
         // Version 2 with the positions flag but no NULLs flag.
         let bytes = [2u8, 1, 1, 1, ColumnKind::Int as u8 | FLAG_NULL_POSITIONS << 4, 0];
         assert!(BucketReader::parse(&bytes).is_err());
-        // Version 4 is not written yet.
-        assert!(BucketReader::parse(&[4u8, 0, 0]).is_err());
+        // Version 5 is not written yet.
+        assert!(BucketReader::parse(&[5u8, 0, 0]).is_err());
         // Version 2 had no documents.
         assert!(BucketReader::parse(&[2u8, 1, 1, 1, ColumnKind::Document as u8, 0]).is_err());
     }

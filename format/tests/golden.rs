@@ -115,6 +115,35 @@ fn expected_columns(version: u8) -> (usize, Vec<Column>) {
         }
         columns.push(floats);
     }
+    if version >= 4 {
+        // Version 4's bodies without counts, each form of them: regular
+        // timestamps (the linear transform), columns of NULLs only, random
+        // doubles held for ten rows each (Gorilla XOR), a full-precision walk
+        // (ordered keys from 1.0's).
+        let mut regular = Column::new(19, ColumnKind::Timestamp);
+        let mut nothing = Column::new(20, ColumnKind::Int);
+        let mut scattered = Column::new(21, ColumnKind::Float64);
+        let mut walk = Column::new(22, ColumnKind::Float64);
+        let mut no_floats = Column::new(23, ColumnKind::Float64);
+        let mut held = 0u64;
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut x = 100.0f64;
+        for i in 0..rows as i64 {
+            regular.push_int(1_700_000_000_000_000 + i * 10_000_000);
+            nothing.push_null();
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            if i % 10 == 0 {
+                held = seed >> 2;
+            }
+            scattered.push_float(f64::from_bits(held));
+            x += (seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            walk.push_float(x);
+            no_floats.push_null();
+        }
+        columns.extend([regular, nothing, scattered, walk, no_floats]);
+    }
     (rows as usize, columns)
 }
 

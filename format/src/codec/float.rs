@@ -9,6 +9,15 @@
 //! values, as their bits mapped to integers in the floats' order, delta-coded
 //! by the integer codec (version 2), whichever is smaller. Whatever is chosen
 //! is verified bit-exact before it is used.
+//!
+//! Version 4 leaves out the value count every form held (XOR's first, the
+//! others' in their integer body: the bucket holds it), and stores ordered
+//! floats' keys from 1.0's key (a first value near 100 then takes an 8-byte
+//! varint, not 10; keys of floats at or below -4.0 wrap, exactly, which only
+//! keeps the frame-of-reference transform from a column that crosses -4.0):
+//! `encode` writes
+//! version 4, `decode` reads it, and `decode_counted` reads what versions 1-3
+//! wrote.
 
 use super::int;
 use crate::bits::{put_varint, BitReader, BitWriter, Cursor};
@@ -43,7 +52,7 @@ pub fn encode(values: &[f64], is_f32: bool, out: &mut Vec<u8>) {
                 last = i;
             }
         }
-        int::encode(&ints, &mut dec);
+        int::encode_body(&ints, &mut dec);
         // Few digits: scaled integers beat the other forms on every series we
         // measured, so skip encoding them; many digits: keep whichever is smaller.
         if digits <= 3 {
@@ -65,10 +74,14 @@ fn ordered(bits: u64) -> i64 {
     if i < 0 { i ^ i64::MAX } else { i }
 }
 
+/// Version 4's origin of ordered keys: that of 1.0, so that the first key of
+/// a column of everyday magnitudes is a short varint.
+const ORDERED_ORIGIN: i64 = 0x3FF0_0000_0000_0000;
+
 fn encode_ordered(values: &[f64]) -> Vec<u8> {
     let mut out = vec![ORDERED];
-    let keys: Vec<i64> = values.iter().map(|v| ordered(v.to_bits())).collect();
-    int::encode(&keys, &mut out);
+    let keys: Vec<i64> = values.iter().map(|v| ordered(v.to_bits()).wrapping_sub(ORDERED_ORIGIN)).collect();
+    int::encode_body(&keys, &mut out);
     out
 }
 
@@ -109,7 +122,6 @@ fn as_decimals(values: &[f64], is_f32: bool) -> Option<(u32, Vec<i64>, Vec<usize
 
 fn encode_xor(values: &[f64]) -> Vec<u8> {
     let mut out = vec![XOR];
-    put_varint(&mut out, values.len() as u64);
     let Some(first) = values.first() else { return out };
     let mut w = BitWriter::new();
     let mut prev = first.to_bits();
@@ -144,7 +156,20 @@ fn encode_xor(values: &[f64]) -> Vec<u8> {
     out
 }
 
-pub fn decode(c: &mut Cursor, limit: usize) -> Result<Vec<f64>> {
+/// Decodes the `n` values `encode` wrote (format version 4).
+pub fn decode(c: &mut Cursor, n: usize) -> Result<Vec<f64>> {
+    decode_form(c, n, false)
+}
+
+/// Decodes at most `limit` values of a column written with its count
+/// (format versions 1-3).
+pub fn decode_counted(c: &mut Cursor, limit: usize) -> Result<Vec<f64>> {
+    decode_form(c, limit, true)
+}
+
+/// `n`: the count when not `counted`, else the most the stored count may say.
+fn decode_form(c: &mut Cursor, n: usize, counted: bool) -> Result<Vec<f64>> {
+    let ints = |c: &mut Cursor| if counted { int::decode(c, n) } else { int::decode_body(c, n) };
     match c.u8("float codec")? {
         tag @ (DECIMAL | DECIMAL_EXCEPTIONS) => {
             let digits = u32::from(c.u8("decimal digits")?);
@@ -153,10 +178,10 @@ pub fn decode(c: &mut Cursor, limit: usize) -> Result<Vec<f64>> {
             }
             let mut exceptions = Vec::new();
             if tag == DECIMAL_EXCEPTIONS {
-                let count = c.len("exception count", limit)?;
+                let count = c.len("exception count", n)?;
                 let mut at = 0usize;
                 for k in 0..count {
-                    let step = c.len("exception position", limit)?;
+                    let step = c.len("exception position", n)?;
                     if k > 0 && step == 0 {
                         return Err(DecodeError::Invalid("exception positions out of order"));
                     }
@@ -165,15 +190,18 @@ pub fn decode(c: &mut Cursor, limit: usize) -> Result<Vec<f64>> {
                 }
             }
             let scale = 10f64.powi(digits as i32);
-            let mut values: Vec<f64> = int::decode(c, limit)?.into_iter().map(|n| n as f64 / scale).collect();
+            let mut values: Vec<f64> = ints(c)?.into_iter().map(|n| n as f64 / scale).collect();
             for (at, v) in exceptions {
                 *values.get_mut(at).ok_or(DecodeError::Invalid("exception position out of range"))? = v;
             }
             Ok(values)
         }
-        ORDERED => Ok(int::decode(c, limit)?.into_iter().map(|k| f64::from_bits(ordered_inverse(k))).collect()),
+        ORDERED => {
+            let origin = if counted { 0 } else { ORDERED_ORIGIN };
+            Ok(ints(c)?.into_iter().map(|k| f64::from_bits(ordered_inverse(k.wrapping_add(origin)))).collect())
+        }
         XOR => {
-            let n = c.len("float count", limit)?;
+            let n = if counted { c.len("float count", n)? } else { n };
             let rest = c.take(c.remaining(), "xor stream")?;
             decode_xor(rest, n)
         }
@@ -255,6 +283,17 @@ mod tests {
         for x in xs.iter().chain(&[f64::NAN, -f64::NAN]) {
             assert_eq!(ordered_inverse(ordered(x.to_bits())), x.to_bits());
         }
+        assert_eq!(ordered(1.0f64.to_bits()), ORDERED_ORIGIN);
+    }
+
+    #[test]
+    fn ordered_keys_round_trip_across_the_origin_and_the_ends() {
+        // Keys from 1.0's wrap for floats at or below -4.0 and negative NaNs: still exact.
+        let v = [f64::NEG_INFINITY, -f64::MAX, -1e-300, -0.0, 0.0, 1e-300, 0.5, 1.0, 1.0 + f64::EPSILON, 1e300, f64::MAX, f64::INFINITY, f64::NAN];
+        let mut out = Vec::new();
+        out.extend_from_slice(&encode_ordered(&v));
+        let got = decode(&mut Cursor::new(&out), v.len()).unwrap();
+        assert!(got.iter().zip(&v).all(|(a, b)| a.to_bits() == b.to_bits()), "{got:?}");
     }
 
     #[test]

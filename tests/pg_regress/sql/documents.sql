@@ -1,4 +1,4 @@
--- jsonb columns are stored shredded by path (bucket format version 3): each
+-- jsonb columns are stored shredded by path (bucket format version 3 on): each
 -- path's values compressed with the codec of their kind, and read back as the
 -- same jsonb, numeric scales included, whatever the documents hold: paths
 -- that come and go or change type, SQL NULL against JSON null, scalars, empty
@@ -46,7 +46,7 @@ CREATE FUNCTION pg_temp.differing() RETURNS bigint LANGUAGE sql AS $$
 SELECT pg_temp.differing() AS rows_differing, (SELECT tail_rows FROM tsbucket.stats('docs_t')) AS tail_rows;
 SELECT count(*) > 0 AS compacted FROM tsbucket.compact('docs_t');
 SELECT pg_temp.differing() AS rows_differing, (SELECT tail_rows FROM tsbucket.stats('docs_t')) AS tail_rows;
--- Every bucket is written in format version 3.
+-- Every bucket is written in format version 4 (documents came with 3).
 CREATE FUNCTION pg_temp.versions() RETURNS SETOF int LANGUAGE plpgsql AS $$
 BEGIN
   RETURN QUERY EXECUTE format('SELECT DISTINCT get_byte(payload, 0) FROM %s',
