@@ -7,7 +7,7 @@ use crate::catalog::config::{self, Config};
 use crate::catalog::shape::TableShape;
 use crate::pg::memory::{Owned, own_in_context, owned_mut, take_owned};
 use crate::scan::access::{Access, meta_conditions};
-use crate::scan::prune::{Prune, RowFilter, bucket_may_match, decode_filtered_columns, meta_functions, row_filters, row_passes};
+use crate::scan::prune::{Prune, RowFilter, bucket_may_match, clear_failing_rows, decode_filtered_columns, meta_functions, row_filters};
 use crate::store::bucket;
 use crate::store::reader;
 use crate::store::bucket::LoadedBucket;
@@ -384,10 +384,14 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
         let o = &st.options;
         let mut loaded = rows::load_deferring(config, shape, &stored, o.needed.as_deref(), &o.doc_keys, &o.doc_fields, &st.late);
         // Filters first, then the documents of the rows they pass.
-        let (mask, decided) = match o.vector_filter.as_ref().map(|f| f.mask(&loaded)) {
+        let (mut mask, decided) = match o.vector_filter.as_ref().map(|f| f.mask(&loaded)) {
             Some((mask, decided)) => (Some(mask), decided && rows::fields_all_cast(&loaded, &o.doc_fields)),
             None => (None, false),
         };
+        // The row filters join the mask, so that a row is tested once, by one flag.
+        if !st.row_filters.is_empty() {
+            clear_failing_rows(&loaded, &st.row_filters, mask.get_or_insert_with(|| vec![true; loaded.rows]));
+        }
         let late: std::borrow::Cow<[usize]> = if decided && st.late.iter().any(|a| o.unread_when_decided.contains(a)) {
             let (unread, read): (Vec<usize>, Vec<usize>) = st.late.iter().partition(|a| o.unread_when_decided.contains(a));
             let skipped = loaded.skipped.get_or_insert_with(|| vec![false; shape.attrs.len()]);
@@ -397,8 +401,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
             (&st.late[..]).into()
         };
         if !late.is_empty() {
-            let pass: Vec<bool> =
-                (0..loaded.rows).map(|r| mask.as_ref().is_none_or(|m| m[r]) && row_passes(&loaded, &st.row_filters, r)).collect();
+            let pass: Vec<bool> = mask.clone().unwrap_or_else(|| vec![true; loaded.rows]);
             rows::decode_late(config, shape, &stored, &mut loaded, &late, &o.doc_keys, &pass);
         }
         st.counters.decoded_bytes += rows::decoded_bytes(&loaded);
@@ -523,7 +526,7 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
             let next = if forward { st.pos + 1 } else { st.pos - 1 };
             if next >= 0 && (next as usize) < bucket.rows {
                 st.pos = next;
-                if !row_passes(bucket, &st.row_filters, next as usize) || st.mask.as_ref().is_some_and(|m| !m[next as usize]) {
+                if st.mask.as_ref().is_some_and(|m| !m[next as usize]) {
                     st.counters.rows_filtered += 1;
                     continue;
                 }
@@ -690,7 +693,7 @@ pub(super) unsafe fn next_bucket_or_header<'a>(scan: pg_sys::TableScanDesc, answ
     let bucket = st.current.as_ref().expect("advance_bucket set it");
     let mask = st.mask.as_deref();
     let selected: Vec<u32> = (0..bucket.rows)
-        .filter(|&r| mask.is_none_or(|m| m[r]) && (st.row_filters.is_empty() || row_passes(bucket, &st.row_filters, r)))
+        .filter(|&r| mask.is_none_or(|m| m[r]))
         .map(|r| r as u32)
         .collect();
     st.counters.rows_filtered += (bucket.rows - selected.len()) as u64;

@@ -215,6 +215,49 @@ pub(super) fn row_passes(bucket: &LoadedBucket, filters: &[RowFilter], row: usiz
     })
 }
 
+/// Clears in `pass` (one flag per row of `bucket`) the rows that fail one of
+/// `filters`: what `row_passes` tells row by row, a column at a time (a
+/// comparison a loop over the decoded array, not a match per row and filter).
+pub(super) fn clear_failing_rows(bucket: &LoadedBucket, filters: &[RowFilter], pass: &mut [bool]) {
+    for f in filters {
+        clear_failing(bucket.columns[f.attr].as_ref(), f, pass);
+    }
+}
+
+fn clear_failing(col: Option<&tsbucket_format::Column>, f: &RowFilter, pass: &mut [bool]) {
+    use tsbucket_format::Values;
+    let Some(col) = col else {
+        if !f.missing_passes {
+            pass.fill(false);
+        }
+        return;
+    };
+    if let Some(valid) = &col.validity {
+        pass.iter_mut().zip(valid).for_each(|(p, v)| *p &= *v);
+    }
+    // A bound of the other kind says nothing (as in `admits`).
+    match &col.values {
+        Values::Int(v) => {
+            if let Some((Bound::Int(lo), inclusive)) = f.range.lo {
+                pass.iter_mut().zip(v).for_each(|(p, &x)| *p &= x > lo || (inclusive && x == lo));
+            }
+            if let Some((Bound::Int(hi), inclusive)) = f.range.hi {
+                pass.iter_mut().zip(v).for_each(|(p, &x)| *p &= x < hi || (inclusive && x == hi));
+            }
+        }
+        Values::Float(v) => {
+            // NaN sorts above every number: it passes any low bound and fails any high one.
+            if let Some((Bound::Float(lo), inclusive)) = f.range.lo {
+                pass.iter_mut().zip(v).for_each(|(p, &x)| *p &= x.is_nan() || x > lo || (inclusive && x == lo));
+            }
+            if let Some((Bound::Float(hi), inclusive)) = f.range.hi {
+                pass.iter_mut().zip(v).for_each(|(p, &x)| *p &= x < hi || (inclusive && x == hi));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The rows of a bucket whose times lie in every range of `time_ranges` and
 /// that pass `other`, in time order (`descending`: latest first), rows of
 /// equal time in their stored order (as a stable sort by time leaves them).
@@ -442,6 +485,57 @@ mod tests {
         let eq = range(&[(3, Bound::Int(7))]);
         assert!(eq.admits(Bound::Int(7), Bound::Int(7), false));
         assert!(!eq.admits(Bound::Int(8), Bound::Int(9), false));
+    }
+
+    #[test]
+    fn column_filters_clear_what_row_by_row_filters_reject() {
+        use tsbucket_format::{Column, ColumnKind};
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let floats = [f64::NAN, -0.0, 0.0, 1.5, -1.5, f64::INFINITY, f64::NEG_INFINITY, 7.0];
+        for case in 0..2000 {
+            let rows = (next() % 40) as usize;
+            let is_float = case % 2 == 0;
+            let mut col = Column::new(1, if is_float { ColumnKind::Float64 } else { ColumnKind::Int });
+            for _ in 0..rows {
+                match next() % 5 {
+                    0 => col.push_null(),
+                    _ if is_float => col.push_float(floats[(next() % floats.len() as u64) as usize]),
+                    _ => col.push_int((next() % 9) as i64 - 4),
+                }
+            }
+            let bound = |next: &mut dyn FnMut() -> u64| {
+                let b = match next() % 3 {
+                    0 => Bound::Int((next() % 9) as i64 - 4),
+                    _ => Bound::Float(floats[(next() % floats.len() as u64) as usize]),
+                };
+                (next() % 3 != 0).then_some((b, next() % 2 == 0))
+            };
+            let range = BoundRange { lo: bound(&mut next), hi: bound(&mut next) };
+            let filter = RowFilter { attr: 0, range, missing_passes: next() % 2 == 0 };
+            let present = next() % 8 != 0;
+            let column = present.then_some(&col);
+            let mut pass = vec![true; rows];
+            clear_failing(column, &filter, &mut pass);
+            for (r, got) in pass.iter().enumerate() {
+                // row_passes's test for one row.
+                let want = match column {
+                    None => filter.missing_passes,
+                    Some(c) if c.is_null(r) => false,
+                    Some(c) => match &c.values {
+                        tsbucket_format::Values::Int(v) => range.admits(Bound::Int(v[r]), Bound::Int(v[r]), false),
+                        tsbucket_format::Values::Float(v) => range.admits(Bound::Float(v[r]), Bound::Float(v[r]), v[r].is_nan()),
+                        _ => true,
+                    },
+                };
+                assert_eq!(*got, want, "case {case}, row {r}, {range:?}");
+            }
+        }
     }
 
     #[test]
