@@ -121,7 +121,7 @@ struct ScanState {
     /// Holds the current bucket's by-reference values; reset per bucket.
     bucket_cxt: pg_sys::MemoryContext,
     current: Option<LoadedBucket>,
-    /// The rows of `current` the vector filter passes (None: no filter).
+    /// The rows of `current` the vector filter and the row filters pass (None: neither).
     mask: Option<Vec<bool>>,
     /// Whether `mask` decides every condition of the vector filter in `current`.
     decided: bool,
@@ -401,8 +401,9 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
             (&st.late[..]).into()
         };
         if !late.is_empty() {
-            let pass: Vec<bool> = mask.clone().unwrap_or_else(|| vec![true; loaded.rows]);
-            rows::decode_late(config, shape, &stored, &mut loaded, &late, &o.doc_keys, &pass);
+            let every = mask.is_none().then(|| vec![true; loaded.rows]);
+            let pass = mask.as_deref().or(every.as_deref()).expect("one of the two");
+            rows::decode_late(config, shape, &stored, &mut loaded, &late, &o.doc_keys, pass);
         }
         st.counters.decoded_bytes += rows::decoded_bytes(&loaded);
         // SAFETY: bucket_cxt is current, so the prepared datums live until the next bucket resets it, as long as `loaded`.

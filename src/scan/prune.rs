@@ -232,6 +232,8 @@ fn clear_failing(col: Option<&tsbucket_format::Column>, f: &RowFilter, pass: &mu
         }
         return;
     };
+    // Columns hold a value (or a NULL's place) for every row of the bucket.
+    debug_assert_eq!(col.len(), pass.len());
     if let Some(valid) = &col.validity {
         pass.iter_mut().zip(valid).for_each(|(p, v)| *p &= *v);
     }
