@@ -284,8 +284,9 @@ impl EncodedColumn<'_> {
         });
         let mut c = Cursor::new(self.body);
         let values = match self.kind {
-            ColumnKind::Timestamp | ColumnKind::Int if self.version >= 4 => Values::Int(int::decode_body(&mut c, present)?),
-            ColumnKind::Timestamp | ColumnKind::Int => Values::Int(int::decode(&mut c, present)?),
+            ColumnKind::Timestamp | ColumnKind::Int => {
+                Values::Int(if self.version >= 4 { int::decode_body(&mut c, present)? } else { int::decode(&mut c, present)? })
+            }
             // A float4 is stored widened; the decimal codec may return a nearby
             // f64 that narrows to the same f32. Canonicalise, so that decoded
             // values compare equal to freshly widened ones.

@@ -401,8 +401,7 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
             (&st.late[..]).into()
         };
         if !late.is_empty() {
-            let every = mask.is_none().then(|| vec![true; loaded.rows]);
-            let pass = mask.as_deref().or(every.as_deref()).expect("one of the two");
+            let pass = mask.get_or_insert_with(|| vec![true; loaded.rows]);
             rows::decode_late(config, shape, &stored, &mut loaded, &late, &o.doc_keys, pass);
         }
         st.counters.decoded_bytes += rows::decoded_bytes(&loaded);

@@ -347,15 +347,7 @@ pub fn decode_body(c: &mut Cursor, n: usize) -> Result<Vec<i64>> {
         4 => {
             let first = unzigzag(c.varint("first value")?);
             let step = unzigzag(c.varint("step")?);
-            let mut v = first;
-            (0..n)
-                .map(|i| {
-                    if i > 0 {
-                        v = v.wrapping_add(step);
-                    }
-                    v
-                })
-                .collect()
+            std::iter::successors(Some(first), |v| Some(v.wrapping_add(step))).take(n).collect()
         }
         1 => {
             let min = unzigzag(c.varint("frame of reference")?);
