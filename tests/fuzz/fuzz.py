@@ -497,7 +497,7 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
             fz.just_tolerated = True
             return
         spared = []
-        if (ea is None) != (eb is None) and (ea or eb)[0].startswith("22") and (q.limit is not None or q.kind == "lastpoint" or minmax_columns(q)) and limit_spared(q, ts, heap, ea, eb, params, spared):
+        if (ea is None) != (eb is None) and (ea or eb)[0].startswith("22") and (q.limit is not None or q.kind == "lastpoint" or minmax_columns(q)) and limit_spared(q, ts, heap, ea, eb, params, sql_ts, spared):
             # A plan that stops at the LIMIT evaluates only the rows it returns
             # (a time-ordered scan under a GroupAggregate); one that aggregates
             # every row first (a HashAggregate) meets the row whose cast fails.
@@ -536,12 +536,14 @@ def run_query(fz, ts, heap, q, sets, generic, coverage, trace):
         raise Mismatch(f"query {sql_ts}\n  params {params}\n  settings {sets}\n  {problem}", q, sets, generic)
 
 
-def limit_spared(q, ts, heap, ea, eb, params, notes):
+def limit_spared(q, ts, heap, ea, eb, params, sql_ts, notes):
     """One side failed with a data error (a cast) and the other did not, in a
     query with a LIMIT or a last point per series: tolerated if the other
     side, run without the LIMIT and DISTINCT ON (so that it reads every row
-    that passes the WHERE), fails with the same SQLSTATE. What that run gave
-    goes to `notes` (for the mismatch's report)."""
+    that passes the WHERE), fails with the same SQLSTATE, or with another
+    data error that, like the first, the heap's rows can raise (rows fail a
+    cast in more than one way, and the first one met decides). What that run
+    gave goes to `notes` (for the mismatch's report)."""
     whole = dataclasses.replace(q, limit=None)
     if q.kind == "lastpoint":
         whole = dataclasses.replace(whole, kind="plain", distinct_on=0)
@@ -549,10 +551,15 @@ def limit_spared(q, ts, heap, ea, eb, params, notes):
         whole = dataclasses.replace(whole, kind="plain", outs=[Out(c) for c in minmax_columns(q)], order=[])
     side, want = (ts, eb) if ea is None else (heap, ea)
     sql, _ = whole.render("{t}", heap=side is heap)
-    rows, e = side.run(sql, params)
+    rows, e = heap.checkable(lambda: heap.run(sql, params)) if side is heap else ts.run(sql, params)
     notes.append(f"{'tsbucket' if side is ts else 'heap'} without the LIMIT and DISTINCT ON: "
                  f"{e or f'ok ({rows if isinstance(rows, int) else len(rows)} rows)'}")
-    return e is not None and e[0] == want[0]
+    if e is None:
+        return False
+    if e[0] == want[0]:
+        return True
+    heap.back_before()
+    return cast_order_dependent(q, heap, sql_ts, e, want)
 
 
 MINMAX = re.compile(r"(?:min|max)\((\w+)\)")
