@@ -1,14 +1,23 @@
 //! A bucket payload: every measurement column of one bucket, each compressed
 //! with the codec for its kind.
 //!
-//! Layout (version 2; version 3 adds the Document kind; version 4, written by
-//! 0.6.0, drops the count an integer or float body started with, since the
-//! column's row count and validity give it, adds the integer codec's linear
-//! transform, and stores ordered floats' keys from that of 1.0):
+//! Layout (version 5, written by 0.6.0: a directory, then the columns'
+//! bytes in its order, so that a reader needing the first columns reads a
+//! prefix of the payload, `prefix_len`):
+//! ```text
+//! u8 version | varint rows | varint columns |
+//! per column: varint attnum | u8 kind + 16 * flags | [varint validity length] | varint body length |
+//! per column: [validity] | body
+//! ```
+//! Versions 2-4 interleave them instead:
 //! ```text
 //! u8 version | varint rows | varint columns |
 //! per column: varint attnum | u8 kind + 16 * flags | [chunk validity] | chunk body
 //! ```
+//! Version 3 adds the Document kind; version 4 drops the count an integer or
+//! float body started with, since the column's row count and validity give
+//! it, adds the integer codec's linear transform, and stores ordered floats'
+//! keys from that of 1.0 (bodies are the same in version 5).
 //! Version 1 (0.5.0 and earlier, still read) has a byte for the kind and one
 //! for the flags, validity only as a bitmap, and booleans only as raw bits.
 //! Flags: bit 0, NULLs: the validity chunk follows; bit 1 (version 2), it
@@ -23,12 +32,12 @@
 //! a column it lacks is NULL (or the column's default), a dropped one is skipped.
 //! The directory lets a reader decode only the columns a query needs.
 
-use crate::bits::{pack_bools, put_chunk, put_varint, unpack_bools, Cursor};
+use crate::bits::{pack_bools, put_varint, unpack_bools, Cursor};
 use crate::codec::{bytes, document, float, int};
 use crate::column::{ByteValues, Column, ColumnKind, Values};
 use crate::error::{DecodeError, Result};
 
-pub const FORMAT_VERSION: u8 = 4;
+pub const FORMAT_VERSION: u8 = 5;
 /// No bucket may hold more rows than this, whatever the settings say; bounds
 /// what a corrupt payload can make the decoder allocate.
 pub const MAX_BUCKET_ROWS: usize = 1 << 16;
@@ -43,6 +52,9 @@ pub fn encode_bucket(rows: usize, columns: &[Column]) -> Vec<u8> {
     let mut out = vec![FORMAT_VERSION];
     put_varint(&mut out, rows as u64);
     put_varint(&mut out, columns.len() as u64);
+    // The directory first, the columns' bytes after it: a reader that needs
+    // the first columns reads a prefix of the payload.
+    let mut data = Vec::new();
     for col in columns {
         assert_eq!(col.len(), rows, "column {} has {} rows, bucket {rows}", col.attnum, col.len());
         put_varint(&mut out, u64::from(col.attnum));
@@ -55,7 +67,8 @@ pub fn encode_bucket(rows: usize, columns: &[Column]) -> Vec<u8> {
         };
         out.push(col.kind as u8 | flags << 4);
         if let Some((_, chunk)) = validity {
-            put_chunk(&mut out, &chunk);
+            put_varint(&mut out, chunk.len() as u64);
+            data.extend_from_slice(&chunk);
         }
         let keep = |i: usize| present.is_none_or(|v| v[i]);
         let mut body = Vec::new();
@@ -82,8 +95,10 @@ pub fn encode_bucket(rows: usize, columns: &[Column]) -> Vec<u8> {
                 }
             }
         }
-        put_chunk(&mut out, &body);
+        put_varint(&mut out, body.len() as u64);
+        data.extend_from_slice(&body);
     }
+    out.extend_from_slice(&data);
     out
 }
 
@@ -186,6 +201,76 @@ fn decode_bools(c: &mut Cursor, limit: usize, version: u8) -> Result<Vec<bool>> 
 pub struct BucketReader<'a> {
     rows: usize,
     columns: Vec<EncodedColumn<'a>>,
+    /// Columns whose bytes lie past the prefix read (`parse_prefix`).
+    absent: Vec<u16>,
+}
+
+/// One column's entry in a directory: attnum, kind, validity (length, as positions?), body length.
+struct Entry {
+    attnum: u16,
+    kind: ColumnKind,
+    validity: Option<(usize, bool)>,
+    body: usize,
+}
+
+/// The header and directory of a payload: version, rows, and (version 5)
+/// the entries with where the columns' bytes start, else None (the columns
+/// are interleaved with it and are read by `parse_interleaved`).
+fn read_directory(c: &mut Cursor, total: usize) -> Result<(u8, usize, Option<Vec<Entry>>)> {
+    let version = c.u8("version")?;
+    if version == 0 || version > FORMAT_VERSION {
+        return Err(DecodeError::UnsupportedVersion(version));
+    }
+    let rows = c.len("row count", MAX_BUCKET_ROWS)?;
+    if version < 5 {
+        return Ok((version, rows, None));
+    }
+    let ncols = c.len("column count", MAX_COLUMNS)?;
+    let mut entries = Vec::with_capacity(ncols);
+    for _ in 0..ncols {
+        let (attnum, kind, flags) = column_head(c, version)?;
+        let validity = if flags & FLAG_HAS_NULLS != 0 { Some((c.len("validity length", total)?, flags & FLAG_NULL_POSITIONS != 0)) } else { None };
+        let body = c.len("column body length", total)?;
+        entries.push(Entry { attnum, kind, validity, body });
+    }
+    Ok((version, rows, Some(entries)))
+}
+
+/// A column's attnum, kind and flags, as every version writes them before its bytes.
+fn column_head(c: &mut Cursor, version: u8) -> Result<(u16, ColumnKind, u8)> {
+    let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
+    let (tag, flags, known) = if version == 1 {
+        (c.u8("column kind")?, c.u8("column flags")?, FLAG_HAS_NULLS)
+    } else {
+        let b = c.u8("column kind")?;
+        (b & 15, b >> 4, FLAG_HAS_NULLS | FLAG_NULL_POSITIONS)
+    };
+    let kind = ColumnKind::from_tag(tag)
+        .filter(|k| *k != ColumnKind::Document || version >= 3)
+        .ok_or(DecodeError::UnknownTag { what: "column kind", tag })?;
+    if flags & !known != 0 || flags == FLAG_NULL_POSITIONS {
+        return Err(DecodeError::Invalid("unknown column flags"));
+    }
+    Ok((attnum, kind, flags))
+}
+
+/// How many leading bytes of a payload hold every column `wanted` names
+/// (by attnum), judged from its first bytes `head`: None when `head` is too
+/// short to hold the directory, or the payload is of a version whose
+/// columns are not laid out after it (read it whole then; its parse reports
+/// any corruption).
+pub fn prefix_len(head: &[u8], wanted: impl Fn(u16) -> bool) -> Option<usize> {
+    let mut c = Cursor::new(head);
+    let (_, _, entries) = read_directory(&mut c, usize::MAX >> 1).ok()?;
+    let mut end = head.len() - c.remaining();
+    let mut needed = end;
+    for e in entries? {
+        end = end.checked_add(e.validity.map_or(0, |(n, _)| n))?.checked_add(e.body)?;
+        if wanted(e.attnum) {
+            needed = end;
+        }
+    }
+    Some(needed)
 }
 
 pub struct EncodedColumn<'a> {
@@ -200,28 +285,53 @@ pub struct EncodedColumn<'a> {
 
 impl<'a> BucketReader<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
-        let mut c = Cursor::new(bytes);
-        let version = c.u8("version")?;
-        if version == 0 || version > FORMAT_VERSION {
-            return Err(DecodeError::UnsupportedVersion(version));
+        Self::parse_prefix(bytes, bytes.len())
+    }
+
+    /// Parses the first `bytes` of a payload of `total` bytes (version 5;
+    /// older payloads only whole): the columns whose bytes lie past them
+    /// are absent, and asking for one is an error.
+    pub fn parse_prefix(bytes: &'a [u8], total: usize) -> Result<Self> {
+        if bytes.len() > total {
+            return Err(DecodeError::Invalid("payload prefix longer than the payload"));
         }
-        let rows = c.len("row count", MAX_BUCKET_ROWS)?;
+        let mut c = Cursor::new(bytes);
+        let (version, rows, entries) = read_directory(&mut c, total)?;
+        let Some(entries) = entries else {
+            if bytes.len() != total {
+                return Err(DecodeError::Invalid("a payload of this version is read whole"));
+            }
+            return Self::parse_interleaved(c, version, rows);
+        };
+        let mut start = bytes.len() - c.remaining();
+        let mut columns = Vec::with_capacity(entries.len());
+        let mut absent = Vec::new();
+        for e in entries {
+            let body_start = start.checked_add(e.validity.map_or(0, |(n, _)| n)).ok_or(DecodeError::Invalid("column lengths overflow"))?;
+            let end = body_start.checked_add(e.body).ok_or(DecodeError::Invalid("column lengths overflow"))?;
+            if end > total {
+                return Err(DecodeError::Truncated("column bytes"));
+            }
+            if end > bytes.len() {
+                absent.push(e.attnum);
+            } else {
+                let validity = e.validity.map(|(_, positions)| (&bytes[start..body_start], positions));
+                columns.push(EncodedColumn { attnum: e.attnum, kind: e.kind, rows, version, validity, body: &bytes[body_start..end] });
+            }
+            start = end;
+        }
+        if start != total {
+            return Err(DecodeError::Invalid("trailing bytes after last column"));
+        }
+        Ok(BucketReader { rows, columns, absent })
+    }
+
+    /// Versions 1-4: each column's header, validity and body in turn.
+    fn parse_interleaved(mut c: Cursor<'a>, version: u8, rows: usize) -> Result<Self> {
         let ncols = c.len("column count", MAX_COLUMNS)?;
         let mut columns = Vec::with_capacity(ncols);
         for _ in 0..ncols {
-            let attnum = u16::try_from(c.varint("attnum")?).map_err(|_| DecodeError::Invalid("attnum out of range"))?;
-            let (tag, flags, known) = if version == 1 {
-                (c.u8("column kind")?, c.u8("column flags")?, FLAG_HAS_NULLS)
-            } else {
-                let b = c.u8("column kind")?;
-                (b & 15, b >> 4, FLAG_HAS_NULLS | FLAG_NULL_POSITIONS)
-            };
-            let kind = ColumnKind::from_tag(tag)
-                .filter(|k| *k != ColumnKind::Document || version >= 3)
-                .ok_or(DecodeError::UnknownTag { what: "column kind", tag })?;
-            if flags & !known != 0 || flags == FLAG_NULL_POSITIONS {
-                return Err(DecodeError::Invalid("unknown column flags"));
-            }
+            let (attnum, kind, flags) = column_head(&mut c, version)?;
             let validity =
                 if flags & FLAG_HAS_NULLS != 0 { Some((c.chunk("validity")?, flags & FLAG_NULL_POSITIONS != 0)) } else { None };
             let body = c.chunk("column body")?;
@@ -230,7 +340,7 @@ impl<'a> BucketReader<'a> {
         if !c.is_empty() {
             return Err(DecodeError::Invalid("trailing bytes after last column"));
         }
-        Ok(BucketReader { rows, columns })
+        Ok(BucketReader { rows, columns, absent: Vec::new() })
     }
 
     pub fn rows(&self) -> usize {
@@ -241,11 +351,19 @@ impl<'a> BucketReader<'a> {
         &self.columns
     }
 
-    pub fn column(&self, attnum: u16) -> Option<&EncodedColumn<'a>> {
-        self.columns.iter().find(|c| c.attnum == attnum)
+    /// The column of `attnum`; None if the bucket has none (written before
+    /// the column was added). An error if its bytes were not read.
+    pub fn column(&self, attnum: u16) -> Result<Option<&EncodedColumn<'a>>> {
+        if self.absent.contains(&attnum) {
+            return Err(DecodeError::Invalid("column lies past the part of the payload read"));
+        }
+        Ok(self.columns.iter().find(|c| c.attnum == attnum))
     }
 
     pub fn decode_all(&self) -> Result<Vec<Column>> {
+        if !self.absent.is_empty() {
+            return Err(DecodeError::Invalid("columns lie past the part of the payload read"));
+        }
         self.columns.iter().map(EncodedColumn::decode).collect()
     }
 }
@@ -426,8 +544,8 @@ mod tests {
         // Version 2 with the positions flag but no NULLs flag.
         let bytes = [2u8, 1, 1, 1, ColumnKind::Int as u8 | FLAG_NULL_POSITIONS << 4, 0];
         assert!(BucketReader::parse(&bytes).is_err());
-        // Version 5 is not written yet.
-        assert!(BucketReader::parse(&[5u8, 0, 0]).is_err());
+        // Version 6 is not written yet.
+        assert!(BucketReader::parse(&[6u8, 0, 0]).is_err());
         // Version 2 had no documents.
         assert!(BucketReader::parse(&[2u8, 1, 1, 1, ColumnKind::Document as u8, 0]).is_err());
     }

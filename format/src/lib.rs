@@ -13,6 +13,6 @@ pub mod row;
 pub mod stats;
 pub mod window;
 
-pub use bucket::{encode_bucket, BucketReader, FORMAT_VERSION, MAX_BUCKET_ROWS};
+pub use bucket::{encode_bucket, prefix_len, BucketReader, FORMAT_VERSION, MAX_BUCKET_ROWS};
 pub use column::{ByteValues, Column, ColumnKind, Values};
 pub use error::DecodeError;

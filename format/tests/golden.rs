@@ -5,7 +5,7 @@
 //! TSBUCKET_WRITE_GOLDEN=1 cargo test -p tsbucket-format --test golden.)
 
 use tsbucket_format::jsonb::{self, Value};
-use tsbucket_format::{encode_bucket, BucketReader, Column, ColumnKind, FORMAT_VERSION};
+use tsbucket_format::{encode_bucket, prefix_len, BucketReader, Column, ColumnKind, FORMAT_VERSION};
 
 /// The columns every golden file holds: each kind, with NULLs and extremes.
 fn expected_columns(version: u8) -> (usize, Vec<Column>) {
@@ -161,6 +161,32 @@ fn every_written_version_decodes() {
         let reader = BucketReader::parse(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"));
         assert_eq!(reader.rows(), rows, "{path}");
         assert_eq!(reader.decode_all().unwrap(), expected, "{path}");
+    }
+}
+
+/// Version 5 lays the columns out after its directory: each golden column
+/// decodes from the prefix `prefix_len` asks for (planned from the first 256
+/// bytes, as the store plans from the first TOAST chunk), the same as from
+/// the whole payload; a column past that prefix is an error, never a column
+/// the bucket lacks. Older versions are read whole.
+#[test]
+fn version_5_columns_decode_from_a_prefix() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
+    let bytes = std::fs::read(format!("{dir}/v5.bin")).unwrap();
+    let (rows, expected) = expected_columns(5);
+    for col in &expected {
+        let n = prefix_len(&bytes[..256], |a| a == col.attnum).expect("the directory fits in 256 bytes");
+        let reader = BucketReader::parse_prefix(&bytes[..n], bytes.len()).unwrap();
+        assert_eq!(reader.rows(), rows);
+        assert_eq!(&reader.column(col.attnum).unwrap().expect("read").decode().unwrap(), col);
+        for later in expected.iter().filter(|c| c.attnum > col.attnum) {
+            assert!(reader.column(later.attnum).is_err(), "column {} read past the prefix", later.attnum);
+        }
+    }
+    for version in 1..5 {
+        let old = std::fs::read(format!("{dir}/v{version}.bin")).unwrap();
+        assert_eq!(prefix_len(&old, |_| true), None, "version {version}");
+        assert!(BucketReader::parse_prefix(&old[..old.len() - 1], old.len()).is_err(), "version {version}");
     }
 }
 

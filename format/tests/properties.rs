@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use tsbucket_format::jsonb::{self, Value};
-use tsbucket_format::{encode_bucket, BucketReader, ByteValues, Column, ColumnKind, Values};
+use tsbucket_format::{encode_bucket, prefix_len, BucketReader, ByteValues, Column, ColumnKind, Values};
 
 /// A sensor's reading as a jsonb datum: a decimal, a status, a count, gps now and then.
 fn reading(level: i64, extra: bool) -> Vec<u8> {
@@ -210,6 +210,52 @@ proptest! {
         let decoded = BucketReader::parse(&bytes).unwrap().decode_all().unwrap();
         for (a, b) in columns.iter().zip(&decoded) {
             assert_same(a, b);
+        }
+    }
+
+    #[test]
+    fn wanted_columns_decode_from_the_prefix_they_need(
+        (rows, columns) in bucket(),
+        wanted in prop::collection::vec(any::<bool>(), 8),
+        head in any::<prop::sample::Index>(),
+    ) {
+        let bytes = encode_bucket(rows, &columns);
+        let whole = BucketReader::parse(&bytes).unwrap().decode_all().unwrap();
+        let wants = |attnum: u16| wanted[attnum as usize % wanted.len()];
+        // The reader plans from a first piece of the payload; too short a piece leaves it to read all.
+        let head = &bytes[..=head.index(bytes.len())];
+        let Some(n) = prefix_len(head, wants) else { return Ok(()) };
+        prop_assert!(n <= bytes.len());
+        let reader = BucketReader::parse_prefix(&bytes[..n], bytes.len()).unwrap();
+        prop_assert_eq!(reader.rows(), rows);
+        for (col, back) in columns.iter().zip(&whole) {
+            match reader.column(col.attnum) {
+                Ok(Some(encoded)) => assert_same(back, &encoded.decode().unwrap()),
+                Ok(None) => prop_assert!(false, "column {} missing", col.attnum),
+                // Past the prefix: only columns not wanted, and never read as a missing column.
+                Err(_) => prop_assert!(!wants(col.attnum)),
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_prefixes_error_instead_of_panicking(
+        (rows, columns) in bucket(),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
+        cut in any::<prop::sample::Index>(),
+        total_extra in 0usize..3,
+    ) {
+        let mut bytes = encode_bucket(rows, &columns);
+        for (at, value) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] = value;
+        }
+        let total = bytes.len() + total_extra;
+        let _ = prefix_len(&bytes, |a| a % 2 == 0);
+        if let Ok(reader) = BucketReader::parse_prefix(&bytes[..cut.index(bytes.len() + 1)], total) {
+            for c in reader.columns() {
+                let _ = c.decode();
+            }
         }
     }
 

@@ -302,6 +302,11 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     // SAFETY: `node` was allocated by create_state as a TsBucketScanState; CurrentMemoryContext is still the query context,
     // which outlives the node and drops `state` if the query fails.
     unsafe { (*(node as *mut TsBucketScanState)).state = crate::pg::memory::own_in_context(pg_sys::CurrentMemoryContext, state) };
+    // SAFETY: ExecInitCustomScan set the node's projection, scan slot and plan before calling begin.
+    if let Some(direct) = unsafe { crate::scan::project::plan(node) } {
+        // SAFETY: as for `state` above: the query context outlives the node and drops the value if the query fails.
+        unsafe { (*(node as *mut TsBucketScanState)).direct = crate::pg::memory::own_in_context(pg_sys::CurrentMemoryContext, direct) };
+    }
 }
 
 /// What the in-scan aggregation computes, from the plan `rewrite::partial_agg` rewrote.
@@ -736,6 +741,34 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
     slot
 }
 
+/// `project::DirectRow` for this node: the plain scan's next row of its
+/// current bucket, written into `result` by `direct`, when no qual is left
+/// for Postgres to run on it: the node has none, or its qual switch runs
+/// none in a bucket the mask decided (`ExecState::row_qual`).
+#[pg_guard]
+unsafe extern "C-unwind" fn next_direct(
+    node: *mut pg_sys::CustomScanState,
+    direct: *const crate::scan::project::DirectProjection,
+    result: *mut pg_sys::TupleTableSlot,
+) -> bool {
+    // SAFETY: `node` is begun (project::exec_scan calls this between begin and end), so its ExecState is in the
+    // query context; its qual, scan slot and EState are the executor's.
+    let (st, qual, scan_slot, direction) =
+        unsafe { (exec_state(node), (*node).ss.ps.qual, (*node).ss.ss_ScanTupleSlot, (*(*node).ss.ps.state).es_direction) };
+    if st.parallel_done || st.scan.is_null() || st.aggregating.is_some() || st.ordered.is_some() || st.last_point.is_some() {
+        return false;
+    }
+    let decided_only = match &st.qual_switch {
+        None if qual.is_null() => false,
+        Some(_) if st.row_qual(true).is_null() => true,
+        _ => return false,
+    };
+    let forward = direction != pg_sys::ScanDirection::BackwardScanDirection;
+    // SAFETY: `direct` is the node's projection (owned by the query context); `st.scan` the plain scan start_scan
+    // began, whose rows fill `scan_slot`; `result` the projection's emptied slot, one column per source.
+    unsafe { crate::scan::plain::next_direct(st.scan, forward, decided_only, &(*direct).sources, scan_slot, result) }
+}
+
 /// A parallel participant whose share ran out adds its counters to the
 /// shared ones now: the leader collects them when the plan shuts down, which
 /// may be before this worker's executor ends.
@@ -772,6 +805,14 @@ unsafe extern "C-unwind" {
 // through it as it passes through Postgres's own executor nodes (`next`, the
 // Rust that runs inside, is guarded).
 unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_sys::TupleTableSlot {
+    // SAFETY: ExecCustomScan passes `node`, the CustomScanState `begin` set up (create_state made it a TsBucketScanState);
+    // its EState is the one running the plan.
+    let (direct, epq) = unsafe { ((*(node as *mut TsBucketScanState)).direct, (*(*node).ss.ps.state).es_epq_active) };
+    if !direct.is_null() && epq.is_null() {
+        // SAFETY: `direct` is the node's projection, owned by the query context until `end` takes it; project::exec_scan
+        // calls `next` with the node as ExecScan would, outside any recheck.
+        return unsafe { crate::scan::project::exec_scan(node, crate::pg::memory::owned_mut(direct), next, next_direct) };
+    }
     // SAFETY: ExecCustomScan passes `node`, the CustomScanState `begin` set up; ExecScan calls back `next`/`recheck` with it.
     unsafe { exec_scan(&mut (*node).ss, Some(next), Some(recheck)) }
 }
@@ -783,6 +824,10 @@ pub(super) unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
     unsafe {
         finish_scan(node);
         drop(crate::pg::memory::take_owned((*(node as *mut TsBucketScanState)).state));
+        let direct = (*(node as *mut TsBucketScanState)).direct;
+        if !direct.is_null() {
+            drop(crate::pg::memory::take_owned(direct));
+        }
     }
 }
 

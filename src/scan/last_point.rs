@@ -60,6 +60,8 @@ pub(super) struct LastPointScan {
     /// (Some(None): the store has no more).
     lookahead: Option<Option<Vec<Option<pg_sys::Datum>>>>,
     pub counters: ScanCounters,
+    /// How many payload bytes to fetch first (`StoredBucket::load_payload_for`).
+    pub prefix_hint: usize,
 }
 
 impl LastPointScan {
@@ -160,6 +162,7 @@ impl LastPointScan {
             tail_cxt,
             lookahead: None,
             counters: ScanCounters::default(),
+            prefix_hint: 0,
         };
         // Conditions on meta hold for all of a series' rows or none; others may reject its latest rows.
         let latest_only = rows_unfiltered && scan.prune.iter().all(|p| matches!(p, Prune::Meta { .. }));
@@ -467,7 +470,7 @@ impl LastPointScan {
                 continue;
             }
             self.counters.buckets_read += 1;
-            stored.load_payload();
+            rows::load_payload(&mut stored, self.needed.as_deref(), &[], &self.late, &mut self.prefix_hint);
             self.counters.payload_bytes += stored.payload().len() as u64;
             let bucket = rows::load_deferring(&self.config, &self.shape, &stored, self.needed.as_deref(), &self.doc_keys, &[], &self.late);
             // SAFETY: `qual` and `econtext` are the node's (next's contract); `bucket` is decoded in bucket_cxt, still current.

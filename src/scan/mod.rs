@@ -24,6 +24,7 @@ pub mod parallel;
 pub mod path;
 pub mod plain;
 pub mod plan;
+pub mod project;
 pub mod prune;
 pub mod quals;
 pub mod series;

@@ -162,6 +162,8 @@ pub(super) struct OrderedScan {
     outside: Option<Option<Key>>,
     scan_cxt: pg_sys::MemoryContext,
     pub counters: ScanCounters,
+    /// How many payload bytes to fetch first (`StoredBucket::load_payload_for`).
+    pub prefix_hint: usize,
 }
 
 impl OrderedScan {
@@ -323,6 +325,7 @@ impl OrderedScan {
             ranks,
             scan_cxt,
             counters: ScanCounters::default(),
+            prefix_hint: 0,
         };
         // SAFETY: `snapshot` is the scan's MVCC snapshot; the tail's groups go to contexts under scan_cxt.
         unsafe { scan.add_tail(snapshot) };
@@ -567,7 +570,7 @@ impl OrderedScan {
         // SAFETY: `cxt` is the bucket's own context (a child of scan_cxt made by read_header); its payload and decoded
         // columns go there and live until the bucket is retired.
         let old = unsafe { pg_sys::MemoryContextSwitchTo(cxt) };
-        stored.load_payload();
+        rows::load_payload(&mut stored, self.needed.as_deref(), &[], &[], &mut self.prefix_hint);
         self.counters.payload_bytes += stored.payload().len() as u64;
         let bucket = rows::load_columns(&self.config, &self.shape, &stored, self.needed.as_deref(), &self.doc_keys, &[]);
         self.counters.decoded_bytes += rows::decoded_bytes(&bucket);

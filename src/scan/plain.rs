@@ -4,7 +4,7 @@
 //! scan. The table AM's sequential scan is one of these too.
 
 use crate::catalog::config::{self, Config};
-use crate::catalog::shape::TableShape;
+use crate::catalog::shape::{Role, TableShape};
 use crate::pg::memory::{Owned, own_in_context, owned_mut, take_owned};
 use crate::scan::access::{Access, meta_conditions};
 use crate::scan::prune::{Prune, RowFilter, bucket_may_match, clear_failing_rows, decode_filtered_columns, meta_functions, row_filters};
@@ -138,6 +138,8 @@ struct ScanState {
     pos: isize,
     options: ScanOptions,
     counters: ScanCounters,
+    /// How many payload bytes to fetch first (`StoredBucket::load_payload_for`).
+    prefix_hint: usize,
     meta_fns: Vec<Option<pg_sys::FmgrInfo>>,
     access: Access,
     /// Range conditions on decoded columns (by attnum - 1), checked per row
@@ -276,6 +278,7 @@ pub unsafe fn begin_with(
         pos: -1,
         options,
         counters: ScanCounters::default(),
+        prefix_hint: 0,
         meta_fns,
         access: access_taken,
         row_filters,
@@ -379,9 +382,9 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
         } else {
             st.counters.buckets_read += 1;
         }
-        stored.load_payload();
-        st.counters.payload_bytes += stored.payload().len() as u64;
         let o = &st.options;
+        rows::load_payload(&mut stored, o.needed.as_deref(), &o.doc_fields, &st.late, &mut st.prefix_hint);
+        st.counters.payload_bytes += stored.payload().len() as u64;
         let mut loaded = rows::load_deferring(config, shape, &stored, o.needed.as_deref(), &o.doc_keys, &o.doc_fields, &st.late);
         // Filters first, then the documents of the rows they pass.
         let (mut mask, decided) = match o.vector_filter.as_ref().map(|f| f.mask(&loaded)) {
@@ -562,6 +565,63 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
             unsafe { pg_sys::ExecClearTuple(slot) };
             return false;
         }
+    }
+}
+
+/// For `exec`'s own projection (`scan::project`): the next row of the
+/// current bucket written straight into `result`, its column `j` the
+/// table's column `sources[j]`, for a node with no qual left to run on it
+/// (with `decided_only`, none in a bucket whose mask decided every
+/// condition, so only such buckets qualify). A varying column's value comes
+/// from the decoded arrays; the others, constant in the bucket, from
+/// `scan_slot`, which holds a row of it (getnextslot filled it). False when
+/// the current bucket has no such row: getnextslot goes on from there.
+///
+/// # Safety
+/// `scan` must come from `begin_with`, `scan_slot` be the slot getnextslot
+/// fills, and `result` an emptied virtual slot of `sources.len()` columns.
+pub(super) unsafe fn next_direct(
+    scan: pg_sys::TableScanDesc,
+    forward: bool,
+    decided_only: bool,
+    sources: &[usize],
+    scan_slot: *mut pg_sys::TupleTableSlot,
+    result: *mut pg_sys::TupleTableSlot,
+) -> bool {
+    // SAFETY: `scan` comes from `begin_with` and is not ended (the contract); its state is borrowed for this row only.
+    let st = unsafe { state(scan) };
+    let (Some(bucket), Some(shape)) = (&st.current, &st.shape) else { return false };
+    // SAFETY: `scan_slot` is the caller's live scan slot (the contract).
+    let filled = std::ptr::eq(st.filled_slot, scan_slot) && unsafe { (*scan_slot).tts_flags } & pg_sys::TTS_FLAG_EMPTY as u16 == 0;
+    if (decided_only && !st.decided) || !filled || st.options.field_outputs.is_some() {
+        return false;
+    }
+    loop {
+        let next = if forward { st.pos + 1 } else { st.pos - 1 };
+        if next < 0 || next as usize >= bucket.rows {
+            return false;
+        }
+        st.pos = next;
+        let row = next as usize;
+        if st.mask.as_ref().is_some_and(|m| !m[row]) {
+            st.counters.rows_filtered += 1;
+            continue;
+        }
+        // SAFETY: `scan_slot` holds a row of `bucket` (checked above), whose columns `sources` index; `result` has
+        // one column per source (the contract).
+        unsafe {
+            let (to_values, to_nulls) = ((*result).tts_values, (*result).tts_isnull);
+            for (j, &i) in sources.iter().enumerate() {
+                let varying = matches!(shape.attrs[i].role, Role::Time | Role::Measurement) && !bucket.skipped.as_ref().is_some_and(|s| s[i]);
+                let (value, isnull) = match bucket.columns[i].as_ref().filter(|_| varying) {
+                    Some(col) => rows::varying_datum(shape, col, &st.prepared, i, row),
+                    None => (*(*scan_slot).tts_values.add(i), *(*scan_slot).tts_isnull.add(i)),
+                };
+                *to_values.add(j) = value;
+                *to_nulls.add(j) = isnull;
+            }
+        }
+        return true;
     }
 }
 

@@ -16,6 +16,9 @@ pub(super) struct TsBucketScanState {
     pub css: pg_sys::CustomScanState,
     /// In the executor's query context: freed with it on ERROR.
     pub state: *mut crate::pg::memory::Owned<ExecState>,
+    /// NULL, or how `exec` copies the output columns (`project`); held apart
+    /// from `state`, which the access method borrows per row.
+    pub direct: *mut crate::pg::memory::Owned<crate::scan::project::DirectProjection>,
 }
 
 pub(super) struct ExecState {

@@ -120,7 +120,7 @@ fn check_bucket(config: &config::Config, b: &bucket::StoredBucket) -> Vec<String
             let mut fresh_of: Vec<(u16, Vec<tsbucket_format::stats::FieldStats>)> = Vec::new();
             for f in stored {
                 if !fresh_of.iter().any(|(a, _)| *a == f.stats.attnum) {
-                    let all = reader.column(f.stats.attnum).and_then(|c| field_stats(c).ok()).unwrap_or_default();
+                    let all = reader.column(f.stats.attnum).ok().flatten().and_then(|c| field_stats(c).ok()).unwrap_or_default();
                     fresh_of.push((f.stats.attnum, all));
                 }
                 let all = &fresh_of.iter().find(|(a, _)| *a == f.stats.attnum).expect("computed above").1;

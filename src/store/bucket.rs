@@ -51,6 +51,41 @@ pub(super) const TOAST_TUPLE_THRESHOLD: usize =
 /// empty (no following value's full chunk fits there).
 pub(super) const TOAST_CHUNK: usize = TOAST_TUPLE_THRESHOLD - maxalign(HEAP_TUPLE_HEADER) - 4 - 4 - 4;
 
+/// The length of a bytea stored out of line in a TOAST table without
+/// compression; None for any other form (inline, compressed, in memory).
+///
+/// # Safety
+/// `p` must point to a varlena datum.
+unsafe fn external_uncompressed_len(p: *const pg_sys::varlena) -> Option<usize> {
+    // SAFETY: `p` is a varlena (the contract): its first byte says whether it is an external pointer, whose tag
+    // byte and (unaligned) varatt_external follow it.
+    unsafe {
+        if !pgrx::varlena::varatt_is_1b_e(p) || pgrx::varlena::vartag_1b_e(p) != pg_sys::vartag_external::VARTAG_ONDISK as u8 {
+            return None;
+        }
+        let ext = std::ptr::read_unaligned(pgrx::varlena::vardata_1b_e(p) as *const pg_sys::varatt_external);
+        let raw = (ext.va_rawsize as usize).checked_sub(pg_sys::VARHDRSZ)?;
+        // varatt.h's VARATT_EXTERNAL_GET_EXTSIZE: the stored size, below the compression method's bits.
+        let stored = (ext.va_extinfo & ((1u32 << pg_sys::VARLENA_EXTSIZE_BITS) - 1)) as usize;
+        (stored == raw).then_some(raw)
+    }
+}
+
+/// Bytes `offset..offset + len` of an out-of-line value (fewer past its end),
+/// fetched into the current memory context.
+///
+/// # Safety
+/// `p` must be an out-of-line uncompressed varlena; the bytes live as long
+/// as the current memory context.
+unsafe fn slice<'a>(p: *mut pg_sys::varlena, offset: usize, len: usize) -> &'a [u8] {
+    // SAFETY: `p` is an out-of-line uncompressed value (the contract), whose slice detoast_attr_slice fetches from
+    // the chunks it covers into a fresh varlena in the current context.
+    unsafe {
+        let part = pg_sys::detoast_attr_slice(p, offset as i32, len as i32);
+        std::slice::from_raw_parts(vardata_any(part) as *const u8, varsize_any_exhdr(part))
+    }
+}
+
 /// Where a payload of `len` bytes is split: after its whole TOAST chunks,
 /// when it has some and the remainder fits in `room` bytes of the store row.
 pub(super) fn split_at(len: usize, room: usize) -> Option<usize> {
@@ -118,6 +153,8 @@ pub struct StoredBucket {
     pub nulls: Vec<bool>,
     pub(super) payload: *const u8,
     pub(super) payload_len: usize,
+    /// The whole payload's length (`payload_len` is less when only a prefix was read).
+    pub(super) payload_total: usize,
     pub(super) stats: *const u8,
     pub(super) stats_len: usize,
     /// The store's `payload_rest` column (None: the store has none).
@@ -154,6 +191,7 @@ impl StoredBucket {
             nulls,
             payload: std::ptr::null(),
             payload_len: 0,
+            payload_total: 0,
             stats: std::ptr::null(),
             stats_len: 0,
             rest_col: None,
@@ -173,7 +211,7 @@ impl StoredBucket {
         self.values[COL_PAYLOAD] = pg_sys::Datum::from(payload);
         // SAFETY: `payload` is the plain (detoasted) varlena just returned, so its header is readable.
         let (data, len) = unsafe { (vardata_any(payload) as *const u8, varsize_any_exhdr(payload)) };
-        (self.payload, self.payload_len) = (data, len);
+        (self.payload, self.payload_len, self.payload_total) = (data, len, len);
         let Some(col) = self.rest_col.filter(|&c| !self.nulls[c]) else { return };
         // SAFETY: values[col] is the tuple's non-NULL payload_rest bytea: inline (its bytes read in place, in the tuple
         // or detached's copy, alive while the bucket is) or, if TOAST moved it out, detoasted into the current context.
@@ -190,6 +228,76 @@ impl StoredBucket {
             whole
         };
         self.payload_len = len + rest_len;
+        self.payload_total = self.payload_len;
+    }
+
+    /// Like `load_payload`, but of a payload TOAST keeps out of line (and
+    /// uncompressed, as the store's EXTERNAL storage leaves it), only the
+    /// leading part that holds the columns `wanted` names by attnum (format
+    /// version 5 lays columns out after a directory). A query reading the
+    /// time and one value of a wide bucket fetches a fraction of its chunks.
+    ///
+    /// Each fetch of a TOAST slice costs an index scan, more than a chunk,
+    /// so one fetch should bring all the bucket needs: `hint` is how many
+    /// bytes to fetch first (at least a chunk, which holds the directory),
+    /// learnt from the scan's previous buckets, which are alike; when the
+    /// directory asks for more, a second fetch brings the rest.
+    ///
+    /// The store row's values are left as they were (a TOAST pointer), so a
+    /// bucket so read must not be written back whole; scans only read.
+    pub fn load_payload_for(&mut self, wanted: impl Fn(u16) -> bool, hint: &mut usize) {
+        if !self.payload.is_null() || self.tail.is_some() {
+            return;
+        }
+        let first = self.values[COL_PAYLOAD].cast_mut_ptr::<pg_sys::varlena>();
+        // SAFETY: values[COL_PAYLOAD] is the store tuple's non-NULL payload bytea (read_header refuses NULL), valid
+        // while the bucket is.
+        let Some(first_len) = (unsafe { external_uncompressed_len(first) }).filter(|&n| n > TOAST_CHUNK) else {
+            return self.load_payload();
+        };
+        // SAFETY: `first` is an out-of-line uncompressed value of `first_len` bytes (checked above): a slice of it
+        // fetches only the TOAST chunks it covers, into the current memory context.
+        let head = unsafe { slice(first, 0, (*hint).clamp(TOAST_CHUNK, first_len)) };
+        let rest: &[u8] = match self.rest_col.filter(|&c| !self.nulls[c]) {
+            // SAFETY: values[col] is the tuple's non-NULL payload_rest bytea, read in place if inline (as it is
+            // written) or detoasted into the current context; it lives as long as the bucket's context.
+            Some(col) => unsafe {
+                let rest = pg_sys::pg_detoast_datum_packed(self.values[col].cast_mut_ptr());
+                std::slice::from_raw_parts(vardata_any(rest) as *const u8, varsize_any_exhdr(rest))
+            },
+            None => &[],
+        };
+        let total = first_len + rest.len();
+        let want = tsbucket_format::prefix_len(head, wanted).unwrap_or(total).min(total);
+        // Columns' sizes vary from bucket to bucket: some room, rather than a second fetch.
+        *hint = want + want / 8;
+        if want <= head.len() {
+            (self.payload, self.payload_len, self.payload_total) = (head.as_ptr(), head.len(), total);
+            return;
+        }
+        let more = match want.min(first_len).checked_sub(head.len()) {
+            // SAFETY: as for `head`: the chunks after it, up to the wanted end within the first part.
+            Some(n) if n > 0 => unsafe { slice(first, head.len(), n) },
+            _ => &[],
+        };
+        let tail = if want > first_len { rest } else { &[] };
+        let len = head.len() + more.len() + tail.len();
+        // SAFETY: palloc returns `len` writable bytes in the current memory context (or raises ERROR); the three
+        // parts are readable slices of that many bytes together.
+        self.payload = unsafe {
+            let whole = pg_sys::palloc(len) as *mut u8;
+            std::ptr::copy_nonoverlapping(head.as_ptr(), whole, head.len());
+            std::ptr::copy_nonoverlapping(more.as_ptr(), whole.add(head.len()), more.len());
+            std::ptr::copy_nonoverlapping(tail.as_ptr(), whole.add(head.len() + more.len()), tail.len());
+            whole
+        };
+        (self.payload_len, self.payload_total) = (len, total);
+    }
+
+    /// The payload's whole length: more than `payload().len()` when
+    /// `load_payload_for` read a prefix of it.
+    pub fn payload_total(&self) -> usize {
+        self.payload_total
     }
 
     /// The bytes the payload takes as stored (both parts of a split one), without detoasting it.
@@ -203,6 +311,7 @@ impl StoredBucket {
         parts.into_iter().flatten().map(|c| unsafe { pg_sys::toast_datum_size(self.values[c]) } as i64).sum()
     }
 
+    /// The payload as read: whole, or the prefix `load_payload_for` read.
     pub fn payload(&self) -> &[u8] {
         if self.tail.is_some() {
             return &[];

@@ -64,7 +64,7 @@ pub fn load_deferring(
         });
         return needed_of(tail, shape, needed.as_deref());
     }
-    let reader = BucketReader::parse(stored.payload()).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
+    let reader = BucketReader::parse_prefix(stored.payload(), stored.payload_total()).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
     if reader.rows() != stored.rows as usize {
         corrupt(config.relid, stored.bucket_id, &"row count differs from the payload");
     }
@@ -72,7 +72,8 @@ pub fn load_deferring(
     let fields: Vec<Option<Fields>> = doc_fields
         .iter()
         .map(|(a, key, cast)| {
-            let found = reader.column(*a as u16 + 1).map(|e| e.decode_field(key).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e)));
+            let column = reader.column(*a as u16 + 1).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
+            let found = column.map(|e| e.decode_field(key).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e)));
             // One per row (EncodedColumn::decode_field spreads them over NULL rows).
             let fields = found.flatten();
             let to_postgres = fields.as_ref().is_none_or(|f| !f.all_cast(*cast));
@@ -87,7 +88,7 @@ pub fn load_deferring(
         if needed.as_ref().is_some_and(|n| !n[attr.attnum as usize - 1]) || defer.contains(&(attr.attnum as usize - 1)) {
             continue;
         }
-        if let Some(encoded) = reader.column(attr.attnum) {
+        if let Some(encoded) = reader.column(attr.attnum).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e)) {
             if !attr.kind.reads(encoded.kind) {
                 corrupt(config.relid, stored.bucket_id, &format!("column {} has storage kind {:?}, expected {:?}", attr.attnum, encoded.kind, attr.kind));
             }
@@ -110,6 +111,20 @@ pub fn load_deferring(
     LoadedBucket { bucket_id: stored.bucket_id, store_tid: stored.tid, rows: reader.rows(), columns, meta, skipped, version: stored.version, tail: None, fields }
 }
 
+/// Reads `stored`'s payload as far as decoding the columns `needed` marks
+/// takes, with the document columns whose fields `doc_fields` reads and
+/// those `late` decodes afterwards (`StoredBucket::load_payload_for`, whose
+/// `hint` the scan keeps from bucket to bucket); all of it when `needed` is
+/// None.
+pub fn load_payload(stored: &mut StoredBucket, needed: Option<&[bool]>, doc_fields: &DocFields, late: &[usize], hint: &mut usize) {
+    let Some(needed) = needed else { return stored.load_payload() };
+    let wanted = |attnum: u16| {
+        let Some(a) = (attnum as usize).checked_sub(1) else { return false };
+        needed.get(a).copied().unwrap_or(false) || doc_fields.iter().any(|(c, ..)| *c == a) || late.contains(&a)
+    };
+    stored.load_payload_for(wanted, hint);
+}
+
 /// Whether every field of `doc_fields` in `bucket` was read from its
 /// sub-column and holds only what its cast reads without Postgres.
 pub fn fields_all_cast(bucket: &LoadedBucket, doc_fields: &DocFields) -> bool {
@@ -127,9 +142,9 @@ pub fn decode_late(config: &Config, shape: &TableShape, stored: &StoredBucket, b
     if stored.tail.is_some() {
         return;
     }
-    let reader = BucketReader::parse(stored.payload()).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
+    let reader = BucketReader::parse_prefix(stored.payload(), stored.payload_total()).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e));
     for &a in attrs {
-        let Some(encoded) = reader.column(a as u16 + 1) else { continue };
+        let Some(encoded) = reader.column(a as u16 + 1).unwrap_or_else(|e| corrupt(config.relid, stored.bucket_id, &e)) else { continue };
         let attr = &shape.attrs[a];
         if !attr.kind.reads(encoded.kind) {
             corrupt(config.relid, stored.bucket_id, &format!("column {} has storage kind {:?}, expected {:?}", a + 1, encoded.kind, attr.kind));
@@ -203,8 +218,9 @@ pub unsafe fn column_or_default<'a>(tupdesc: pg_sys::TupleDesc, attr: &crate::ca
     std::borrow::Cow::Owned(col)
 }
 
-/// Datums built once per bucket for a scan: the meta values, and every row of
-/// by-reference columns laid out in one allocation. Saves a palloc per value.
+/// Datums built once per bucket for a scan: the meta values, every row of
+/// by-reference columns laid out in one allocation (saves a palloc per
+/// value), and every row of by-value columns (NULL rows hold 0).
 #[derive(Default)]
 pub struct Prepared {
     pub meta: Vec<Option<pg_sys::Datum>>,
@@ -231,7 +247,11 @@ pub unsafe fn prepare(shape: &TableShape, bucket: &LoadedBucket) -> Prepared {
                 // SAFETY: the decoded column holds bytes of `attr`'s by-reference type; its datums share one
                 // allocation in the current memory context.
                 tsbucket_format::Values::Bytes(values) if !attr.typbyval => Some(unsafe { datum::bytes_datums(values, attr.layout()) }),
-                _ => None,
+                tsbucket_format::Values::Bytes(_) => None,
+                // By-value columns too, a column at a time: a scan returning most rows then copies one datum
+                // per column and row instead of converting it there.
+                // SAFETY: `col` was decoded with `attr`'s storage kind (load_columns checks it), as column_datums requires.
+                _ => Some(unsafe { datum::column_datums(col, attr.layout()) }),
             }
         })
         .collect();
@@ -314,6 +334,7 @@ pub unsafe fn fill_slot(
 ///
 /// # Safety
 /// `slot` must be a valid slot holding row `row` of `bucket`.
+#[inline]
 unsafe fn set_identity(bucket: &LoadedBucket, row: usize, slot: *mut pg_sys::TupleTableSlot) {
     // SAFETY: `slot` is valid (the contract); its tid is its own field, and set_version needs only a valid slot.
     unsafe {
@@ -394,6 +415,22 @@ pub fn varying_columns(shape: &TableShape, bucket: &LoadedBucket) -> Vec<usize> 
         .collect()
 }
 
+/// Row `row` of varying column `i` (`col`, decoded): its datum and whether it is NULL.
+///
+/// # Safety
+/// `col` must be column `i` of the bucket `prepared` was made for.
+#[inline]
+pub unsafe fn varying_datum(shape: &TableShape, col: &Column, prepared: &Prepared, i: usize, row: usize) -> (pg_sys::Datum, bool) {
+    if col.is_null(row) {
+        return (pg_sys::Datum::from(0), true);
+    }
+    match prepared.columns[i].as_ref() {
+        Some(datums) => (datums[row], false),
+        // SAFETY: `col` was decoded with attribute i's storage kind, as column_datum requires.
+        None => (unsafe { datum::column_datum(col, row, shape.attrs[i].layout()) }, false),
+    }
+}
+
 /// Moves a slot filled by `fill_slot` for another row of the same bucket to
 /// `row`, touching only the `varying` columns.
 ///
@@ -411,20 +448,16 @@ pub unsafe fn refill_slot(
     let (values, nulls) = unsafe { ((*slot).tts_values, (*slot).tts_isnull) };
     for &i in varying {
         let col = bucket.columns[i].as_ref().expect("varying columns are decoded");
-        let is_null = col.is_null(row);
+        // SAFETY: `col` is column i of `bucket`, which `prepared` was made for.
+        let (value, is_null) = unsafe { varying_datum(shape, col, prepared, i, row) };
         // SAFETY: `i` comes from varying_columns, an attribute index below the slot's natts, so it lies
-        // inside the tts_isnull array.
-        unsafe { *nulls.add(i) = is_null };
-        if is_null {
-            continue;
+        // inside the tts_isnull and tts_values arrays.
+        unsafe {
+            *nulls.add(i) = is_null;
+            if !is_null {
+                *values.add(i) = value;
+            }
         }
-        let value = match prepared.columns[i].as_ref() {
-            Some(datums) => datums[row],
-            // SAFETY: `col` was decoded with attribute i's storage kind, as column_datum requires.
-            None => unsafe { datum::column_datum(col, row, shape.attrs[i].layout()) },
-        };
-        // SAFETY: as for tts_isnull above, `i` lies inside the slot's tts_values array.
-        unsafe { *values.add(i) = value };
     }
     // SAFETY: `slot` holds a row of `bucket` (refill_slot's contract), now row `row`.
     unsafe { set_identity(bucket, row, slot) };

@@ -83,6 +83,7 @@ unsafe fn ours<'a>(slot: *mut pg_sys::TupleTableSlot) -> Option<&'a mut BucketSl
 ///
 /// # Safety
 /// `slot` must be a valid slot holding the row.
+#[inline]
 pub unsafe fn set_version(slot: *mut pg_sys::TupleTableSlot, version: Version) {
     // SAFETY: `slot` is a valid slot holding the row (set_version's contract), which is all ours() needs.
     if let Some(s) = unsafe { ours(slot) } {

@@ -42,6 +42,7 @@ pub(super) fn is_usable_id(id: i64) -> bool {
     (1..=MAX_BUCKET_ID).contains(&id) && (id & 0xffff_ffff) != 0xffff_ffff
 }
 
+#[inline]
 pub fn set(tid: &mut pg_sys::ItemPointerData, bucket_id: i64, row: usize) {
     debug_assert!((is_usable_id(bucket_id) || is_buffered_id(bucket_id)) && row < ROW_MASK as usize);
     let block = bucket_id as u32;

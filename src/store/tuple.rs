@@ -64,6 +64,7 @@ pub unsafe fn read_header(store: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> 
         version,
         payload: std::ptr::null(),
         payload_len: 0,
+        payload_total: 0,
         stats,
         stats_len,
         // SAFETY: `tupdesc` is the store's descriptor.
