@@ -20,7 +20,7 @@
 //! keys from that of 1.0 (bodies are the same in version 5).
 //! Version 1 (0.5.0 and earlier, still read) has a byte for the kind and one
 //! for the flags, validity only as a bitmap, and booleans only as raw bits.
-//! Flags: bit 0, NULLs: the validity chunk follows; bit 1 (version 2), it
+//! Flags: bit 0, NULLs: the column has a validity chunk; bit 1 (version 2), it
 //! holds the NULL rows' positions (integer codec, ascending) rather than a
 //! bitmap of the rows present, whichever is smaller. A version-2 boolean body
 //! is `varint n | u8 form | ...`: form 0 raw bits, form 1 runs (`u8 first
@@ -205,7 +205,8 @@ pub struct BucketReader<'a> {
     absent: Vec<u16>,
 }
 
-/// One column's entry in a directory: attnum, kind, validity (length, as positions?), body length.
+/// One column's entry in a directory: attnum, kind, its validity's length and whether it holds NULL positions
+/// (if it has NULLs), its body's length.
 struct Entry {
     attnum: u16,
     kind: ColumnKind,
@@ -347,6 +348,8 @@ impl<'a> BucketReader<'a> {
         self.rows
     }
 
+    /// The columns read: all of them, but for a prefix (`parse_prefix`),
+    /// only those within it (`column` tells an absent one from a missing one).
     pub fn columns(&self) -> &[EncodedColumn<'a>] {
         &self.columns
     }

@@ -47,6 +47,17 @@ pub unsafe fn owned_mut<'a, T>(holder: *mut Owned<T>) -> &'a mut T {
     value.as_deref_mut().expect("owned value used after it was taken")
 }
 
+/// Like `owned_mut`, shared and without panicking: None once taken (for
+/// frames that must not panic, as an executor callback without #[pg_guard]).
+///
+/// # Safety
+/// `holder` must come from `own_in_context`, its context still alive.
+pub unsafe fn owned_ref<'a, T>(holder: *mut Owned<T>) -> Option<&'a T> {
+    // SAFETY: `holder` came from own_in_context and its context is still alive (the contract), so the holder is
+    // initialized memory for at least 'a.
+    unsafe { (*holder).value.as_deref() }
+}
+
 /// # Safety
 /// `holder` must come from `own_in_context` and its context still be alive.
 pub unsafe fn take_owned<T>(holder: *mut Owned<T>) -> Option<Box<T>> {

@@ -811,7 +811,10 @@ unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_
     if !direct.is_null() && epq.is_null() {
         // SAFETY: `direct` is the node's projection, owned by the query context until `end` takes it; project::exec_scan
         // calls `next` with the node as ExecScan would, outside any recheck.
-        return unsafe { crate::scan::project::exec_scan(node, crate::pg::memory::owned_mut(direct), next, next_direct) };
+        let projected = unsafe { crate::pg::memory::owned_ref(direct) }.and_then(|d| unsafe { crate::scan::project::exec_scan(node, d, next, next_direct) });
+        if let Some(slot) = projected {
+            return slot;
+        }
     }
     // SAFETY: ExecCustomScan passes `node`, the CustomScanState `begin` set up; ExecScan calls back `next`/`recheck` with it.
     unsafe { exec_scan(&mut (*node).ss, Some(next), Some(recheck)) }

@@ -596,7 +596,7 @@ impl OrderedScan {
         // SAFETY: the prepared by-reference datums go to the bucket's `cxt`, which lives as long as the Loaded that keeps it.
         let prepared = unsafe {
             let old = pg_sys::MemoryContextSwitchTo(cxt);
-            let prepared = rows::prepare(&self.shape, &bucket);
+            let prepared = rows::prepare(&self.shape, &bucket, true);
             pg_sys::MemoryContextSwitchTo(old);
             prepared
         };

@@ -409,7 +409,8 @@ unsafe fn advance_bucket_or_header(st: &mut ScanState, forward: bool, mut answer
         }
         st.counters.decoded_bytes += rows::decoded_bytes(&loaded);
         // SAFETY: bucket_cxt is current, so the prepared datums live until the next bucket resets it, as long as `loaded`.
-        st.prepared = unsafe { rows::prepare(shape, &loaded) };
+        // By-value datums only for rows getnextslot returns: the in-scan aggregation (`answerable`) reads the arrays.
+        st.prepared = unsafe { rows::prepare(shape, &loaded, answerable.is_none()) };
         st.varying = rows::varying_columns(shape, &loaded);
         st.filled_slot = std::ptr::null_mut();
         // SAFETY: back to `old` once the bucket's columns and prepared datums are in bucket_cxt.
@@ -574,8 +575,10 @@ pub unsafe fn getnextslot(scan: pg_sys::TableScanDesc, direction: pg_sys::ScanDi
 /// (with `decided_only`, none in a bucket whose mask decided every
 /// condition, so only such buckets qualify). A varying column's value comes
 /// from the decoded arrays; the others, constant in the bucket, from
-/// `scan_slot`, which holds a row of it (getnextslot filled it). False when
-/// the current bucket has no such row: getnextslot goes on from there.
+/// `scan_slot`, which holds a row of it (getnextslot filled it) and takes
+/// the returned row's identity (a cursor's WHERE CURRENT OF reads it there).
+/// False when the current bucket has no such row: getnextslot goes on from
+/// there.
 ///
 /// # Safety
 /// `scan` must come from `begin_with`, `scan_slot` be the slot getnextslot
@@ -608,8 +611,9 @@ pub(super) unsafe fn next_direct(
             continue;
         }
         // SAFETY: `scan_slot` holds a row of `bucket` (checked above), whose columns `sources` index; `result` has
-        // one column per source (the contract).
+        // one column per source (the contract). A value column_datum builds goes to bucket_cxt, as getnextslot's do.
         unsafe {
+            let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
             let (to_values, to_nulls) = ((*result).tts_values, (*result).tts_isnull);
             for (j, &i) in sources.iter().enumerate() {
                 let varying = matches!(shape.attrs[i].role, Role::Time | Role::Measurement) && !bucket.skipped.as_ref().is_some_and(|s| s[i]);
@@ -620,6 +624,9 @@ pub(super) unsafe fn next_direct(
                 *to_values.add(j) = value;
                 *to_nulls.add(j) = isnull;
             }
+            pg_sys::MemoryContextSwitchTo(old);
+            // The scan slot is the row's identity for WHERE CURRENT OF (execCurrentOf reads its ctid).
+            rows::set_identity(bucket, row, scan_slot);
         }
         return true;
     }

@@ -94,7 +94,9 @@ pub(super) type DirectRow =
 /// ExecScan's loop (executor/execScan.c) with `direct` in place of
 /// ExecProject: a row `direct_row` writes, or rows from `access` until one
 /// passes the node's qual, copied into the projection's result slot; that
-/// slot emptied at the end.
+/// slot emptied at the end. None, having done nothing, if the result slot's
+/// ops or the qual lack the function this calls (the caller runs ExecScan):
+/// this frame must not panic.
 ///
 /// # Safety
 /// `node` must be a begun CustomScanState whose `direct` came from `plan`,
@@ -104,10 +106,14 @@ pub(super) unsafe fn exec_scan(
     direct: &DirectProjection,
     access: unsafe extern "C-unwind" fn(*mut pg_sys::ScanState) -> *mut pg_sys::TupleTableSlot,
     direct_row: DirectRow,
-) -> *mut pg_sys::TupleTableSlot {
+) -> Option<*mut pg_sys::TupleTableSlot> {
     // SAFETY: `node` is begun (the contract): its qual (possibly NULL), ExprContext and projection (non-NULL, as `plan`
     // required) are set for the whole execution.
     let (qual, econtext, result) = unsafe { ((*node).ss.ps.qual, (*node).ss.ps.ps_ExprContext, (*(*node).ss.ps.ps_ProjInfo).pi_state.resultslot) };
+    // SAFETY: `result` is the projection's slot, whose ops table lives as long as the backend.
+    let clear = unsafe { (*(*result).tts_ops).clear }?;
+    // SAFETY: a non-NULL `qual` is a compiled ExprState of this node.
+    let eval = if qual.is_null() { None } else { Some(unsafe { (*qual).evalfunc }?) };
     loop {
         // SAFETY: the per-tuple context belongs to the node's ExprContext; reset as ExecScan resets it before each fetch.
         unsafe { reset_per_tuple(econtext) };
@@ -119,10 +125,10 @@ pub(super) unsafe fn exec_scan(
         // SAFETY: `result` is the projection's slot, emptied through its ops (ExecClearTuple) before the scan writes
         // a row into it; `direct_row` is the node's, called with its begun state.
         unsafe {
-            ((*(*result).tts_ops).clear.expect("slot ops clear"))(result);
+            clear(result);
             if direct_row(node, direct, result) {
                 exec_store_virtual_tuple(result);
-                return result;
+                return Some(result);
             }
         }
         // SAFETY: `access` is the node's access method, called with its ScanState as ExecScanFetch calls it.
@@ -130,16 +136,21 @@ pub(super) unsafe fn exec_scan(
         // SAFETY: a non-NULL `slot` is the node's scan slot, just filled or cleared.
         if slot.is_null() || unsafe { (*slot).tts_flags } & pg_sys::TTS_FLAG_EMPTY as u16 != 0 {
             // SAFETY: `result` is the projection's result slot; its ops' clear empties it, as ExecClearTuple does.
-            unsafe { ((*(*result).tts_ops).clear.expect("slot ops clear"))(result) };
-            return result;
+            unsafe { clear(result) };
+            return Some(result);
         }
         // SAFETY: `econtext` is the node's; the qual reads the row from its scan tuple.
         unsafe { (*econtext).ecxt_scantuple = slot };
-        // SAFETY: `qual` was compiled for this node (or is its qual switch), with the scan tuple just set.
-        if unsafe { qual_passes(qual, econtext) } {
-            // SAFETY: `slot` holds the row that passed, `result` the projection's slot, `direct` fits both (`plan`).
-            unsafe { project(direct, slot, result) };
-            return result;
+        // SAFETY: `eval` is `qual`'s evaluation function (`qual` compiled for this node, or its qual switch), with the
+        // scan tuple just set.
+        if unsafe { qual_passes(qual, eval, econtext) } {
+            // SAFETY: `slot` holds the row that passed, `result` the projection's slot (emptied by `clear`), `direct`
+            // fits both (`plan`).
+            unsafe {
+                clear(result);
+                project(direct, slot, result);
+            }
+            return Some(result);
         }
         // SAFETY: `instrument` is NULL or the node's Instrumentation, counting the rows the qual removed (InstrCountFiltered1).
         unsafe {
@@ -170,17 +181,15 @@ unsafe fn reset_per_tuple(econtext: *mut pg_sys::ExprContext) {
 ///
 /// # Safety
 /// `qual` must be NULL or an ExprState compiled for the node whose ExprContext
-/// `econtext` is, its scan tuple set.
-unsafe fn qual_passes(qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprContext) -> bool {
-    if qual.is_null() {
-        return true;
-    }
+/// `econtext` is, its scan tuple set; `eval` its evaluation function.
+unsafe fn qual_passes(qual: *mut pg_sys::ExprState, eval: pg_sys::ExprStateEvalFunc, econtext: *mut pg_sys::ExprContext) -> bool {
+    let Some(eval) = eval else { return true };
     let mut isnull = false;
-    // SAFETY: `qual` is a compiled ExprState (the contract), so its evaluation function is set; it runs in the
-    // per-tuple context as ExecEvalExprSwitchContext runs it, and an error it raises passes through this frame.
+    // SAFETY: `eval` is the compiled `qual`'s evaluation function (the contract); it runs in the per-tuple context as
+    // ExecEvalExprSwitchContext runs it, and an error it raises passes through this frame.
     let d = unsafe {
         let old = pg_sys::MemoryContextSwitchTo((*econtext).ecxt_per_tuple_memory);
-        let d = ((*qual).evalfunc.expect("a compiled qual has its evaluation function"))(qual, econtext, &mut isnull);
+        let d = eval(qual, econtext, &mut isnull);
         pg_sys::MemoryContextSwitchTo(old);
         d
     };
@@ -193,7 +202,7 @@ unsafe fn qual_passes(qual: *mut pg_sys::ExprState, econtext: *mut pg_sys::ExprC
 ///
 /// # Safety
 /// `slot` must hold a row of the scan slot's layout and `result` be the
-/// projection's result slot `direct` was planned for.
+/// projection's result slot `direct` was planned for, emptied.
 unsafe fn project(direct: &DirectProjection, slot: *mut pg_sys::TupleTableSlot, result: *mut pg_sys::TupleTableSlot) {
     // SAFETY: `slot` holds a row (the contract); its first `width` values are made valid as ExecProject makes them.
     unsafe {
@@ -201,8 +210,6 @@ unsafe fn project(direct: &DirectProjection, slot: *mut pg_sys::TupleTableSlot, 
             slot_getsomeattrs_int(slot, direct.width as i32);
         }
     }
-    // SAFETY: `result` is the projection's slot; clearing it through its ops is ExecClearTuple.
-    unsafe { ((*(*result).tts_ops).clear.expect("slot ops clear"))(result) };
     // SAFETY: `sources` index below `width` <= the scan slot's natts, now valid; `result` has one column per source
     // (`plan` checked the count), so both arrays are indexed in bounds.
     unsafe {

@@ -220,7 +220,8 @@ pub unsafe fn column_or_default<'a>(tupdesc: pg_sys::TupleDesc, attr: &crate::ca
 
 /// Datums built once per bucket for a scan: the meta values, every row of
 /// by-reference columns laid out in one allocation (saves a palloc per
-/// value), and every row of by-value columns (NULL rows hold 0).
+/// value), and, for a scan returning rows (`prepare`'s `by_value`), every
+/// row of by-value columns (NULL rows hold 0).
 #[derive(Default)]
 pub struct Prepared {
     pub meta: Vec<Option<pg_sys::Datum>>,
@@ -229,7 +230,7 @@ pub struct Prepared {
 
 /// # Safety
 /// Allocates in the current memory context, which must outlive the datums' use.
-pub unsafe fn prepare(shape: &TableShape, bucket: &LoadedBucket) -> Prepared {
+pub unsafe fn prepare(shape: &TableShape, bucket: &LoadedBucket, by_value: bool) -> Prepared {
     let meta = shape
         .meta_attrs()
         .iter()
@@ -248,10 +249,11 @@ pub unsafe fn prepare(shape: &TableShape, bucket: &LoadedBucket) -> Prepared {
                 // allocation in the current memory context.
                 tsbucket_format::Values::Bytes(values) if !attr.typbyval => Some(unsafe { datum::bytes_datums(values, attr.layout()) }),
                 tsbucket_format::Values::Bytes(_) => None,
-                // By-value columns too, a column at a time: a scan returning most rows then copies one datum
-                // per column and row instead of converting it there.
+                // By-value columns too, a column at a time, for a scan returning rows: it then copies one datum per
+                // column and row instead of converting it there. (Aggregation reads the decoded arrays.)
                 // SAFETY: `col` was decoded with `attr`'s storage kind (load_columns checks it), as column_datums requires.
-                _ => Some(unsafe { datum::column_datums(col, attr.layout()) }),
+                _ if by_value => Some(unsafe { datum::column_datums(col, attr.layout()) }),
+                _ => None,
             }
         })
         .collect();
@@ -335,7 +337,7 @@ pub unsafe fn fill_slot(
 /// # Safety
 /// `slot` must be a valid slot holding row `row` of `bucket`.
 #[inline]
-unsafe fn set_identity(bucket: &LoadedBucket, row: usize, slot: *mut pg_sys::TupleTableSlot) {
+pub unsafe fn set_identity(bucket: &LoadedBucket, row: usize, slot: *mut pg_sys::TupleTableSlot) {
     // SAFETY: `slot` is valid (the contract); its tid is its own field, and set_version needs only a valid slot.
     unsafe {
         match &bucket.tail {

@@ -16,7 +16,7 @@
 //! varint, not 10; keys of floats at or below -4.0 wrap, exactly, which only
 //! keeps the frame-of-reference transform from a column that crosses -4.0):
 //! `encode` writes
-//! version 4, `decode` reads it, and `decode_counted` reads what versions 1-3
+//! versions 4 and 5, `decode` reads it, and `decode_counted` reads what versions 1-3
 //! wrote.
 
 use super::int;
@@ -156,7 +156,7 @@ fn encode_xor(values: &[f64]) -> Vec<u8> {
     out
 }
 
-/// Decodes the `n` values `encode` wrote (format version 4).
+/// Decodes the `n` values `encode` wrote (format versions 4 and 5).
 pub fn decode(c: &mut Cursor, n: usize) -> Result<Vec<f64>> {
     decode_form(c, n, false)
 }

@@ -2,7 +2,7 @@
 -- column statistics were written by tsbucket 0.5.0 (bucket format version 1:
 -- a NaN sends temp to Gorilla XOR, booleans as raw bits, text as an lz4
 -- dictionary) for the 200 rows inserted below; the same rows written now take
--- version 4. Swapped into the store, the old bucket must read back as the
+-- version 5. Swapped into the store, the old bucket must read back as the
 -- same rows, pass verify, and answer aggregates from its header as before.
 SET client_min_messages = warning;
 SET timezone = 'UTC';
@@ -43,7 +43,7 @@ SELECT count(*), sum(hum) FROM old_fmt;
 DROP TABLE old_fmt;
 
 -- jsonb that format version 2 (0.6.0) kept as its datum's bytes reads back
--- as the same documents; a rewrite stores it shredded by path (version 4).
+-- as the same documents; a rewrite stores it shredded by path (version 5).
 CREATE TABLE old_docs (time timestamptz NOT NULL, dev text, doc jsonb) USING tsbucket;
 SELECT tsbucket.create_timeseries('old_docs', 'time', 'dev');
 INSERT INTO old_docs VALUES ('2024-01-01 00:00:00', 'd1', '{"a": 1.50, "b": [true, null]}'), ('2024-01-01 00:00:10', 'd1', '"s"'),

@@ -77,5 +77,40 @@ SELECT count(*) AS verify_problems FROM tsbucket.verify('sc');
 CREATE TABLE sc2 (time timestamptz NOT NULL, m int4) USING tsbucket;
 SELECT tsbucket.create_timeseries('sc2', 'time', 'm');
 INSERT INTO sc2 SELECT time, m FROM sc WHERE v = 1 RETURNING xmin = xid_now() AS mine;
-DROP TABLE sc, sc_heap, sc2;
+
+-- WHERE CURRENT OF acts on the row the cursor fetched last, as on heap, also
+-- where the scan returns plain columns without Postgres's projection. (After
+-- a DELETE or UPDATE rewrote the cursor's bucket, its rows are another
+-- version's: a later WHERE CURRENT OF in that bucket finds none, README.)
+CREATE TABLE cur (time timestamptz NOT NULL, m int4, v float8) USING tsbucket;
+SELECT tsbucket.create_timeseries('cur', 'time', 'm');
+INSERT INTO cur SELECT '2024-01-01'::timestamptz + i * interval '1 s', 1, i FROM generate_series(1, 10) i;
+CREATE TABLE cur_heap AS SELECT * FROM cur;
+BEGIN;
+DECLARE c CURSOR FOR SELECT time, v FROM cur WHERE v > 2;
+DECLARE h CURSOR FOR SELECT time, v FROM cur_heap WHERE v > 2;
+FETCH 3 FROM c;
+FETCH 3 FROM h;
+DELETE FROM cur WHERE CURRENT OF c RETURNING v;
+DELETE FROM cur_heap WHERE CURRENT OF h RETURNING v;
+COMMIT;
+BEGIN;
+DECLARE c CURSOR FOR SELECT time, v FROM cur;
+DECLARE h CURSOR FOR SELECT time, v FROM cur_heap;
+FETCH 2 FROM c;
+FETCH 2 FROM h;
+UPDATE cur SET m = 2 WHERE CURRENT OF c RETURNING v, m;
+UPDATE cur_heap SET m = 2 WHERE CURRENT OF h RETURNING v, m;
+COMMIT;
+SELECT m, array_agg(v ORDER BY v) FROM cur GROUP BY m ORDER BY m;
+SELECT m, array_agg(v ORDER BY v) FROM cur_heap GROUP BY m ORDER BY m;
+-- A scrollable cursor goes back and forth over the same rows.
+BEGIN;
+DECLARE s SCROLL CURSOR FOR SELECT v, time FROM cur WHERE m = 1;
+FETCH 4 FROM s;
+FETCH BACKWARD 2 FROM s;
+FETCH 3 FROM s;
+FETCH LAST FROM s;
+COMMIT;
+DROP TABLE sc, sc_heap, sc2, cur, cur_heap;
 DROP FUNCTION xid_now();
