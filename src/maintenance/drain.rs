@@ -48,6 +48,10 @@ pub(super) unsafe fn prepare(config: &Config) -> Vec<usize> {
     }
     let blocks: Vec<u32> = tail.segments.iter().map(|&s| segment_blocks(s)).collect();
     let mut current = tail::current_segment(config, tail);
+    // Rows this round leaves in the tail bring the worker back at its next
+    // interval: no write may come to make the database due again (after a
+    // crash, recovery brings back rows no process counted).
+    let mut left = false;
     if blocks[current] > 0 {
         // Never one emptied by this transaction: "current" is a sequence,
         // which a rollback (an error, a crash) does not undo, while it would
@@ -58,6 +62,8 @@ pub(super) unsafe fn prepare(config: &Config) -> Vec<usize> {
         if let Some(next) = free.clone().next() {
             tail::set_current_segment(config, tail, next);
             current = next;
+        } else {
+            left = true;
         }
     }
     let mut locked = Vec::new();
@@ -68,7 +74,12 @@ pub(super) unsafe fn prepare(config: &Config) -> Vec<usize> {
         // SAFETY: in a transaction; the lock is kept to its end.
         if unsafe { lock_waiting_briefly(tail.segments[segment], pg_sys::ExclusiveLock as i32) } {
             locked.push(segment);
+        } else {
+            left = true;
         }
+    }
+    if left {
+        super::schedule::update_my_database(|e| e.dirty = true);
     }
     locked
 }

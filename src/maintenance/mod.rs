@@ -18,7 +18,8 @@
 //! twice within an interval however workers start, exit or fail; except that
 //! a database whose transactions wrote `tsbucket.tail_drain_rows` rows to
 //! tails since its last visit is due at once (the committing backend wakes
-//! the launcher), which bounds how much waits in tails. Databases
+//! the launcher), which bounds how much waits in tails; and a drain that
+//! left rows waiting marks its database dirty, to come back. Databases
 //! with nothing due are not visited at all; a visit that finds nothing to do
 //! costs a catalog look-up.
 //!

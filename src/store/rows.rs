@@ -117,7 +117,8 @@ pub fn load_deferring(
 /// `hint` the scan keeps from bucket to bucket); all of it when `needed` is
 /// None.
 pub fn load_payload(stored: &mut StoredBucket, needed: Option<&[bool]>, doc_fields: &DocFields, late: &[usize], hint: &mut usize) {
-    let Some(needed) = needed else { return stored.load_payload() };
+    // Every column wanted: no prefix to choose, one fetch of the whole.
+    let Some(needed) = needed.filter(|n| !n.iter().all(|&b| b)) else { return stored.load_payload() };
     let wanted = |attnum: u16| {
         let Some(a) = (attnum as usize).checked_sub(1) else { return false };
         needed.get(a).copied().unwrap_or(false) || doc_fields.iter().any(|(c, ..)| *c == a) || late.contains(&a)
