@@ -209,19 +209,15 @@ pub unsafe fn column_datum(col: &Column, row: usize, layout: Layout) -> pg_sys::
 }
 
 /// The datums of every row of a decoded by-value column (0 where NULL), as
-/// `column_datum` gives them one at a time.
-///
-/// # Safety
-/// As `column_datum`.
-pub unsafe fn column_datums(col: &Column, layout: Layout) -> Vec<pg_sys::Datum> {
-    match &col.values {
+/// `column_datum` gives them one at a time; None for a column of bytes.
+pub fn column_datums(col: &Column, layout: Layout) -> Option<Vec<pg_sys::Datum>> {
+    Some(match &col.values {
         Values::Float(v) if layout.kind == ColumnKind::Float32 => v.iter().map(|x| pg_sys::Datum::from((*x as f32).to_bits() as usize)).collect(),
         Values::Float(v) => v.iter().map(|x| pg_sys::Datum::from(x.to_bits() as usize)).collect(),
         Values::Bool(v) => v.iter().map(|&x| pg_sys::Datum::from(x as usize)).collect(),
         Values::Int(v) => v.iter().map(|&x| int_datum(x, layout.typlen)).collect(),
-        // SAFETY: as column_datum's contract says of `col`.
-        Values::Bytes(_) => (0..col.len()).map(|row| if col.is_null(row) { pg_sys::Datum::from(0) } else { unsafe { column_datum(col, row, layout) } }).collect(),
-    }
+        Values::Bytes(_) => return None,
+    })
 }
 
 #[inline]

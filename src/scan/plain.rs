@@ -4,7 +4,7 @@
 //! scan. The table AM's sequential scan is one of these too.
 
 use crate::catalog::config::{self, Config};
-use crate::catalog::shape::{Role, TableShape};
+use crate::catalog::shape::TableShape;
 use crate::pg::memory::{Owned, own_in_context, owned_mut, take_owned};
 use crate::scan::access::{Access, meta_conditions};
 use crate::scan::prune::{Prune, RowFilter, bucket_may_match, clear_failing_rows, decode_filtered_columns, meta_functions, row_filters};
@@ -616,8 +616,7 @@ pub(super) unsafe fn next_direct(
             let old = pg_sys::MemoryContextSwitchTo(st.bucket_cxt);
             let (to_values, to_nulls) = ((*result).tts_values, (*result).tts_isnull);
             for (j, &i) in sources.iter().enumerate() {
-                let varying = matches!(shape.attrs[i].role, Role::Time | Role::Measurement) && !bucket.skipped.as_ref().is_some_and(|s| s[i]);
-                let (value, isnull) = match bucket.columns[i].as_ref().filter(|_| varying) {
+                let (value, isnull) = match bucket.columns[i].as_ref().filter(|_| st.varying.contains(&i)) {
                     Some(col) => rows::varying_datum(shape, col, &st.prepared, i, row),
                     None => (*(*scan_slot).tts_values.add(i), *(*scan_slot).tts_isnull.add(i)),
                 };

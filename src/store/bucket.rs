@@ -86,6 +86,22 @@ unsafe fn slice<'a>(p: *mut pg_sys::varlena, offset: usize, len: usize) -> &'a [
     }
 }
 
+/// `parts` one after another in one palloc'd block of the current memory context.
+fn palloc_concat(parts: &[&[u8]]) -> *const u8 {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    // SAFETY: palloc returns `len` (at least 1) writable bytes in the current memory context (or raises ERROR); each
+    // part is copied to its own place inside them.
+    unsafe {
+        let whole = pg_sys::palloc(len.max(1)) as *mut u8;
+        let mut at = 0;
+        for p in parts {
+            std::ptr::copy_nonoverlapping(p.as_ptr(), whole.add(at), p.len());
+            at += p.len();
+        }
+        whole
+    }
+}
+
 /// Where a payload of `len` bytes is split: after its whole TOAST chunks,
 /// when it has some and the remainder fits in `room` bytes of the store row.
 pub(super) fn split_at(len: usize, room: usize) -> Option<usize> {
@@ -212,23 +228,27 @@ impl StoredBucket {
         // SAFETY: `payload` is the plain (detoasted) varlena just returned, so its header is readable.
         let (data, len) = unsafe { (vardata_any(payload) as *const u8, varsize_any_exhdr(payload)) };
         (self.payload, self.payload_len, self.payload_total) = (data, len, len);
-        let Some(col) = self.rest_col.filter(|&c| !self.nulls[c]) else { return };
-        // SAFETY: values[col] is the tuple's non-NULL payload_rest bytea: inline (its bytes read in place, in the tuple
-        // or detached's copy, alive while the bucket is) or, if TOAST moved it out, detoasted into the current context.
-        let (rest, rest_len) = unsafe {
-            let rest = pg_sys::pg_detoast_datum_packed(self.values[col].cast_mut_ptr());
-            (vardata_any(rest) as *const u8, varsize_any_exhdr(rest))
-        };
-        // SAFETY: palloc returns len + rest_len writable bytes in the current memory context (or raises ERROR);
-        // `data` and `rest` are the `len` and `rest_len` readable bytes of the two parts read above.
-        self.payload = unsafe {
-            let whole = pg_sys::palloc(len + rest_len) as *mut u8;
-            std::ptr::copy_nonoverlapping(data, whole, len);
-            std::ptr::copy_nonoverlapping(rest, whole.add(len), rest_len);
-            whole
-        };
-        self.payload_len = len + rest_len;
-        self.payload_total = self.payload_len;
+        let rest = self.rest();
+        if !rest.is_empty() {
+            // SAFETY: `data` holds the `len` bytes of the first part just detoasted.
+            self.payload = palloc_concat(&[unsafe { std::slice::from_raw_parts(data, len) }, rest]);
+            self.payload_len = len + rest.len();
+            self.payload_total = self.payload_len;
+        }
+    }
+
+    /// The part of a split payload kept inline (`payload_rest`), or nothing.
+    fn rest<'a>(&self) -> &'a [u8] {
+        match self.rest_col.filter(|&c| !self.nulls[c]) {
+            // SAFETY: values[col] is the tuple's non-NULL payload_rest bytea: inline (its bytes read in place, in the
+            // tuple or detached's copy, alive while the bucket is) or, if TOAST moved it out, detoasted into the
+            // current context, which lives as long as the bucket's.
+            Some(col) => unsafe {
+                let rest = pg_sys::pg_detoast_datum_packed(self.values[col].cast_mut_ptr());
+                std::slice::from_raw_parts(vardata_any(rest) as *const u8, varsize_any_exhdr(rest))
+            },
+            None => &[],
+        }
     }
 
     /// Like `load_payload`, but of a payload TOAST keeps out of line (and
@@ -258,15 +278,7 @@ impl StoredBucket {
         // SAFETY: `first` is an out-of-line uncompressed value of `first_len` bytes (checked above): a slice of it
         // fetches only the TOAST chunks it covers, into the current memory context.
         let head = unsafe { slice(first, 0, (*hint).clamp(TOAST_CHUNK, first_len)) };
-        let rest: &[u8] = match self.rest_col.filter(|&c| !self.nulls[c]) {
-            // SAFETY: values[col] is the tuple's non-NULL payload_rest bytea, read in place if inline (as it is
-            // written) or detoasted into the current context; it lives as long as the bucket's context.
-            Some(col) => unsafe {
-                let rest = pg_sys::pg_detoast_datum_packed(self.values[col].cast_mut_ptr());
-                std::slice::from_raw_parts(vardata_any(rest) as *const u8, varsize_any_exhdr(rest))
-            },
-            None => &[],
-        };
+        let rest = self.rest();
         let total = first_len + rest.len();
         let want = tsbucket_format::prefix_len(head, wanted).unwrap_or(total).min(total);
         // Columns' sizes vary from bucket to bucket: some room, rather than a second fetch.
@@ -281,17 +293,8 @@ impl StoredBucket {
             _ => &[],
         };
         let tail = if want > first_len { rest } else { &[] };
-        let len = head.len() + more.len() + tail.len();
-        // SAFETY: palloc returns `len` writable bytes in the current memory context (or raises ERROR); the three
-        // parts are readable slices of that many bytes together.
-        self.payload = unsafe {
-            let whole = pg_sys::palloc(len) as *mut u8;
-            std::ptr::copy_nonoverlapping(head.as_ptr(), whole, head.len());
-            std::ptr::copy_nonoverlapping(more.as_ptr(), whole.add(head.len()), more.len());
-            std::ptr::copy_nonoverlapping(tail.as_ptr(), whole.add(head.len() + more.len()), tail.len());
-            whole
-        };
-        (self.payload_len, self.payload_total) = (len, total);
+        self.payload = palloc_concat(&[head, more, tail]);
+        (self.payload_len, self.payload_total) = (head.len() + more.len() + tail.len(), total);
     }
 
     /// The payload's whole length: more than `payload().len()` when

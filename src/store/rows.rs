@@ -249,11 +249,9 @@ pub unsafe fn prepare(shape: &TableShape, bucket: &LoadedBucket, by_value: bool)
                 // SAFETY: the decoded column holds bytes of `attr`'s by-reference type; its datums share one
                 // allocation in the current memory context.
                 tsbucket_format::Values::Bytes(values) if !attr.typbyval => Some(unsafe { datum::bytes_datums(values, attr.layout()) }),
-                tsbucket_format::Values::Bytes(_) => None,
                 // By-value columns too, a column at a time, for a scan returning rows: it then copies one datum per
                 // column and row instead of converting it there. (Aggregation reads the decoded arrays.)
-                // SAFETY: `col` was decoded with `attr`'s storage kind (load_columns checks it), as column_datums requires.
-                _ if by_value => Some(unsafe { datum::column_datums(col, attr.layout()) }),
+                _ if by_value => datum::column_datums(col, attr.layout()),
                 _ => None,
             }
         })
